@@ -1,0 +1,135 @@
+package certificate
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// checkStatement makes steps 5 to 10 of the schema checks, in order, on a decoded
+// statement that keyID signed. Errors name the field, never its value.
+func checkStatement(st *Statement, keyID string) error {
+	p := &st.Predicate
+	switch {
+	case st.Type != StatementType:
+		return fmt.Errorf("_type is not %s", StatementType)
+	case st.PredicateType != PredicateType:
+		return fmt.Errorf("predicateType is not %s", PredicateType)
+	case p.SchemaVersion != SchemaVersion:
+		return fmt.Errorf("predicate.schema_version is not %s", SchemaVersion)
+	case p.KeyID != keyID:
+		return errors.New("predicate.key_id does not match the signing key")
+	case p.CertificateID == "":
+		return errors.New("predicate.certificate_id is empty")
+	case len(st.Subject) != 1:
+		return errors.New("subject does not hold exactly one entry")
+	case st.Subject[0].Name != SubjectPrefix+p.CertificateID:
+		return fmt.Errorf("subject[0].name is not %s followed by predicate.certificate_id", SubjectPrefix)
+	case !isSHA256Hex(st.Subject[0].Digest["sha256"]):
+		return errors.New("subject[0].digest.sha256 is not 64 lowercase hex digits")
+	case p.Trace.ID != st.Subject[0].Digest["sha256"]:
+		return errors.New("predicate.trace.id does not equal subject[0].digest.sha256")
+	}
+
+	issued, err := time.Parse(time.RFC3339, p.IssuedAt)
+	if err != nil {
+		return errors.New("predicate.issued_at is not an RFC 3339 time")
+	}
+	until, err := time.Parse(time.RFC3339, p.ValidUntil)
+	if err != nil {
+		return errors.New("predicate.valid_until is not an RFC 3339 time")
+	}
+	if !until.After(issued) {
+		return errors.New("predicate.valid_until is not after predicate.issued_at")
+	}
+
+	for i, a := range p.Artifacts {
+		switch a.Outcome {
+		case Verified:
+			if a.Level != LevelPhysical && a.Level != LevelLogical {
+				return fmt.Errorf("predicate.artifacts[%d].level is not %s or %s", i, LevelPhysical, LevelLogical)
+			}
+		case Unverified, Residual, OutOfScope, NeedsHuman:
+			if a.Reason == "" {
+				return fmt.Errorf("predicate.artifacts[%d].reason is empty", i)
+			}
+		default:
+			return fmt.Errorf("predicate.artifacts[%d].outcome is not a known outcome", i)
+		}
+	}
+
+	if len(p.OutOfScope) == 0 {
+		return errors.New("predicate.out_of_scope is empty")
+	}
+	for i, x := range p.OutOfScope {
+		if x.What == "" {
+			return fmt.Errorf("predicate.out_of_scope[%d].what is empty", i)
+		}
+	}
+
+	if want := CountArtifacts(p.Artifacts); p.Counts != want {
+		return fmt.Errorf("predicate.counts.%s does not match the artifacts", countsDiff(p.Counts, want))
+	}
+	return nil
+}
+
+// CountArtifacts returns the Counts that a list of artifacts must carry.
+func CountArtifacts(arts []Artifact) Counts {
+	c := Counts{Artifacts: len(arts)}
+	for _, a := range arts {
+		switch a.Outcome {
+		case Verified:
+			c.Verified++
+			switch a.Level {
+			case LevelPhysical:
+				c.VerifiedPhysical++
+			case LevelLogical:
+				c.VerifiedLogical++
+			}
+		case Unverified:
+			c.Unverified++
+		case Residual:
+			c.Residual++
+		case OutOfScope:
+			c.OutOfScope++
+		case NeedsHuman:
+			c.NeedsHuman++
+		}
+	}
+	return c
+}
+
+// countsDiff names the first field in which got differs from want.
+func countsDiff(got, want Counts) string {
+	switch {
+	case got.Artifacts != want.Artifacts:
+		return "artifacts"
+	case got.Verified != want.Verified:
+		return "verified"
+	case got.VerifiedPhysical != want.VerifiedPhysical:
+		return "verified_physical"
+	case got.VerifiedLogical != want.VerifiedLogical:
+		return "verified_logical"
+	case got.Unverified != want.Unverified:
+		return "unverified"
+	case got.Residual != want.Residual:
+		return "residual"
+	case got.OutOfScope != want.OutOfScope:
+		return "out_of_scope"
+	default:
+		return "needs_human"
+	}
+}
+
+func isSHA256Hex(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,144 @@
+package certificate
+
+// Wire constants. A change that old verifiers cannot read gets a new
+// SchemaVersion and a new PredicateType; fields may be added within a
+// version, and verifiers ignore fields they do not know.
+const (
+	PayloadType   = "application/vnd.in-toto+json"
+	StatementType = "https://in-toto.io/Statement/v1"
+	PredicateType = "https://amnesia.dev/erasure-certificate/v1"
+	SchemaVersion = "amnesia.certificate/v1"
+)
+
+// Outcomes of one artifact.
+const (
+	Verified   = "VERIFIED"     // Level names how: "physical" or "logical"
+	Unverified = "UNVERIFIED"   // Reason says why nothing could be shown
+	Residual   = "RESIDUAL"     // Reason and Measurement say what was still found
+	OutOfScope = "OUT_OF_SCOPE" // Reason says why amnesia did not act
+	NeedsHuman = "NEEDS_HUMAN"  // Reason says what a person must decide
+)
+
+// Verification levels, strongest first.
+const (
+	LevelPhysical = "physical"
+	LevelLogical  = "logical"
+)
+
+// Statement is an in-toto Statement v1 carrying a Predicate. Field order is
+// fixed so that the signed bytes are deterministic.
+type Statement struct {
+	Type          string               `json:"_type"`
+	Subject       []ResourceDescriptor `json:"subject"`
+	PredicateType string               `json:"predicateType"`
+	Predicate     Predicate            `json:"predicate"`
+}
+
+// ResourceDescriptor names what the statement is about: the erasure, by the
+// digest of the exact traced artifact set it erased.
+type ResourceDescriptor struct {
+	Name   string            `json:"name"`
+	Digest map[string]string `json:"digest"`
+}
+
+// Predicate is the erasure certificate proper. It holds no personal data:
+// subjects appear as keyed-digest refs, artifacts by keyed ids, and
+// measurements as counts.
+type Predicate struct {
+	SchemaVersion string       `json:"schema_version"`
+	CertificateID string       `json:"certificate_id"`
+	KeyID         string       `json:"key_id"`
+	SubjectRef    string       `json:"subject_ref"`
+	Scope         string       `json:"scope"`
+	Reason        string       `json:"reason"`
+	IssuedAt      string       `json:"issued_at"`   // RFC 3339, UTC, seconds
+	ValidUntil    string       `json:"valid_until"` // RFC 3339, UTC, seconds
+	Trace         TraceRef     `json:"trace"`
+	Complete      bool         `json:"complete"` // every erasable artifact reached VERIFIED
+	DeclaredScope []StoreState `json:"declared_scope"`
+	Artifacts     []Artifact   `json:"artifacts"`
+	Counts        Counts       `json:"counts"`
+	OutOfScope    []Exclusion  `json:"out_of_scope"`
+	Journal       JournalRef   `json:"journal"`
+	Reverifiable  bool         `json:"reverifiable"`
+	ReverifyNote  string       `json:"reverify_note"`
+}
+
+// TraceRef identifies the traced artifact set that was erased.
+type TraceRef struct {
+	ID        string `json:"id"`        // sha256 of the canonical trace, hex
+	Artifacts int    `json:"artifacts"` // artifacts in the trace
+}
+
+// StoreState is one configured store: touched by this erasure or not.
+type StoreState struct {
+	Name         string   `json:"name"`
+	Type         string   `json:"type"`
+	Capabilities []string `json:"capabilities"`
+	Touched      bool     `json:"touched"`
+	Artifacts    int      `json:"artifacts"`
+	Residue      string   `json:"residue"`  // VERIFIED, RESIDUAL, UNVERIFIED-<reason>, NOT-TOUCHED, …
+	Evidence     string   `json:"evidence"` // what backs Residue
+	Reclaim      string   `json:"reclaim,omitempty"`
+}
+
+// Artifact is the outcome for one traced artifact.
+type Artifact struct {
+	ID          string       `json:"id"` // keyed digest of scope, store and key
+	Kind        string       `json:"kind"`
+	Store       string       `json:"store"`
+	Outcome     string       `json:"outcome"`
+	Level       string       `json:"level,omitempty"`
+	Reason      string       `json:"reason,omitempty"`
+	Method      string       `json:"method"`
+	Measurement *Measurement `json:"measurement,omitempty"`
+}
+
+// Measurement is what was measured for one artifact.
+type Measurement struct {
+	Deleted  bool      `json:"deleted"`
+	Logical  *Logical  `json:"logical,omitempty"`
+	Physical *Physical `json:"physical,omitempty"`
+}
+
+// Logical records which query paths still returned the record (false = not returned).
+type Logical struct {
+	ByID         bool     `json:"by_id"`
+	ByFilter     bool     `json:"by_filter"`
+	BySimilarity bool     `json:"by_similarity"`
+	Methods      []string `json:"methods"`
+}
+
+// Physical records a byte scan of the store's files.
+type Physical struct {
+	Needles      int   `json:"needles"`       // needles taken from the live record
+	Shared       int   `json:"shared"`        // windows skipped: other live records hold the same bytes
+	FoundBefore  int   `json:"found_before"`  // needles found before deletion: the probe's power
+	FoundAfter   int   `json:"found_after"`   // needles found after erasure
+	FilesScanned int   `json:"files_scanned"` // files in the final scan
+	BytesScanned int64 `json:"bytes_scanned"` // bytes in the final scan
+}
+
+// Counts sums the artifact outcomes.
+type Counts struct {
+	Artifacts        int `json:"artifacts"`
+	Verified         int `json:"verified"`
+	VerifiedPhysical int `json:"verified_physical"`
+	VerifiedLogical  int `json:"verified_logical"`
+	Unverified       int `json:"unverified"`
+	Residual         int `json:"residual"`
+	OutOfScope       int `json:"out_of_scope"`
+	NeedsHuman       int `json:"needs_human"`
+}
+
+// Exclusion is something the certificate explicitly does not cover.
+type Exclusion struct {
+	What   string `json:"what"`
+	Reason string `json:"reason"`
+}
+
+// JournalRef pins the erasure journal the certificate was issued from.
+type JournalRef struct {
+	Head  string `json:"head"`  // sha256 hash chain over the completed steps, hex
+	Steps int    `json:"steps"` // completed steps
+}

@@ -1,0 +1,175 @@
+package certificate
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSchemaChecks(t *testing.T) {
+	ctx := context.Background()
+	pub, priv := goldenKey()
+	other, _ := otherKey()
+	recount := func(st *Statement) { st.Predicate.Counts = CountArtifacts(st.Predicate.Artifacts) }
+	cases := []struct {
+		name   string
+		mutate func(st *Statement)
+		want   string // part of the error message naming the failed check
+	}{
+		{"legacy _type", func(st *Statement) { st.Type = "https://in-toto.io/Statement/v0.1" }, "_type"},
+		{"bogus _type", func(st *Statement) { st.Type = "bogus" }, "wrong statement type"},
+		{"predicateType", func(st *Statement) { st.PredicateType = "https://amnesia.dev/erasure-certificate/v2" }, "predicateType"},
+		{"schema_version", func(st *Statement) { st.Predicate.SchemaVersion = "amnesia.certificate/v2" }, "schema_version"},
+		{"key_id other", func(st *Statement) { st.Predicate.KeyID = KeyID(other) }, "key_id"},
+		{"key_id empty", func(st *Statement) { st.Predicate.KeyID = "" }, "key_id"},
+		{"certificate_id empty", func(st *Statement) { st.Predicate.CertificateID = "" }, "certificate_id"},
+		{"no subject", func(st *Statement) { st.Subject = nil }, "subject required"},
+		{"two subjects", func(st *Statement) { st.Subject = append(st.Subject, st.Subject[0]) }, "exactly one"},
+		{"subject name", func(st *Statement) { st.Subject[0].Name = "amnesia:erasure/other" }, "subject[0].name"},
+		{"digest upper case", func(st *Statement) {
+			d := strings.ToUpper(st.Predicate.Trace.ID)
+			st.Subject[0].Digest["sha256"], st.Predicate.Trace.ID = d, d
+		}, "digest.sha256"},
+		{"digest short", func(st *Statement) { st.Subject[0].Digest["sha256"] = st.Predicate.Trace.ID[:62] }, "incorrect length"},
+		{"digest not sha256", func(st *Statement) {
+			st.Subject[0].Digest = map[string]string{"sha512": strings.Repeat("ab", 64)}
+		}, "digest.sha256"},
+		{"trace.id", func(st *Statement) { st.Predicate.Trace.ID = hexSum("another trace") }, "trace.id"},
+		{"issued_at", func(st *Statement) { st.Predicate.IssuedAt = "2025-03-01 12:00:00" }, "issued_at"},
+		{"valid_until", func(st *Statement) { st.Predicate.ValidUntil = "" }, "valid_until is not an RFC 3339"},
+		{"window empty", func(st *Statement) { st.Predicate.ValidUntil = st.Predicate.IssuedAt }, "not after"},
+		{"window reversed", func(st *Statement) { st.Predicate.ValidUntil = "2024-03-01T12:00:00Z" }, "not after"},
+		{"outcome unknown", func(st *Statement) { st.Predicate.Artifacts[0].Outcome = "DELETED" }, "artifacts[0].outcome"},
+		{"outcome case", func(st *Statement) { st.Predicate.Artifacts[1].Outcome = "verified" }, "artifacts[1].outcome"},
+		{"verified no level", func(st *Statement) { st.Predicate.Artifacts[0].Level = "" }, "artifacts[0].level"},
+		{"verified bad level", func(st *Statement) { st.Predicate.Artifacts[1].Level = "probable" }, "artifacts[1].level"},
+		{"needs_human no reason", func(st *Statement) { st.Predicate.Artifacts[2].Reason = "" }, "artifacts[2].reason"},
+		{"residual no reason", func(st *Statement) {
+			st.Predicate.Artifacts[0].Outcome, st.Predicate.Artifacts[0].Level = Residual, ""
+			recount(st)
+		}, "artifacts[0].reason"},
+		{"out_of_scope nil", func(st *Statement) { st.Predicate.OutOfScope = nil }, "out_of_scope is empty"},
+		{"out_of_scope what", func(st *Statement) { st.Predicate.OutOfScope[1].What = "" }, "out_of_scope[1].what"},
+		{"counts.artifacts", func(st *Statement) { st.Predicate.Counts.Artifacts++ }, "counts.artifacts"},
+		{"counts.verified", func(st *Statement) { st.Predicate.Counts.Verified-- }, "counts.verified "},
+		{"counts.verified_logical", func(st *Statement) { st.Predicate.Counts.VerifiedLogical = 0 }, "counts.verified_logical"},
+		{"counts.needs_human", func(st *Statement) { st.Predicate.Counts.NeedsHuman = 0 }, "counts.needs_human"},
+		{"counts.residual", func(st *Statement) { st.Predicate.Counts.Residual = 1 }, "counts.residual"},
+		{"artifact dropped", func(st *Statement) { st.Predicate.Artifacts = st.Predicate.Artifacts[:2] }, "counts.artifacts"},
+	}
+	secrets := []string{goldenPredicate().SubjectRef, goldenPredicate().CertificateID, goldenPredicate().Trace.ID}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			st := goldenStatement()
+			st.Predicate.KeyID = KeyID(pub)
+			c.mutate(st)
+			payload, err := Encode(st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			env, err := signPayload(ctx, payload, priv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := Verify(ctx, env, pub)
+			if got != nil {
+				t.Error("Verify returned a statement")
+			}
+			wantErr(t, "Verify", err, ErrSchema)
+			if !strings.Contains(err.Error(), c.want) {
+				t.Errorf("Verify error %q does not name %q", err, c.want)
+			}
+			for _, s := range secrets {
+				if strings.Contains(err.Error(), s) {
+					t.Errorf("Verify error %q leaks payload contents", err)
+				}
+			}
+			if strings.HasPrefix(c.name, "key_id") {
+				return // Sign sets key_id itself
+			}
+			st = goldenStatement()
+			c.mutate(st)
+			if _, err := Sign(ctx, st, priv); !errors.Is(err, ErrSchema) {
+				t.Errorf("Sign = %v, want ErrSchema", err)
+			}
+		})
+	}
+}
+
+func TestSchemaRawPayload(t *testing.T) {
+	ctx := context.Background()
+	pub, priv := goldenKey()
+	golden, err := Encode(goldenStatementWithKey(pub))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string][]byte{
+		"not json":        []byte("not json"),
+		"json array":      []byte("[]"),
+		"no predicate":    []byte(`{"_type":"https://in-toto.io/Statement/v1","subject":[{"name":"x","digest":{"sha256":"` + hexSum("t") + `"}}],"predicateType":"` + PredicateType + `"}`),
+		"counts string":   bytes.Replace(golden, []byte(`"counts":{"artifacts":3`), []byte(`"counts":{"artifacts":"3"`), 1),
+		"complete string": bytes.Replace(golden, []byte(`"complete":false`), []byte(`"complete":"no"`), 1),
+	}
+	for name, payload := range cases {
+		env, err := signPayload(ctx, payload, priv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Verify(ctx, env, pub)
+		wantErr(t, name, err, ErrSchema)
+	}
+
+	// Unknown fields are ignored, in the statement and in the predicate.
+	extra := bytes.Replace(golden, []byte(`"predicate":{`), []byte(`"future":1,"predicate":{"future_field":{"a":[1]},`), 1)
+	env, err := signPayload(ctx, extra, priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Verify(ctx, env, pub); err != nil {
+		t.Errorf("unknown fields: %v", err)
+	}
+}
+
+func goldenStatementWithKey(pub []byte) *Statement {
+	st := goldenStatement()
+	st.Predicate.KeyID = KeyID(pub)
+	return st
+}
+
+func TestExpired(t *testing.T) {
+	p := goldenPredicate()
+	until := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	if p.Expired(until) {
+		t.Error("expired at valid_until")
+	}
+	if !p.Expired(until.Add(time.Second)) {
+		t.Error("not expired after valid_until")
+	}
+	if p.Expired(time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC)) {
+		t.Error("expired inside the window")
+	}
+	p.ValidUntil = "soon"
+	if !p.Expired(until) {
+		t.Error("unparsable valid_until did not count as expired")
+	}
+}
+
+func TestEncode(t *testing.T) {
+	if _, err := Encode(nil); err == nil {
+		t.Error("Encode(nil) succeeded")
+	}
+	if _, err := Sign(context.Background(), nil, nil); err == nil {
+		t.Error("Sign(nil) succeeded")
+	}
+	if _, err := Sign(context.Background(), goldenStatement(), make([]byte, 10)); err == nil {
+		t.Error("Sign with a 10-byte key succeeded")
+	}
+	st := NewStatement(goldenPredicate(), "abc")
+	if st.Type != StatementType || st.PredicateType != PredicateType || len(st.Subject) != 1 ||
+		st.Subject[0].Name != SubjectPrefix+goldenPredicate().CertificateID || st.Subject[0].Digest["sha256"] != "abc" {
+		t.Errorf("NewStatement = %+v", st)
+	}
+}

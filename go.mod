@@ -1,0 +1,17 @@
+module github.com/amnesia-dev/amnesia
+
+go 1.26.8
+
+require (
+	github.com/asg017/sqlite-vec-go-bindings v0.1.6 // indirect
+	github.com/in-toto/attestation v1.2.0 // indirect
+	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	github.com/mattn/go-sqlite3 v1.14.53 // indirect
+	github.com/secure-systems-lab/go-securesystemslib v0.11.1 // indirect
+	github.com/spf13/cobra v1.10.2 // indirect
+	github.com/spf13/pflag v1.0.9 // indirect
+	go.yaml.in/yaml/v3 v3.0.6 // indirect
+	golang.org/x/crypto v0.55.0 // indirect
+	golang.org/x/text v0.44.0 // indirect
+	google.golang.org/protobuf v1.36.11 // indirect
+)

@@ -1,0 +1,421 @@
+package lineage
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	_ "github.com/mattn/go-sqlite3" // database/sql driver "sqlite3"
+
+	"github.com/amnesia-dev/amnesia/subject"
+)
+
+// SchemaVersion is the ledger schema this code reads and writes. A ledger
+// with another version is refused at open.
+const SchemaVersion = "amnesia.ledger/v1"
+
+const sqliteSchema = `
+CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS events (
+	seq  INTEGER PRIMARY KEY,
+	kind TEXT NOT NULL,
+	body TEXT NOT NULL,
+	hash TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS artifacts (
+	id      TEXT PRIMARY KEY,
+	seq     INTEGER NOT NULL,
+	scope   TEXT NOT NULL,
+	subject TEXT NOT NULL,
+	kind    TEXT NOT NULL,
+	store   TEXT NOT NULL,
+	key     TEXT NOT NULL,
+	digest  TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS artifacts_subject ON artifacts (scope, subject);
+CREATE UNIQUE INDEX IF NOT EXISTS artifacts_location ON artifacts (scope, store, key);
+CREATE TABLE IF NOT EXISTS edges (
+	child  TEXT NOT NULL,
+	parent TEXT NOT NULL,
+	seq    INTEGER NOT NULL,
+	PRIMARY KEY (child, parent)
+);
+CREATE INDEX IF NOT EXISTS edges_parent ON edges (parent);
+CREATE TABLE IF NOT EXISTS mentions (
+	artifact TEXT NOT NULL,
+	subject  TEXT NOT NULL,
+	seq      INTEGER NOT NULL,
+	PRIMARY KEY (artifact, subject)
+);
+CREATE INDEX IF NOT EXISTS mentions_subject ON mentions (subject);
+CREATE TABLE IF NOT EXISTS suppressions (
+	artifact TEXT PRIMARY KEY,
+	erasure  TEXT NOT NULL,
+	seq      INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS erasures (
+	artifact TEXT NOT NULL,
+	erasure  TEXT NOT NULL,
+	outcome  TEXT NOT NULL,
+	seq      INTEGER NOT NULL,
+	PRIMARY KEY (artifact, erasure)
+);
+`
+
+// SQLite is the embedded ledger.
+type SQLite struct {
+	db *sql.DB
+}
+
+var _ Ledger = (*SQLite)(nil)
+
+// OpenSQLite opens or creates the ledger database at path.
+func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
+	dsn := "file:" + path + "?_journal_mode=WAL&_busy_timeout=10000&_txlock=immediate&_synchronous=FULL"
+	db, err := sql.Open("sqlite3", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open ledger: %w", err)
+	}
+	if _, err := db.ExecContext(ctx, sqliteSchema); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open ledger %s: %w", path, err)
+	}
+	var v string
+	err = db.QueryRowContext(ctx, `SELECT v FROM meta WHERE k='schema'`).Scan(&v)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		if _, err := db.ExecContext(ctx, `INSERT INTO meta (k, v) VALUES ('schema', ?)`, SchemaVersion); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("open ledger: %w", err)
+		}
+	case err != nil:
+		db.Close()
+		return nil, fmt.Errorf("open ledger: %w", err)
+	case v != SchemaVersion:
+		db.Close()
+		return nil, fmt.Errorf("open ledger: schema %q, this amnesia reads %q", v, SchemaVersion)
+	}
+	return &SQLite{db: db}, nil
+}
+
+// Close closes the database.
+func (l *SQLite) Close() error { return l.db.Close() }
+
+// append writes one event to the hash chain and returns its seq.
+func appendEvent(ctx context.Context, tx *sql.Tx, kind string, body any) (int64, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return 0, err
+	}
+	var seq int64
+	var prev string
+	err = tx.QueryRowContext(ctx, `SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1`).Scan(&seq, &prev)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return 0, err
+	}
+	seq++
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n%d\n%s\n", prev, seq, kind)
+	h.Write(b)
+	hash := hex.EncodeToString(h.Sum(nil))
+	_, err = tx.ExecContext(ctx, `INSERT INTO events (seq, kind, body, hash) VALUES (?, ?, ?, ?)`, seq, kind, string(b), hash)
+	return seq, err
+}
+
+func (l *SQLite) inTx(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+	tx, err := l.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return nil
+}
+
+type artifactEvent struct {
+	ID      string   `json:"id"`
+	Scope   string   `json:"scope"`
+	Subject string   `json:"subject"`
+	Kind    Kind     `json:"kind"`
+	Store   string   `json:"store"`
+	Key     string   `json:"key"`
+	Digest  string   `json:"digest"`
+	Parents []string `json:"parents,omitempty"`
+}
+
+// Record implements Ledger.
+func (l *SQLite) Record(ctx context.Context, a Artifact) error {
+	if a.ID == "" || a.Store == "" || a.Key == "" || !a.Kind.Valid() || a.Subject.IsZero() {
+		return fmt.Errorf("record artifact: id, store, key, a valid kind and a subject are required")
+	}
+	return l.inTx(ctx, "record artifact", func(tx *sql.Tx) error {
+		var subj, digest string
+		err := tx.QueryRowContext(ctx, `SELECT subject, digest FROM artifacts WHERE id = ?`, a.ID).Scan(&subj, &digest)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return err
+		case subj != a.Subject.String():
+			return ErrOwnerConflict
+		}
+		var erased int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM erasures WHERE artifact = ?`, a.ID).Scan(&erased); err != nil {
+			return err
+		}
+		if erased > 0 {
+			return ErrErased
+		}
+		newParents, err := missingParents(ctx, tx, a)
+		if err != nil {
+			return err
+		}
+		if subj != "" && digest == a.Digest && len(newParents) == 0 {
+			return nil // identical: no-op
+		}
+		seq, err := appendEvent(ctx, tx, "artifact", artifactEvent{a.ID, a.Scope, a.Subject.String(), a.Kind, a.Store, a.Key, a.Digest, newParents})
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO artifacts (id, seq, scope, subject, kind, store, key, digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (id) DO UPDATE SET digest = excluded.digest, seq = excluded.seq`,
+			a.ID, seq, a.Scope, a.Subject.String(), string(a.Kind), a.Store, a.Key, a.Digest); err != nil {
+			return err
+		}
+		for _, p := range newParents {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO edges (child, parent, seq) VALUES (?, ?, ?)`, a.ID, p, seq); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func missingParents(ctx context.Context, tx *sql.Tx, a Artifact) ([]string, error) {
+	var out []string
+	for _, p := range a.Parents {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM artifacts WHERE id = ?`, p).Scan(&n); err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			return nil, fmt.Errorf("parent %s: %w", p, ErrNotFound)
+		}
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM edges WHERE child = ? AND parent = ?`, a.ID, p).Scan(&n); err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// Mention implements Ledger.
+func (l *SQLite) Mention(ctx context.Context, m Mention) error {
+	return l.inTx(ctx, "record mention", func(tx *sql.Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM mentions WHERE artifact = ? AND subject = ?`, m.Artifact, m.Subject.String()).Scan(&n); err != nil || n > 0 {
+			return err
+		}
+		seq, err := appendEvent(ctx, tx, "mention", map[string]string{"artifact": m.Artifact, "subject": m.Subject.String()})
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO mentions (artifact, subject, seq) VALUES (?, ?, ?)`, m.Artifact, m.Subject.String(), seq)
+		return err
+	})
+}
+
+// Lookup implements Ledger.
+func (l *SQLite) Lookup(ctx context.Context, scope, store, key string) (*Artifact, error) {
+	row := l.db.QueryRowContext(ctx, `SELECT id, scope, subject, kind, store, key, digest FROM artifacts WHERE scope = ? AND store = ? AND key = ?`, scope, store, key)
+	a, err := scanArtifact(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("look up artifact: %w", err)
+	}
+	return a, nil
+}
+
+type scanner interface{ Scan(...any) error }
+
+func scanArtifact(r scanner) (*Artifact, error) {
+	var a Artifact
+	var subj, kind string
+	if err := r.Scan(&a.ID, &a.Scope, &subj, &kind, &a.Store, &a.Key, &a.Digest); err != nil {
+		return nil, err
+	}
+	k, err := subject.ParseKey(subj)
+	if err != nil {
+		return nil, err
+	}
+	a.Subject, a.Kind = k, Kind(kind)
+	return &a, nil
+}
+
+// Suppress implements Ledger.
+func (l *SQLite) Suppress(ctx context.Context, erasure string, artifacts []string) error {
+	return l.inTx(ctx, "suppress", func(tx *sql.Tx) error {
+		var todo []string
+		for _, id := range artifacts {
+			var n int
+			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM suppressions WHERE artifact = ?`, id).Scan(&n); err != nil {
+				return err
+			}
+			if n == 0 {
+				todo = append(todo, id)
+			}
+		}
+		if len(todo) == 0 {
+			return nil
+		}
+		seq, err := appendEvent(ctx, tx, "suppress", map[string]any{"erasure": erasure, "artifacts": todo})
+		if err != nil {
+			return err
+		}
+		for _, id := range todo {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO suppressions (artifact, erasure, seq) VALUES (?, ?, ?)`, id, erasure, seq); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Suppressed implements Ledger.
+func (l *SQLite) Suppressed(ctx context.Context, artifact string) (bool, error) {
+	var n int
+	err := l.db.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM suppressions WHERE artifact = ?) + (SELECT count(*) FROM erasures WHERE artifact = ?)`, artifact, artifact).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("check suppression: %w", err)
+	}
+	return n > 0, nil
+}
+
+// MarkErased implements Ledger.
+func (l *SQLite) MarkErased(ctx context.Context, marks []ErasureMark) error {
+	return l.inTx(ctx, "mark erased", func(tx *sql.Tx) error {
+		var todo []ErasureMark
+		for _, m := range marks {
+			var n int
+			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM erasures WHERE artifact = ? AND erasure = ?`, m.Artifact, m.Erasure).Scan(&n); err != nil {
+				return err
+			}
+			if n == 0 {
+				todo = append(todo, m)
+			}
+		}
+		if len(todo) == 0 {
+			return nil
+		}
+		seq, err := appendEvent(ctx, tx, "erased", todo)
+		if err != nil {
+			return err
+		}
+		for _, m := range todo {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO erasures (artifact, erasure, outcome, seq) VALUES (?, ?, ?, ?)`, m.Artifact, m.Erasure, m.Outcome, seq); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Head implements Ledger.
+func (l *SQLite) Head(ctx context.Context) (int64, string, error) {
+	var seq int64
+	var hash string
+	err := l.db.QueryRowContext(ctx, `SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1`).Scan(&seq, &hash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, "", nil
+	}
+	if err != nil {
+		return 0, "", fmt.Errorf("ledger head: %w", err)
+	}
+	return seq, hash, nil
+}
+
+// View implements Ledger. It reads inside one transaction, so the view is
+// consistent.
+func (l *SQLite) View(ctx context.Context, scope string, s subject.Key) (*View, error) {
+	tx, err := l.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("read ledger: %w", err)
+	}
+	defer tx.Rollback()
+	v := &View{Scope: scope, Subject: s, Artifacts: map[string]*Artifact{}, Children: map[string][]string{}, Erased: map[string]string{}}
+	if v.Owned, err = queryIDs(ctx, tx, `SELECT id FROM artifacts WHERE scope = ? AND subject = ? ORDER BY id`, scope, s.String()); err != nil {
+		return nil, fmt.Errorf("read ledger: %w", err)
+	}
+	if v.Mentions, err = queryIDs(ctx, tx, `SELECT m.artifact FROM mentions m JOIN artifacts a ON a.id = m.artifact WHERE a.scope = ? AND m.subject = ? ORDER BY m.artifact`, scope, s.String()); err != nil {
+		return nil, fmt.Errorf("read ledger: %w", err)
+	}
+	frontier := append(append([]string{}, v.Owned...), v.Mentions...)
+	for len(frontier) > 0 {
+		var next []string
+		for _, id := range frontier {
+			if _, ok := v.Artifacts[id]; ok {
+				continue
+			}
+			if err := loadArtifact(ctx, tx, v, id); err != nil {
+				return nil, fmt.Errorf("read ledger: %w", err)
+			}
+			next = append(next, v.Children[id]...)
+		}
+		frontier = next
+	}
+	return v, nil
+}
+
+func loadArtifact(ctx context.Context, tx *sql.Tx, v *View, id string) error {
+	a, err := scanArtifact(tx.QueryRowContext(ctx, `SELECT id, scope, subject, kind, store, key, digest FROM artifacts WHERE id = ?`, id))
+	if err != nil {
+		return err
+	}
+	if a.Parents, err = queryIDs(ctx, tx, `SELECT parent FROM edges WHERE child = ? ORDER BY parent`, id); err != nil {
+		return err
+	}
+	if v.Children[id], err = queryIDs(ctx, tx, `SELECT child FROM edges WHERE parent = ? ORDER BY child`, id); err != nil {
+		return err
+	}
+	var outcome sql.NullString
+	if err := tx.QueryRowContext(ctx, `SELECT outcome FROM erasures WHERE artifact = ? ORDER BY seq DESC LIMIT 1`, id).Scan(&outcome); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	if outcome.Valid {
+		v.Erased[id] = strings.TrimSpace(outcome.String)
+	}
+	v.Artifacts[id] = a
+	return nil
+}
+
+func queryIDs(ctx context.Context, tx *sql.Tx, q string, args ...any) ([]string, error) {
+	rows, err := tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}

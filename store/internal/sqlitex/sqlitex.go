@@ -1,0 +1,100 @@
+// Package sqlitex holds what the SQLite-file adapters share: opening a
+// database the way amnesia needs it, the list of files that can hold record
+// bytes, and physical reclamation.
+package sqlitex
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"strings"
+
+	vec "github.com/asg017/sqlite-vec-go-bindings/cgo"
+	_ "github.com/mattn/go-sqlite3" // database/sql driver "sqlite3"
+
+	"github.com/amnesia-dev/amnesia/store"
+)
+
+func init() { vec.Auto() } // every connection gets sqlite-vec
+
+// Open opens the database at path in WAL mode with secure_delete on, so that
+// rows deleted through it are zeroed in their pages. With create false, a
+// missing file is an error wrapping store.ErrUnavailable.
+func Open(ctx context.Context, path string, create bool) (*sql.DB, error) {
+	if !create {
+		if _, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("open %s: %w: %v", path, store.ErrUnavailable, err)
+		}
+	}
+	q := url.Values{}
+	q.Set("_journal_mode", "WAL")
+	q.Set("_busy_timeout", "10000")
+	q.Set("_secure_delete", "on")
+	q.Set("_synchronous", "FULL")
+	db, err := sql.Open("sqlite3", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open %s: %w: %v", path, store.ErrUnavailable, err)
+	}
+	return db, nil
+}
+
+// Files returns the files in which SQLite can hold a database's bytes.
+func Files(path string) []string {
+	return []string{path, path + "-wal", path + "-journal", path + "-shm"}
+}
+
+// ReclaimMethod describes Reclaim.
+const ReclaimMethod = "secure_delete=ON; wal_checkpoint(TRUNCATE); VACUUM; wal_checkpoint(TRUNCATE)"
+
+// Reclaim rewrites the database so that no free page and no WAL frame keeps
+// a deleted record's bytes: checkpoint the WAL into the main file and
+// truncate it, VACUUM (which rebuilds the file from live rows only), then
+// checkpoint and truncate again. It needs no reader to hold an old snapshot;
+// a busy checkpoint is reported as an error, never ignored.
+func Reclaim(ctx context.Context, db *sql.DB) (store.ReclaimReport, error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return store.ReclaimReport{}, fmt.Errorf("reclaim: %w", err)
+	}
+	defer conn.Close()
+	rep := store.ReclaimReport{Method: ReclaimMethod}
+	steps := []struct{ name, sql string }{
+		{"secure_delete=ON", "PRAGMA secure_delete = ON"},
+		{"wal_checkpoint(TRUNCATE)", "PRAGMA wal_checkpoint(TRUNCATE)"},
+		{"VACUUM", "VACUUM"},
+		{"wal_checkpoint(TRUNCATE)", "PRAGMA wal_checkpoint(TRUNCATE)"},
+	}
+	for _, s := range steps {
+		if strings.HasPrefix(s.sql, "PRAGMA wal_checkpoint") {
+			var busy, logFrames, done int
+			if err := conn.QueryRowContext(ctx, s.sql).Scan(&busy, &logFrames, &done); err != nil {
+				return rep, fmt.Errorf("reclaim: %s: %w", s.name, err)
+			}
+			if busy != 0 {
+				return rep, fmt.Errorf("reclaim: %s: a reader or writer kept the WAL busy", s.name)
+			}
+		} else if _, err := conn.ExecContext(ctx, s.sql); err != nil {
+			return rep, fmt.Errorf("reclaim: %s: %w", s.name, err)
+		}
+		rep.Steps = append(rep.Steps, s.name)
+	}
+	return rep, nil
+}
+
+// Scan scans the database's files for set.
+func Scan(ctx context.Context, path string, set *store.NeedleSet) (store.ScanReport, error) {
+	for _, f := range Files(path)[:1] {
+		if _, err := os.Stat(f); errors.Is(err, fs.ErrNotExist) {
+			return store.ScanReport{}, fmt.Errorf("scan %s: %w: %v", f, store.ErrUnavailable, err)
+		}
+	}
+	return store.ScanFiles(ctx, set, "byte scan of the database file, -wal, -journal and -shm", Files(path)...)
+}

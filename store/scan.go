@@ -1,0 +1,203 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"sort"
+)
+
+// NeedleSet indexes the needles of many records for one pass over a store's
+// bytes. Lookups go through an 8-byte prefix: a bitmap rejects almost every
+// offset with one load, a map resolves the rest, and a full comparison
+// confirms a hit.
+type NeedleSet struct {
+	needles [][]byte
+	owner   []string // key that owns needles[i]
+	bloom   []uint64 // 2^bloomBits bits over a hash of each needle's prefix
+	byPfx   map[uint64][]int
+	maxLen  int
+}
+
+const bloomBits = 20
+
+// NewNeedleSet builds a set from per-key evidence.
+func NewNeedleSet(ev map[string]*Evidence) *NeedleSet {
+	s := &NeedleSet{bloom: make([]uint64, 1<<(bloomBits-6)), byPfx: map[uint64][]int{}}
+	keys := make([]string, 0, len(ev))
+	for k := range ev {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		for _, n := range ev[k].Needles {
+			if len(n) < 8 {
+				continue
+			}
+			i := len(s.needles)
+			s.needles = append(s.needles, n)
+			s.owner = append(s.owner, k)
+			p := binary.LittleEndian.Uint64(n)
+			s.byPfx[p] = append(s.byPfx[p], i)
+			h := bloomHash(p)
+			s.bloom[h>>6] |= 1 << (h & 63)
+			if len(n) > s.maxLen {
+				s.maxLen = len(n)
+			}
+		}
+	}
+	return s
+}
+
+// Len is the number of needles in the set.
+func (s *NeedleSet) Len() int { return len(s.needles) }
+
+// Keys returns, sorted, the keys that have at least one needle.
+func (s *NeedleSet) Keys() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, k := range s.owner {
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// NeedlesOf returns how many needles key has in the set.
+func (s *NeedleSet) NeedlesOf(key string) int {
+	n := 0
+	for _, k := range s.owner {
+		if k == key {
+			n++
+		}
+	}
+	return n
+}
+
+func bloomHash(p uint64) uint64 { return (p * 0x9E3779B97F4A7C15) >> (64 - bloomBits) }
+
+// ScanReport is the result of scanning a store's bytes for a NeedleSet.
+type ScanReport struct {
+	Method       string         `json:"method"` // what was scanned and how
+	Files        int            `json:"files"`  // files (or relations, segments) scanned
+	Bytes        int64          `json:"bytes"`  // bytes scanned
+	Found        map[string]int `json:"found"`  // per key: distinct needles found (keys with none are absent)
+	NeedlesFound int            `json:"needles_found"`
+}
+
+// FoundKeys returns the number of keys with at least one needle found.
+func (r ScanReport) FoundKeys() int { return len(r.Found) }
+
+// Scanner accumulates a scan over several byte streams.
+type Scanner struct {
+	set  *NeedleSet
+	hit  []bool
+	rep  ScanReport
+	tail []byte
+}
+
+// NewScanner starts a scan for set.
+func NewScanner(set *NeedleSet, method string) *Scanner {
+	return &Scanner{set: set, hit: make([]bool, set.Len()), rep: ScanReport{Method: method}}
+}
+
+// Scan reads r to the end, looking for needles. Needles that straddle two
+// reads are found; needles that straddle two calls to Scan are not (each call
+// is one file).
+func (sc *Scanner) Scan(ctx context.Context, r io.Reader) error {
+	sc.rep.Files++
+	buf := make([]byte, 1<<20)
+	carry := 0
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n, err := io.ReadFull(r, buf[carry:])
+		total := carry + n
+		sc.rep.Bytes += int64(n)
+		final := err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF)
+		if err != nil && !final {
+			return err
+		}
+		limit := total
+		if !final {
+			limit = total - sc.set.maxLen + 1
+		}
+		sc.search(buf[:total], limit)
+		if final {
+			return nil
+		}
+		keep := total - limit
+		copy(buf, buf[limit:total])
+		carry = keep
+	}
+}
+
+// search looks for needles starting at offsets [0, limit) of b.
+func (sc *Scanner) search(b []byte, limit int) {
+	s := sc.set
+	if len(s.needles) == 0 {
+		return
+	}
+	for i := 0; i < limit && i+8 <= len(b); i++ {
+		p := binary.LittleEndian.Uint64(b[i:])
+		h := bloomHash(p)
+		if s.bloom[h>>6]&(1<<(h&63)) == 0 {
+			continue
+		}
+		for _, idx := range s.byPfx[p] {
+			if !sc.hit[idx] && bytes.HasPrefix(b[i:], s.needles[idx]) {
+				sc.hit[idx] = true
+			}
+		}
+	}
+}
+
+// ScanFile scans one file. A file that does not exist is skipped (a -wal or
+// -journal file is often absent) and not counted.
+func (sc *Scanner) ScanFile(ctx context.Context, path string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("scan %s: %w", path, err)
+	}
+	defer f.Close()
+	if err := sc.Scan(ctx, f); err != nil {
+		return fmt.Errorf("scan %s: %w", path, err)
+	}
+	return nil
+}
+
+// Report finishes the scan.
+func (sc *Scanner) Report() ScanReport {
+	r := sc.rep
+	r.Found = map[string]int{}
+	for i, h := range sc.hit {
+		if h {
+			r.Found[sc.set.owner[i]]++
+			r.NeedlesFound++
+		}
+	}
+	return r
+}
+
+// ScanFiles scans the given files for set.
+func ScanFiles(ctx context.Context, set *NeedleSet, method string, paths ...string) (ScanReport, error) {
+	sc := NewScanner(set, method)
+	for _, p := range paths {
+		if err := sc.ScanFile(ctx, p); err != nil {
+			return ScanReport{}, err
+		}
+	}
+	return sc.Report(), nil
+}

@@ -1,0 +1,139 @@
+// Package store defines the contract between amnesia and the stores that hold
+// personal data, and the shared machinery (needles, byte scans) that adapters
+// use to prove a record is gone.
+//
+// # Contract
+//
+// An adapter implements [Store]: identify itself, delete records by key, and
+// answer a logical probe. What it can do beyond that it declares through
+// optional one-method capability interfaces ([EvidenceReader], [Reclaimer],
+// [PhysicalProber]) and through [Info.Capabilities]. amnesia never claims a
+// verification level that the adapter's capabilities cannot back.
+//
+// Every method takes a context, honours its cancellation, and MUST be safe to
+// call again after a crash: Delete of a key that is already gone returns nil;
+// Reclaim on a clean store does nothing harmful.
+//
+// Evidence returned by [EvidenceReader] is personal data (text windows, vector
+// bytes, filter values). Callers hold it in memory, or sealed with a one-time
+// key for the duration of one erasure; adapters never log it and error
+// messages never include it.
+package store
+
+import (
+	"context"
+	"errors"
+)
+
+// Capability names one thing an adapter can do.
+type Capability string
+
+const (
+	// CapDelete: Delete removes records by key.
+	CapDelete Capability = "delete"
+	// CapProbeByID: the logical probe looks the record up by its key.
+	CapProbeByID Capability = "probe-by-id"
+	// CapProbeByFilter: the logical probe searches by the record's metadata.
+	CapProbeByFilter Capability = "probe-by-filter"
+	// CapProbeBySimilarity: the logical probe runs a nearest-neighbour search
+	// with the record's own vector.
+	CapProbeBySimilarity Capability = "probe-by-similarity"
+	// CapReclaim: the adapter can force the store to physically reclaim the
+	// bytes of deleted records.
+	CapReclaim Capability = "reclaim"
+	// CapProbePhysical: the adapter can scan the store's files for needles.
+	CapProbePhysical Capability = "probe-physical"
+)
+
+// Info describes an adapter instance.
+type Info struct {
+	Name         string       // the configured store name, e.g. "docs"
+	Type         string       // the adapter type, e.g. "sqlite-doc"
+	Capabilities []Capability // what it can do, in the order above
+}
+
+// Has reports whether the adapter declares c.
+func (i Info) Has(c Capability) bool {
+	for _, x := range i.Capabilities {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
+
+// ErrUnavailable wraps errors that mean the store could not be reached or
+// opened. The saga records such a store as failed and goes on with the others.
+var ErrUnavailable = errors.New("store unavailable")
+
+// Store is the core adapter interface.
+type Store interface {
+	// Info describes the adapter. It MUST NOT do I/O.
+	Info() Info
+
+	// Delete removes the records with the given keys and every derived row
+	// the store keeps for them (index entries, auxiliary tables). It MUST be
+	// idempotent: keys that do not exist are not an error.
+	Delete(ctx context.Context, keys []string) error
+
+	// ProbeLogical reports, for each key, whether any query path the adapter
+	// knows still returns the record. ev holds the evidence read before
+	// deletion (it may lack entries: then only the by-id probe runs).
+	ProbeLogical(ctx context.Context, keys []string, ev map[string]*Evidence) ([]LogicalResult, error)
+
+	// Close releases the adapter's resources.
+	Close() error
+}
+
+// EvidenceReader is implemented by adapters that can read, before deletion,
+// what a record looks like in the store: the needles a byte scan must look
+// for, the metadata it can be found by, and its vector.
+type EvidenceReader interface {
+	// ReadEvidence returns evidence for each key that exists. Keys that do
+	// not exist are absent from the map.
+	ReadEvidence(ctx context.Context, keys []string) (map[string]*Evidence, error)
+}
+
+// Reclaimer is implemented by adapters that can force physical reclamation.
+type Reclaimer interface {
+	// Reclaim makes the store rewrite or scrub the space that deleted
+	// records occupied. It MUST be idempotent.
+	Reclaim(ctx context.Context) (ReclaimReport, error)
+}
+
+// PhysicalProber is implemented by adapters that can scan the store's own
+// files for needles.
+type PhysicalProber interface {
+	// ProbePhysical scans every file in which the store keeps record bytes
+	// and reports which needles were found.
+	ProbePhysical(ctx context.Context, set *NeedleSet) (ScanReport, error)
+}
+
+// Evidence is what one record looked like just before deletion.
+// It is personal data: never persist it in clear, never log it.
+type Evidence struct {
+	Key     string            `json:"key"`
+	Needles [][]byte          `json:"needles,omitempty"` // byte strings whose presence means the record survives
+	Shared  int               `json:"shared,omitempty"`  // windows skipped because other live records hold the same bytes
+	Filter  map[string]string `json:"filter,omitempty"`  // metadata the record can be found by
+	Vector  []float32         `json:"vector,omitempty"`  // the record's own vector, for the similarity probe
+}
+
+// LogicalResult is the outcome of a logical probe for one key. A true field
+// means the record WAS returned by that query path.
+type LogicalResult struct {
+	Key          string   `json:"key"`
+	ByID         bool     `json:"by_id"`
+	ByFilter     bool     `json:"by_filter"`
+	BySimilarity bool     `json:"by_similarity"`
+	Methods      []string `json:"methods"` // the query paths that ran, e.g. "by-id", "by-filter:subject", "by-similarity:k=10"
+}
+
+// Found reports whether any query path returned the record.
+func (r LogicalResult) Found() bool { return r.ByID || r.ByFilter || r.BySimilarity }
+
+// ReclaimReport says what a reclaim did.
+type ReclaimReport struct {
+	Method string   `json:"method"` // a one-line description, e.g. "secure_delete=ON; VACUUM; wal_checkpoint(TRUNCATE)"
+	Steps  []string `json:"steps"`
+}
