@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// checkStatement makes steps 5 to 10 of the schema checks, in order, on a decoded
-// statement that keyID signed. Errors name the field, never its value.
+// checkStatement makes steps 5 to 10 of the schema checks, in order, on a
+// decoded statement that keyID signed. Errors name the field, never its value.
 func checkStatement(st *Statement, keyID string) error {
 	p := &st.Predicate
 	switch {

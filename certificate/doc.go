@@ -112,9 +112,9 @@ failure, reporting it with the error named:
     (CountArtifacts).
 
 Passing the validity window is not a verification failure: Verify accepts
-an expired certificate, and the caller reports Predicate.Expired. Sign makes
-the checks of steps 4 to 10 on the payload before signing, so it never issues a certificate
-that Verify would reject. Error messages name fields, never their values, so
+an expired certificate, and the caller reports Predicate.Expired. Sign
+makes the checks of steps 4 to 10 on the payload before signing, so it
+never issues a certificate that Verify would reject. Error messages name fields, never their values, so
 they do not leak certificate contents.
 
 Parse decodes an envelope without any of steps 2 to 10, for display only.

@@ -23,7 +23,7 @@ const (
 	goldenPubFile      = "testdata/golden-v1.pub.pem"
 
 	// goldenKeyID is KeyID of the golden key; it must never change.
-	goldenKeyID = "sha256:GOLDEN_KEY_ID"
+	goldenKeyID = "sha256:a050837d85070582ccf7394b0988847cc312cb88259b894899f6f239cf1791a5"
 )
 
 // goldenKey is the Ed25519 key whose seed is the bytes 0x00..0x1f.

@@ -60,7 +60,7 @@ func ParsePublicKeyPEM(b []byte) (ed25519.PublicKey, error) {
 	}
 	key, err := x509.ParsePKIXPublicKey(block.Bytes)
 	if err != nil {
-		return nil, fmt.Errorf("parse public key: %w", err)
+		return nil, fmt.Errorf("parse public key: invalid PKIX DER: %w", err)
 	}
 	pub, ok := key.(ed25519.PublicKey)
 	if !ok {
@@ -93,7 +93,7 @@ func ParsePrivateKeyPEM(b []byte) (ed25519.PrivateKey, error) {
 	}
 	key, err := x509.ParsePKCS8PrivateKey(block.Bytes)
 	if err != nil {
-		return nil, fmt.Errorf("parse private key: %w", err)
+		return nil, fmt.Errorf("parse private key: invalid PKCS #8 DER: %w", err)
 	}
 	priv, ok := key.(ed25519.PrivateKey)
 	if !ok {

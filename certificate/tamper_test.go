@@ -1,6 +1,7 @@
 package certificate
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -224,4 +225,53 @@ func TestParse(t *testing.T) {
 	e.Payload = base64.StdEncoding.EncodeToString([]byte("not json"))
 	_, err = Parse(marshalEnvelope(t, &e))
 	wantErr(t, "Parse(non-JSON payload)", err, ErrMalformed)
+}
+
+// fuzzSeeds returns the committed FuzzVerify seed corpus, by file name,
+// made from the golden envelope; go test -update writes it.
+func fuzzSeeds(golden []byte) map[string][]byte {
+	return map[string][]byte{
+		"golden":            golden,
+		"truncated":         golden[:len(golden)/2],
+		"wrong-type":        bytes.Replace(golden, []byte(PayloadType), []byte("application/json"), 1),
+		"bad-base64":        bytes.Replace(golden, []byte(`"payload": "`), []byte(`"payload": "!`), 1),
+		"empty-signatures":  []byte(`{"payloadType":"` + PayloadType + `","payload":"e30=","signatures":[]}`),
+		"unsigned-empty":    []byte(`{"payloadType":"` + PayloadType + `","payload":"e30=","signatures":[{"keyid":"","sig":"AA=="}]}`),
+		"not-json":          []byte("\x00\xff{"),
+		"trailing-garbage":  append(append([]byte(nil), golden...), "[]"...),
+		"keyid-other-empty": bytes.Replace(golden, []byte(goldenKeyID), nil, 1),
+	}
+}
+
+func FuzzVerify(f *testing.F) {
+	// Seeds come from testdata/fuzz/FuzzVerify.
+	ctx := context.Background()
+	pub, _ := goldenKey()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		st, err := Verify(ctx, b, pub)
+		if err == nil {
+			if st == nil {
+				t.Fatal("Verify returned no error and no statement")
+			}
+			if _, err := Parse(b); err != nil {
+				t.Fatalf("Verify accepted what Parse rejects: %v", err)
+			}
+		} else {
+			if st != nil {
+				t.Fatal("Verify returned a statement with an error")
+			}
+			n := 0
+			for _, kind := range []error{ErrMalformed, ErrWrongKey, ErrSignature, ErrSchema} {
+				if errors.Is(err, kind) {
+					n++
+				}
+			}
+			if n != 1 {
+				t.Fatalf("Verify error %q wraps %d kinds, want 1", err, n)
+			}
+		}
+		if st, err := Parse(b); (err == nil) != (st != nil) {
+			t.Fatalf("Parse returned statement %v with error %v", st != nil, err)
+		}
+	})
 }
