@@ -205,3 +205,15 @@ func plan(as []TraceArtifact) []StorePlan {
 	}
 	return out
 }
+
+// DecodeTrace parses a trace and checks its id.
+func DecodeTrace(b []byte) (*Trace, error) {
+	var t Trace
+	if err := json.Unmarshal(b, &t); err != nil {
+		return nil, fmt.Errorf("decode trace: %w", err)
+	}
+	if err := t.Check(); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}

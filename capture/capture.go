@@ -1,0 +1,130 @@
+// Package capture records lineage as applications write, so that nobody has
+// to remember where a person's data went.
+//
+// Wrap each store client once; every write through the wrapper records its
+// artifact (and the edges it derives from) in the ledger before the store
+// sees the data, and every read through the wrapper hides artifacts that an
+// erasure has suppressed. The caller says whose data a document is; chunks
+// inherit it from their document, and an embedding inherits it from the
+// chunk with the same id, with the edge recorded without the caller's help.
+//
+// Ledger first, store second: if the store write fails the ledger holds an
+// artifact that does not exist, which an erasure treats as already deleted;
+// the reverse order could leave data nobody knows about.
+package capture
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/amnesia-dev/amnesia/lineage"
+	"github.com/amnesia-dev/amnesia/subject"
+)
+
+// ErrKeyIsPersonal is returned when a store key contains the subject
+// identifier: the ledger keeps keys in clear, so keys must not be personal data.
+var ErrKeyIsPersonal = errors.New("store key contains the subject identifier; use an opaque key")
+
+// ErrNoOwner is returned when nothing says whose data a write is.
+var ErrNoOwner = errors.New("no subject: give one, or write the parent artifact through capture first")
+
+// Recorder records lineage in one scope.
+type Recorder struct {
+	ledger lineage.Ledger
+	keyer  *subject.Keyer
+	scope  string
+	docs   []string // names of wrapped document stores, in order
+}
+
+// New returns a Recorder for scope (subject.DefaultScope when empty).
+func New(l lineage.Ledger, k *subject.Keyer, scope string) *Recorder {
+	if scope == "" {
+		scope = subject.DefaultScope
+	}
+	return &Recorder{ledger: l, keyer: k, scope: scope}
+}
+
+// SubjectKey returns the key of a raw subject id in the recorder's scope.
+func (r *Recorder) SubjectKey(raw string) (subject.Key, error) {
+	return r.keyer.Key(r.scope, raw)
+}
+
+// record writes one artifact to the ledger.
+func (r *Recorder) record(ctx context.Context, owner subject.Key, kind lineage.Kind, store, key string, content []byte, parents ...string) (string, error) {
+	id := lineage.ArtifactID(r.keyer, r.scope, store, key)
+	a := lineage.Artifact{
+		ID: id, Scope: r.scope, Subject: owner, Kind: kind, Store: store, Key: key,
+		Digest: lineage.ContentDigest(r.keyer, content), Parents: parents,
+	}
+	if err := r.ledger.Record(ctx, a); err != nil {
+		return "", fmt.Errorf("capture %s %s: %w", kind, id, err)
+	}
+	return id, nil
+}
+
+// mention records third-party mentions on an artifact.
+func (r *Recorder) mention(ctx context.Context, artifact string, raws []string) error {
+	for _, raw := range raws {
+		k, err := r.SubjectKey(raw)
+		if err != nil {
+			return fmt.Errorf("capture mention: %w", err)
+		}
+		if err := r.ledger.Mention(ctx, lineage.Mention{Artifact: artifact, Subject: k}); err != nil {
+			return fmt.Errorf("capture mention: %w", err)
+		}
+	}
+	return nil
+}
+
+// owner resolves the owner of a write: the raw subject when given, else the
+// owner of the parent artifact in one of the stores.
+func (r *Recorder) owner(ctx context.Context, raw, key string, parentKey string, stores []string) (subject.Key, string, error) {
+	if raw != "" {
+		k, err := r.SubjectKey(raw)
+		if err != nil {
+			return subject.Key{}, "", err
+		}
+		if n := subject.Normalize(raw); len(n) >= 4 && strings.Contains(subject.Normalize(key), n) {
+			return subject.Key{}, "", ErrKeyIsPersonal
+		}
+		if parentKey == "" {
+			return k, "", nil
+		}
+	}
+	if parentKey == "" {
+		return subject.Key{}, "", ErrNoOwner
+	}
+	for _, st := range stores {
+		a, err := r.ledger.Lookup(ctx, r.scope, st, parentKey)
+		if errors.Is(err, lineage.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return subject.Key{}, "", err
+		}
+		if raw != "" {
+			k, _ := r.SubjectKey(raw)
+			if k != a.Subject {
+				return subject.Key{}, "", lineage.ErrOwnerConflict
+			}
+		}
+		return a.Subject, a.ID, nil
+	}
+	if raw != "" {
+		k, err := r.SubjectKey(raw)
+		return k, "", err
+	}
+	return subject.Key{}, "", ErrNoOwner
+}
+
+// visible reports whether the artifact at (store, key) may be returned by a
+// read: false once an erasure suppressed it.
+func (r *Recorder) visible(ctx context.Context, store, key string) (bool, error) {
+	sup, err := r.ledger.Suppressed(ctx, lineage.ArtifactID(r.keyer, r.scope, store, key))
+	if err != nil {
+		return false, err
+	}
+	return !sup, nil
+}

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/amnesia-dev/amnesia/certificate"
+	"github.com/amnesia-dev/amnesia/internal/saga"
+	"github.com/amnesia-dev/amnesia/lineage"
+)
+
+type forgetOptions struct {
+	scope  string
+	reason string
+	yes    bool
+}
+
+func newForgetCommand(g *globalOptions) *cobra.Command {
+	o := &forgetOptions{}
+	cmd := &cobra.Command{
+		Use:   "forget <subject | -> --reason <ticket>",
+		Short: "Trace, confirm once, erase everywhere, verify and certify",
+		Long: `Forget traces the subject, shows per store what will be erased, asks once for
+confirmation (type "yes"; --yes for scripts; works without a terminal), then runs
+the journaled erasure: suppress, delete, reclaim, probe, decide, certificate.
+If it is interrupted, run the same command again: it resumes from the journal
+and ends with the same certificate.
+
+` + exitCodesHelp,
+		Args: usageArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if strings.TrimSpace(o.reason) == "" {
+				return withCode(exitUsage, errors.New("--reason is required (the request or ticket this erasure answers)"))
+			}
+			a, err := openApp(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			in := bufio.NewReader(cmd.InOrStdin())
+			t, err := a.trace(cmd.Context(), args[0], o.scope, in)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			printTrace(out, a.dir, t)
+			if !o.yes && !confirm(out, in, t) {
+				return withCode(exitAborted, errors.New("aborted: nothing was erased"))
+			}
+			return a.erase(cmd.Context(), out, cmd.ErrOrStderr(), t, o.reason)
+		},
+	}
+	cmd.Flags().StringVar(&o.scope, "scope", "", "scope (tenant); default: the configured scope")
+	cmd.Flags().StringVar(&o.reason, "reason", "", "request or ticket reference (required; goes into the certificate: no personal data)")
+	cmd.Flags().BoolVar(&o.yes, "yes", false, "do not ask for confirmation")
+	return cmd
+}
+
+func confirm(out io.Writer, in *bufio.Reader, t *lineage.Trace) bool {
+	fmt.Fprintf(out, "Erase %d artifacts of %s? Type \"yes\" to go on: ", len(t.Artifacts), t.SubjectRef)
+	line, err := in.ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return false
+	}
+	fmt.Fprintln(out)
+	return strings.TrimSpace(line) == "yes"
+}
+
+type eraseOptions struct {
+	trace  string
+	reason string
+}
+
+func newEraseCommand(g *globalOptions) *cobra.Command {
+	o := &eraseOptions{}
+	cmd := &cobra.Command{
+		Use:   "erase --trace <id> --reason <ticket>",
+		Short: "Erase exactly the artifacts of a saved trace (no prompt)",
+		Long: `Erase runs the erasure of a trace saved by 'amnesia trace' (traces/<id>.json, or
+a path). A new erasure is refused when the ledger no longer gives the same trace
+(exit 5); an interrupted one resumes from its journal.
+
+` + exitCodesHelp,
+		Args: usageArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.trace == "" {
+				return withCode(exitUsage, errors.New("--trace is required"))
+			}
+			a, err := openApp(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			t, err := loadTrace(a, o.trace)
+			if err != nil {
+				return err
+			}
+			if strings.TrimSpace(o.reason) == "" {
+				if _, err := os.Stat(a.dir.ErasureDir(saga.ID(t.ID))); err != nil {
+					return withCode(exitUsage, errors.New("--reason is required for a new erasure"))
+				}
+			}
+			return a.erase(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), t, o.reason)
+		},
+	}
+	cmd.Flags().StringVar(&o.trace, "trace", "", "trace id (from 'amnesia trace') or path to a trace file")
+	cmd.Flags().StringVar(&o.reason, "reason", "", "request or ticket reference")
+	return cmd
+}
+
+func loadTrace(a *app, ref string) (*lineage.Trace, error) {
+	path := ref
+	if _, err := os.Stat(path); err != nil {
+		path = a.dir.TracePath(ref)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load trace %s: %w", ref, err)
+	}
+	t, err := lineage.DecodeTrace(b)
+	if err != nil {
+		return nil, fmt.Errorf("load trace %s: %w", ref, err)
+	}
+	return t, nil
+}
+
+func (a *app) erase(ctx context.Context, out, progress io.Writer, t *lineage.Trace, reason string) error {
+	stores, failed := a.dir.Config.OpenStores(ctx)
+	defer func() {
+		for _, s := range stores {
+			s.Close()
+		}
+	}()
+	res, err := saga.Run(ctx, &saga.Erasure{
+		Dir: a.dir, Ledger: a.ledger, Stores: stores, OpenErr: failed,
+		Trace: t, Reason: reason, Log: a.log, Progress: progress,
+	})
+	if err != nil {
+		return err
+	}
+	printOutcome(out, res)
+	if !res.Statement.Predicate.Complete {
+		return withCode(exitIncomplete, fmt.Errorf("erasure %s is incomplete: see the certificate's UNVERIFIED, RESIDUAL and OUT_OF_SCOPE entries", res.ID))
+	}
+	return nil
+}
+
+func printOutcome(w io.Writer, res *saga.Result) {
+	p := res.Statement.Predicate
+	fmt.Fprintf(w, "\n%-26s %-10s %-10s %-22s %s\n", "ARTIFACT", "KIND", "STORE", "OUTCOME", "DETAIL")
+	for _, a := range p.Artifacts {
+		o := a.Outcome
+		if a.Level != "" {
+			o += "(" + a.Level + ")"
+		}
+		detail := a.Reason
+		if a.Measurement != nil && a.Measurement.Physical != nil && a.Outcome == certificate.Verified && a.Level == certificate.LevelPhysical {
+			ph := a.Measurement.Physical
+			detail = fmt.Sprintf("%d/%d needles found before, %d after", ph.FoundBefore, ph.Needles, ph.FoundAfter)
+		}
+		fmt.Fprintf(w, "%-26s %-10s %-10s %-22s %s\n", a.ID, a.Kind, a.Store, o, detail)
+	}
+	fmt.Fprintln(w)
+	for _, s := range p.DeclaredScope {
+		fmt.Fprintf(w, "store %-12s %-34s %s\n", s.Name, s.Residue, s.Evidence)
+	}
+	c := p.Counts
+	fmt.Fprintf(w, "\n%d artifacts: %d verified (%d physical, %d logical), %d residual, %d unverified, %d out of scope, %d need a person\n",
+		c.Artifacts, c.Verified, c.VerifiedPhysical, c.VerifiedLogical, c.Residual, c.Unverified, c.OutOfScope, c.NeedsHuman)
+	fmt.Fprintf(w, "certificate: %s\n", res.CertificatePath)
+}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/ed25519"
+	"crypto"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/amnesia-dev/amnesia/internal/state"
+	"github.com/amnesia-dev/amnesia/lineage"
+)
+
+func pubKey(p crypto.PublicKey) ed25519.PublicKey { return p.(ed25519.PublicKey) }
+
+type traceOptions struct {
+	scope string
+	json  bool
+}
+
+func newTraceCommand(g *globalOptions) *cobra.Command {
+	o := &traceOptions{}
+	cmd := &cobra.Command{
+		Use:   "trace <subject | ->",
+		Short: "Show every artifact recorded for a subject (pure, read-only)",
+		Long: `Trace computes, from the ledger alone, the exact set of artifacts an erasure of
+the subject would touch: its own artifacts and everything derived from them, and
+apart, the artifacts of other people that mention it (never erased automatically).
+The same ledger state gives byte-identical output. The trace is saved under
+traces/<id>.json for 'amnesia erase --trace <id>'. Pass "-" to read the subject id
+from standard input, keeping it out of shell history.
+
+A subject with no lineage is an error (exit 3), never "nothing to delete".`,
+		Args: usageArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a, err := openApp(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			t, err := a.trace(cmd.Context(), args[0], o.scope, cmd.InOrStdin())
+			if err != nil {
+				return err
+			}
+			if o.json {
+				b, err := t.Encode()
+				if err != nil {
+					return err
+				}
+				_, err = cmd.OutOrStdout().Write(b)
+				return err
+			}
+			printTrace(cmd.OutOrStdout(), a.dir, t)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&o.scope, "scope", "", "scope (tenant); default: the configured scope")
+	cmd.Flags().BoolVar(&o.json, "json", false, "print the trace as canonical JSON")
+	return cmd
+}
+
+// readSubject returns the raw subject id: the argument, or one line of in for "-".
+func readSubject(arg string, in io.Reader) (string, error) {
+	if arg != "-" {
+		return arg, nil
+	}
+	line, err := bufio.NewReader(in).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("read subject from stdin: %w", err)
+	}
+	return strings.TrimRight(line, "\r\n"), nil
+}
+
+// trace computes and saves the trace of a raw subject id.
+func (a *app) trace(ctx context.Context, arg, scope string, in io.Reader) (*lineage.Trace, error) {
+	raw, err := readSubject(arg, in)
+	if err != nil {
+		return nil, err
+	}
+	if scope == "" {
+		scope = a.dir.Config.Scope
+	}
+	k, err := a.dir.Keyer.Key(scope, raw)
+	if err != nil {
+		return nil, withCode(exitUsage, err)
+	}
+	v, err := a.ledger.View(ctx, scope, k)
+	if err != nil {
+		return nil, err
+	}
+	t, err := lineage.BuildTrace(v)
+	if err != nil {
+		return nil, fmt.Errorf("trace %s in scope %q: %w", k.Ref(), scope, err)
+	}
+	b, err := t.Encode()
+	if err != nil {
+		return nil, err
+	}
+	if err := state.WriteFileAtomic(a.dir.TracePath(t.ID), b); err != nil {
+		return nil, fmt.Errorf("save trace: %w", err)
+	}
+	a.log.Info("traced", "subject", t.SubjectRef, "trace", t.ID, "artifacts", len(t.Artifacts), "mentions", len(t.Mentions))
+	return t, nil
+}
+
+func printTrace(w io.Writer, dir *state.Dir, t *lineage.Trace) {
+	fmt.Fprintf(w, "trace %s\n  subject %s, scope %q: %d artifacts to erase, %d third-party mentions, %d already erased\n",
+		t.ID, t.SubjectRef, t.Scope, len(t.Artifacts), len(t.Mentions), t.Erased)
+	for _, p := range t.Plan {
+		note := ""
+		if _, err := dir.Config.Store(p.Store); err != nil {
+			note = "  (NOT CONFIGURED: will be reported OUT_OF_SCOPE)"
+		}
+		fmt.Fprintf(w, "  %-12s %4d records  %s%s\n", p.Store, len(p.Delete), strings.Join(p.Kinds, " "), note)
+	}
+	if len(t.Mentions) > 0 {
+		fmt.Fprintf(w, "  %d artifacts of other people mention this subject: NEEDS_HUMAN, not erased\n", len(t.Mentions))
+	}
+	fmt.Fprintf(w, "  saved: %s\n", dir.TracePath(t.ID))
+}

@@ -1,0 +1,104 @@
+// Command amnesia erases a person's data from an AI application's memory and
+// proves it with a signed, offline-verifiable certificate.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/amnesia-dev/amnesia/certificate"
+	"github.com/amnesia-dev/amnesia/internal/saga"
+	"github.com/amnesia-dev/amnesia/internal/state"
+	"github.com/amnesia-dev/amnesia/lineage"
+)
+
+// Exit codes. They are part of the CLI's contract; see `amnesia --help`.
+const (
+	exitOK           = 0
+	exitError        = 1
+	exitUsage        = 2
+	exitNoLineage    = 3
+	exitErased       = 4
+	exitStaleTrace   = 5
+	exitAborted      = 6
+	exitIncomplete   = 7
+	exitCertInvalid  = 10
+	exitCertTampered = 11
+	exitWrongKey     = 12
+)
+
+const exitCodesHelp = `Exit codes:
+  0   success (forget/erase: every erasable artifact VERIFIED; verify: certificate valid)
+  1   error (state missing, store or ledger failure, bad input)
+  2   usage error
+  3   no lineage recorded for this subject in this scope
+  4   every recorded artifact of this subject is already erased
+  5   the trace no longer matches the ledger: trace again
+  6   aborted at the confirmation prompt
+  7   erasure finished but incomplete: the certificate names UNVERIFIED, RESIDUAL or OUT_OF_SCOPE artifacts
+  10  verify: not a valid certificate (malformed, or not schema v1)
+  11  verify: signature does not match the content (tampered)
+  12  verify: not signed by the given public key
+`
+
+// exitError carries an exit code through cobra.
+type codedError struct {
+	code int
+	err  error
+}
+
+func (e *codedError) Error() string { return e.err.Error() }
+func (e *codedError) Unwrap() error { return e.err }
+
+func withCode(code int, err error) error { return &codedError{code, err} }
+
+func exitCode(err error) int {
+	var ce *codedError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ce):
+		return ce.code
+	case errors.Is(err, lineage.ErrNoLineage):
+		return exitNoLineage
+	case errors.Is(err, lineage.ErrAlreadyErased):
+		return exitErased
+	case errors.Is(err, saga.ErrStaleTrace):
+		return exitStaleTrace
+	case errors.Is(err, certificate.ErrWrongKey):
+		return exitWrongKey
+	case errors.Is(err, certificate.ErrSignature):
+		return exitCertTampered
+	case errors.Is(err, certificate.ErrMalformed), errors.Is(err, certificate.ErrSchema):
+		return exitCertInvalid
+	case errors.Is(err, errUsage):
+		return exitUsage
+	case errors.Is(err, state.ErrNotInitialized):
+		return exitError
+	}
+	return exitError
+}
+
+var errUsage = errors.New("usage")
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cmd := newRootCommand()
+	err := cmd.ExecuteContext(ctx)
+	code := exitCode(err)
+	if err != nil {
+		var ce *codedError
+		if !(errors.As(err, &ce) && ce.err == errSilent) {
+			fmt.Fprintln(os.Stderr, "amnesia:", err)
+		}
+	}
+	os.Exit(code)
+}
+
+// errSilent is for exits whose message was already printed.
+var errSilent = errors.New("")

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/amnesia-dev/amnesia/internal/state"
+	"github.com/amnesia-dev/amnesia/lineage"
+)
+
+type globalOptions struct {
+	stateDir string
+}
+
+func newRootCommand() *cobra.Command {
+	g := &globalOptions{}
+	cmd := &cobra.Command{
+		Use:   "amnesia",
+		Short: "Erase a person's data from AI memory, and prove it",
+		Long: `amnesia records where each person's data goes at ingest; on an erasure request it
+erases every copy, forces each store to reclaim the bytes, verifies at the strongest
+level each store permits, and issues a signed certificate anyone can verify offline.
+
+` + exitCodesHelp,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	def := os.Getenv("AMNESIA_STATE")
+	if def == "" {
+		def = state.DefaultDir
+	}
+	cmd.PersistentFlags().StringVar(&g.stateDir, "state", def, "state directory (env AMNESIA_STATE)")
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return withCode(exitUsage, fmt.Errorf("%w\n\n%s", err, c.UsageString()))
+	})
+	cmd.AddCommand(
+		newInitCommand(g),
+		newTraceCommand(g),
+		newForgetCommand(g),
+		newEraseCommand(g),
+		newVerifyCommand(),
+		newDemoCommand(),
+	)
+	return cmd
+}
+
+func usageArgs(n int) cobra.PositionalArgs {
+	return func(c *cobra.Command, args []string) error {
+		if len(args) != n {
+			return withCode(exitUsage, fmt.Errorf("%s takes %d argument(s), got %d\n\n%s", c.Name(), n, len(args), c.UsageString()))
+		}
+		return nil
+	}
+}
+
+// app is an opened installation.
+type app struct {
+	dir     *state.Dir
+	ledger  *lineage.SQLite
+	log     *slog.Logger
+	logFile *os.File
+}
+
+func openApp(ctx context.Context, g *globalOptions) (*app, error) {
+	dir, err := state.Open(g.stateDir)
+	if err != nil {
+		return nil, err
+	}
+	return openAppDir(ctx, dir)
+}
+
+func openAppDir(ctx context.Context, dir *state.Dir) (*app, error) {
+	l, err := lineage.OpenSQLite(ctx, dir.LedgerPath())
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(dir.LogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		l.Close()
+		return nil, fmt.Errorf("open log: %w", err)
+	}
+	return &app{dir: dir, ledger: l, log: slog.New(slog.NewJSONHandler(f, nil)), logFile: f}, nil
+}
+
+func (a *app) Close() {
+	a.ledger.Close()
+	a.logFile.Close()
+}

@@ -1,0 +1,203 @@
+package saga
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// JournalVersion is the first line of every journal.
+const JournalVersion = "amnesia.journal/v1"
+
+// Phases of a journal entry.
+const (
+	phaseBegin  = "begin"
+	phaseDone   = "done"
+	phaseFailed = "failed"
+)
+
+// entry is one journal line. Result holds the step's outcome (counts,
+// methods, never personal data) and is what a resumed run reuses.
+type entry struct {
+	Seq    int             `json:"seq"`
+	Step   string          `json:"step"`
+	Phase  string          `json:"phase"`
+	At     string          `json:"at"`
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  string          `json:"error,omitempty"`
+	Prev   string          `json:"prev"`
+	Hash   string          `json:"hash"`
+}
+
+// journal is an append-only, hash-chained, fsynced JSON-lines file.
+type journal struct {
+	path    string
+	f       *os.File
+	entries []entry
+	crashAt int // test hook: SIGKILL self after this many appends (0 = never)
+	appends int
+	now     func() time.Time
+}
+
+// openJournal opens or creates the journal at path and replays it. A torn
+// last line (a crash mid-write) is dropped; any other damage is an error.
+func openJournal(path string, now func() time.Time) (*journal, error) {
+	j := &journal{path: path, now: now}
+	if v := os.Getenv("AMNESIA_CRASH_AFTER_JOURNAL"); v != "" {
+		j.crashAt, _ = strconv.Atoi(v)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("open journal: %w", err)
+	}
+	if len(b) > 0 {
+		if err := j.replay(b); err != nil {
+			return nil, err
+		}
+	}
+	j.f, err = os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open journal: %w", err)
+	}
+	if len(b) == 0 {
+		if _, err := j.f.WriteString(JournalVersion + "\n"); err != nil {
+			return nil, fmt.Errorf("open journal: %w", err)
+		}
+	}
+	return j, nil
+}
+
+func (j *journal) replay(b []byte) error {
+	lines := bytes.Split(b, []byte("\n"))
+	if string(lines[0]) != JournalVersion {
+		return fmt.Errorf("open journal %s: first line is not %q", j.path, JournalVersion)
+	}
+	complete := len(b) > 0 && b[len(b)-1] == '\n'
+	prev := ""
+	for i, line := range lines[1:] {
+		if len(line) == 0 {
+			continue
+		}
+		var e entry
+		if err := json.Unmarshal(line, &e); err != nil {
+			if !complete && i == len(lines)-2 {
+				// torn final write: truncate it away
+				return os.Truncate(j.path, int64(len(b)-len(line)))
+			}
+			return fmt.Errorf("open journal %s: line %d is damaged: %w", j.path, i+2, err)
+		}
+		if e.Prev != prev || e.Hash != e.hash() {
+			return fmt.Errorf("open journal %s: line %d breaks the hash chain", j.path, i+2)
+		}
+		prev = e.Hash
+		j.entries = append(j.entries, e)
+	}
+	return nil
+}
+
+func (e entry) hash() string {
+	c := e
+	c.Hash = ""
+	b, _ := json.Marshal(c)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// append writes one entry and fsyncs it.
+func (j *journal) append(step, phase string, result any, stepErr error) error {
+	e := entry{Seq: len(j.entries) + 1, Step: step, Phase: phase, At: j.now().UTC().Format(time.RFC3339Nano)}
+	if len(j.entries) > 0 {
+		e.Prev = j.entries[len(j.entries)-1].Hash
+	}
+	if result != nil {
+		b, err := json.Marshal(result)
+		if err != nil {
+			return fmt.Errorf("journal %s: %w", step, err)
+		}
+		e.Result = b
+	}
+	if stepErr != nil {
+		e.Error = stepErr.Error()
+	}
+	e.Hash = e.hash()
+	line, _ := json.Marshal(e)
+	if _, err := j.f.Write(append(line, '\n')); err != nil {
+		return fmt.Errorf("journal %s: %w", step, err)
+	}
+	if err := j.f.Sync(); err != nil {
+		return fmt.Errorf("journal %s: %w", step, err)
+	}
+	j.entries = append(j.entries, e)
+	j.appends++
+	if j.crashAt > 0 && j.appends == j.crashAt {
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {}
+	}
+	return nil
+}
+
+// final returns the finished entry (done or failed) of a step, if any.
+func (j *journal) final(step string) *entry {
+	for i := range j.entries {
+		e := &j.entries[i]
+		if e.Step == step && (e.Phase == phaseDone || e.Phase == phaseFailed) {
+			return e
+		}
+	}
+	return nil
+}
+
+// head is the hash chain over the finished entries' steps and results, in
+// order. Begin entries and times are left out, so a resumed erasure has the
+// same head as one that never crashed.
+func (j *journal) head() (string, int) {
+	h := ""
+	n := 0
+	for _, e := range j.entries {
+		if e.Phase == phaseBegin {
+			continue
+		}
+		sum := sha256.New()
+		fmt.Fprintf(sum, "%s\n%s\n%s\n%s\n", h, e.Step, e.Phase, e.Error)
+		sum.Write(e.Result)
+		h = hex.EncodeToString(sum.Sum(nil))
+		n++
+	}
+	return h, n
+}
+
+func (j *journal) close() error { return j.f.Close() }
+
+// readLines is used by tests and status: the raw entries.
+func readJournal(path string) ([]entry, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []entry
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<26)
+	first := true
+	for sc.Scan() {
+		if first {
+			first = false
+			continue
+		}
+		var e entry
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, sc.Err()
+}

@@ -1,0 +1,206 @@
+// Package saga runs an erasure as a journaled, resumable sequence of
+// idempotent steps:
+//
+//	plan → suppress → evidence:<store>… → delete:<store>… → reclaim:<store>…
+//	     → probe:<store>… → decide → certificate → publish
+//
+// Every step is journaled before it starts and after it ends, with its
+// result. Running the same erasure again (same trace) replays the journal,
+// skips finished steps and reuses their results, so a run that crashed at any
+// point ends with the same certificate as one that did not. A store that
+// fails is journaled as failed and the others go on; its artifacts end
+// UNVERIFIED. The certificate is published (copied to certificates/) only
+// after every step has finished.
+package saga
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/amnesia-dev/amnesia/certificate"
+	"github.com/amnesia-dev/amnesia/internal/state"
+	"github.com/amnesia-dev/amnesia/lineage"
+	"github.com/amnesia-dev/amnesia/store"
+)
+
+// ErrStaleTrace: the ledger changed since the trace was taken.
+var ErrStaleTrace = errors.New("trace no longer matches the ledger: trace again and review")
+
+// Erasure is everything one run needs.
+type Erasure struct {
+	Dir      *state.Dir
+	Ledger   lineage.Ledger
+	Stores   map[string]store.Store // opened configured stores
+	OpenErr  map[string]error       // configured stores that failed to open
+	Trace    *lineage.Trace
+	Reason   string
+	Now      func() time.Time
+	Log      *slog.Logger
+	Progress io.Writer // human progress lines; may be nil
+}
+
+// Result is a finished erasure.
+type Result struct {
+	ID              string
+	CertificatePath string
+	Statement       *certificate.Statement
+	Resumed         bool
+}
+
+// ID returns the erasure id of a trace: erasing the same trace again is the
+// same erasure (a resume), never a second one.
+func ID(traceID string) string {
+	sum := sha256.Sum256([]byte("amnesia.erasure/v1\x00" + traceID))
+	return "er-" + hex.EncodeToString(sum[:12])
+}
+
+type runner struct {
+	*Erasure
+	id      string
+	dir     string
+	j       *journal
+	stores  []string // stores in the plan that are configured, sorted
+	keys    map[string][]string
+	ev      map[string]map[string]*store.Evidence
+	failed  map[string]string // store -> "step: error"
+	resumed bool
+}
+
+// Run runs or resumes the erasure. A new erasure (no journal yet) is refused
+// with ErrStaleTrace when the ledger no longer gives the same trace.
+func Run(ctx context.Context, e *Erasure) (*Result, error) {
+	if e.Now == nil {
+		e.Now = time.Now
+	}
+	if e.Log == nil {
+		e.Log = slog.New(slog.DiscardHandler)
+	}
+	if err := e.Trace.Check(); err != nil {
+		return nil, err
+	}
+	r := &runner{Erasure: e, id: ID(e.Trace.ID), keys: map[string][]string{}, ev: map[string]map[string]*store.Evidence{}, failed: map[string]string{}}
+	r.dir = e.Dir.ErasureDir(r.id)
+	jpath := filepath.Join(r.dir, "journal.jsonl")
+	if _, err := os.Stat(jpath); err == nil {
+		r.resumed = true
+	} else if err := r.checkFresh(ctx); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(r.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("erase: %w", err)
+	}
+	j, err := openJournal(jpath, e.Now)
+	if err != nil {
+		return nil, err
+	}
+	defer j.close()
+	r.j = j
+	for _, p := range e.Trace.Plan {
+		if _, ok := e.Dir.Config.Store(p.Store); ok == nil {
+			r.stores = append(r.stores, p.Store)
+			r.keys[p.Store] = p.Delete
+		}
+	}
+	sort.Strings(r.stores)
+	log := e.Log.With("erasure", r.id, "subject", e.Trace.SubjectRef)
+	log.Info("erasure start", "resumed", r.resumed, "artifacts", len(e.Trace.Artifacts), "stores", len(r.stores))
+	st, err := r.run(ctx)
+	if err != nil {
+		log.Error("erasure stopped", "err", err)
+		return nil, err
+	}
+	log.Info("erasure done", "complete", st.Predicate.Complete, "certificate", e.Dir.CertificatePath(r.id))
+	return &Result{ID: r.id, CertificatePath: e.Dir.CertificatePath(r.id), Statement: st, Resumed: r.resumed}, nil
+}
+
+func (r *runner) checkFresh(ctx context.Context) error {
+	k, err := subjectKey(r.Trace.Subject)
+	if err != nil {
+		return err
+	}
+	v, err := r.Ledger.View(ctx, r.Trace.Scope, k)
+	if err != nil {
+		return err
+	}
+	now, err := lineage.BuildTrace(v)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrStaleTrace, err)
+	}
+	if now.ID != r.Trace.ID {
+		return ErrStaleTrace
+	}
+	return nil
+}
+
+func (r *runner) progress(format string, a ...any) {
+	if r.Progress != nil {
+		fmt.Fprintf(r.Progress, format+"\n", a...)
+	}
+}
+
+// step runs fn once: a finished step's journaled result is decoded into out
+// and fn is skipped. A failed step returns its journaled error as stepErr.
+func (r *runner) step(name string, out any, fn func() (any, error)) (stepErr error, err error) {
+	if e := r.j.final(name); e != nil {
+		if e.Phase == phaseFailed {
+			return errors.New(e.Error), nil
+		}
+		if out != nil && len(e.Result) > 0 {
+			if err := json.Unmarshal(e.Result, out); err != nil {
+				return nil, fmt.Errorf("replay %s: %w", name, err)
+			}
+		}
+		r.progress("  %-28s done (journal)", name)
+		return nil, nil
+	}
+	if err := r.j.append(name, phaseBegin, nil, nil); err != nil {
+		return nil, err
+	}
+	start := r.Now()
+	res, ferr := fn()
+	if ferr != nil {
+		if errors.Is(ferr, context.Canceled) || errors.Is(ferr, context.DeadlineExceeded) || !strings.Contains(name, ":") {
+			// Not a store failure: leave the step open, so that running
+			// the erasure again retries it.
+			return nil, fmt.Errorf("%s: %w", name, ferr)
+		}
+		r.Log.Warn("step failed", "erasure", r.id, "step", name, "err", ferr)
+		r.progress("  %-28s FAILED: %v", name, ferr)
+		return ferr, r.j.append(name, phaseFailed, nil, ferr)
+	}
+	if out != nil && res != nil {
+		b, _ := json.Marshal(res)
+		if err := json.Unmarshal(b, out); err != nil {
+			return nil, err
+		}
+	}
+	r.progress("  %-28s done (%s)", name, r.Now().Sub(start).Round(time.Millisecond))
+	return nil, r.j.append(name, phaseDone, res, nil)
+}
+
+// storeStep runs a per-store step unless the store already failed.
+func (r *runner) storeStep(step, st string, out any, fn func() (any, error)) error {
+	if _, bad := r.failed[st]; bad {
+		return nil
+	}
+	name := step + ":" + st
+	serr, err := r.step(name, out, fn)
+	if err != nil {
+		return err
+	}
+	if serr != nil {
+		r.failed[st] = fmt.Sprintf("%s: %v", step, serr)
+	}
+	return nil
+}

@@ -1,0 +1,264 @@
+package saga
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/amnesia-dev/amnesia/certificate"
+	"github.com/amnesia-dev/amnesia/internal/state"
+	"github.com/amnesia-dev/amnesia/store"
+	"github.com/amnesia-dev/amnesia/subject"
+)
+
+func subjectKey(s string) (subject.Key, error) { return subject.ParseKey(s) }
+
+type planResult struct {
+	Erasure   string   `json:"erasure"`
+	Trace     string   `json:"trace"`
+	Reason    string   `json:"reason"`
+	Artifacts int      `json:"artifacts"`
+	Stores    []string `json:"stores"`
+}
+
+// recordEvidence is what the journal keeps of one record's evidence: counts.
+type recordEvidence struct {
+	Needles     int `json:"needles"`
+	Shared      int `json:"shared"`
+	FoundBefore int `json:"found_before"`
+}
+
+type evidenceResult struct {
+	Records  map[string]recordEvidence `json:"records"` // keys present in the store
+	Physical bool                      `json:"physical"`
+}
+
+type deleteResult struct {
+	Keys int `json:"keys"`
+}
+
+type reclaimResult struct {
+	Method string   `json:"method,omitempty"`
+	Steps  []string `json:"steps,omitempty"`
+	None   string   `json:"none,omitempty"`
+}
+
+type probeResult struct {
+	Logical  map[string]store.LogicalResult `json:"logical"`
+	Found    map[string]int                 `json:"found"`
+	Physical bool                           `json:"physical"`
+	Method   string                         `json:"method,omitempty"`
+	Files    int                            `json:"files"`
+	Bytes    int64                          `json:"bytes"`
+}
+
+type certResult struct {
+	SHA256 string `json:"sha256"`
+}
+
+// results gathers every step's journaled result for decide.
+type results struct {
+	evidence map[string]*evidenceResult
+	reclaim  map[string]*reclaimResult
+	reclaimE map[string]string
+	probe    map[string]*probeResult
+}
+
+func (r *runner) run(ctx context.Context) (*certificate.Statement, error) {
+	t := r.Trace
+	var plan planResult
+	if _, err := r.step("plan", &plan, func() (any, error) {
+		return planResult{Erasure: r.id, Trace: t.ID, Reason: r.Reason, Artifacts: len(t.Artifacts), Stores: r.stores}, nil
+	}); err != nil {
+		return nil, err
+	}
+	r.Reason = plan.Reason // a resumed erasure keeps the reason it started with
+	r.progress("erasure %s of %s: %d artifacts in %d stores", r.id, t.SubjectRef, len(t.Artifacts), len(r.stores))
+
+	if _, err := r.step("suppress", nil, func() (any, error) {
+		ids := make([]string, 0, len(t.Artifacts))
+		for _, a := range t.Artifacts {
+			ids = append(ids, a.ID)
+		}
+		return map[string]int{"artifacts": len(ids)}, r.Ledger.Suppress(ctx, r.id, ids)
+	}); err != nil {
+		return nil, err
+	}
+
+	res := &results{evidence: map[string]*evidenceResult{}, reclaim: map[string]*reclaimResult{}, reclaimE: map[string]string{}, probe: map[string]*probeResult{}}
+	for _, st := range r.stores {
+		out := &evidenceResult{}
+		if err := r.storeStep("evidence", st, out, func() (any, error) { return r.readEvidence(ctx, st) }); err != nil {
+			return nil, err
+		}
+		res.evidence[st] = out
+	}
+	for _, st := range r.stores {
+		if err := r.storeStep("delete", st, nil, func() (any, error) {
+			return deleteResult{Keys: len(r.keys[st])}, r.Stores[st].Delete(ctx, r.keys[st])
+		}); err != nil {
+			return nil, err
+		}
+	}
+	for _, st := range r.stores {
+		if _, bad := r.failed[st]; bad {
+			continue
+		}
+		out := &reclaimResult{}
+		serr, err := r.step("reclaim:"+st, out, func() (any, error) { return r.reclaim(ctx, st) })
+		if err != nil {
+			return nil, err
+		}
+		if serr != nil {
+			res.reclaimE[st] = serr.Error() // a failed reclaim is measured by the probe, not assumed
+		}
+		res.reclaim[st] = out
+	}
+	for _, st := range r.stores {
+		out := &probeResult{}
+		if err := r.storeStep("probe", st, out, func() (any, error) { return r.probe(ctx, st) }); err != nil {
+			return nil, err
+		}
+		res.probe[st] = out
+	}
+
+	pred := &certificate.Predicate{}
+	if _, err := r.step("decide", pred, func() (any, error) { return r.decide(ctx, res) }); err != nil {
+		return nil, err
+	}
+	head, steps := r.j.head()
+	pred.Journal = certificate.JournalRef{Head: head, Steps: steps}
+	st := certificate.NewStatement(*pred, t.ID)
+	draft := filepath.Join(r.dir, "certificate.dsse.json")
+	var cr certResult
+	if _, err := r.step("certificate", &cr, func() (any, error) {
+		env, err := certificate.Sign(ctx, st, r.Dir.Key)
+		if err != nil {
+			return nil, err
+		}
+		if err := state.WriteFileAtomic(draft, env); err != nil {
+			return nil, err
+		}
+		sum := sha256.Sum256(env)
+		return certResult{SHA256: hex.EncodeToString(sum[:])}, nil
+	}); err != nil {
+		return nil, err
+	}
+	if _, err := r.step("publish", nil, func() (any, error) { return nil, r.publish(draft, cr.SHA256) }); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+func (r *runner) evidencePath(st string) string {
+	return filepath.Join(r.dir, "evidence-"+st+".sealed")
+}
+
+func (r *runner) readEvidence(ctx context.Context, st string) (any, error) {
+	s, ok := r.Stores[st]
+	if !ok {
+		return nil, fmt.Errorf("open store: %v", r.OpenErr[st])
+	}
+	out := evidenceResult{Records: map[string]recordEvidence{}}
+	er, ok := s.(store.EvidenceReader)
+	if !ok {
+		return out, nil
+	}
+	ev, err := er.ReadEvidence(ctx, r.keys[st])
+	if err != nil {
+		return nil, err
+	}
+	var found map[string]int
+	if pp, ok := s.(store.PhysicalProber); ok {
+		rep, err := pp.ProbePhysical(ctx, store.NewNeedleSet(ev))
+		if err != nil {
+			return nil, err
+		}
+		found, out.Physical = rep.Found, true
+	}
+	for k, e := range ev {
+		out.Records[k] = recordEvidence{Needles: len(e.Needles), Shared: e.Shared, FoundBefore: found[k]}
+	}
+	if err := sealEvidence(r.evidencePath(st), sealKey(r.Dir.Keyer, r.id, st), ev); err != nil {
+		return nil, err
+	}
+	r.ev[st] = ev
+	return out, nil
+}
+
+// evidence returns the store's evidence: in memory, or unsealed after a resume.
+func (r *runner) evidence(st string) (map[string]*store.Evidence, error) {
+	if ev, ok := r.ev[st]; ok {
+		return ev, nil
+	}
+	if _, err := os.Stat(r.evidencePath(st)); err != nil {
+		return map[string]*store.Evidence{}, nil // the store had no evidence reader
+	}
+	ev, err := unsealEvidence(r.evidencePath(st), sealKey(r.Dir.Keyer, r.id, st))
+	if err != nil {
+		return nil, err
+	}
+	r.ev[st] = ev
+	return ev, nil
+}
+
+func (r *runner) reclaim(ctx context.Context, st string) (any, error) {
+	rc, ok := r.Stores[st].(store.Reclaimer)
+	if !ok {
+		return reclaimResult{None: "the adapter cannot force physical reclamation"}, nil
+	}
+	rep, err := rc.Reclaim(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return reclaimResult{Method: rep.Method, Steps: rep.Steps}, nil
+}
+
+func (r *runner) probe(ctx context.Context, st string) (any, error) {
+	s := r.Stores[st]
+	ev, err := r.evidence(st)
+	if err != nil {
+		return nil, err
+	}
+	lr, err := s.ProbeLogical(ctx, r.keys[st], ev)
+	if err != nil {
+		return nil, err
+	}
+	out := probeResult{Logical: map[string]store.LogicalResult{}, Found: map[string]int{}}
+	for _, l := range lr {
+		out.Logical[l.Key] = l
+	}
+	if pp, ok := s.(store.PhysicalProber); ok && len(ev) > 0 {
+		rep, err := pp.ProbePhysical(ctx, store.NewNeedleSet(ev))
+		if err != nil {
+			return nil, err
+		}
+		out.Physical, out.Method, out.Files, out.Bytes, out.Found = true, rep.Method, rep.Files, rep.Bytes, rep.Found
+	}
+	return out, nil
+}
+
+// publish copies the signed draft to certificates/ and destroys the sealed
+// evidence. Idempotent.
+func (r *runner) publish(draft, sum string) error {
+	env, err := os.ReadFile(draft)
+	if err != nil {
+		return err
+	}
+	got := sha256.Sum256(env)
+	if hex.EncodeToString(got[:]) != sum {
+		return fmt.Errorf("publish: draft certificate does not match its journaled digest")
+	}
+	if err := state.WriteFileAtomic(r.Dir.CertificatePath(r.id), env); err != nil {
+		return err
+	}
+	for _, st := range r.stores {
+		if err := shred(r.evidencePath(st)); err != nil {
+			return fmt.Errorf("publish: destroy evidence: %w", err)
+		}
+	}
+	return state.SyncDir(r.dir)
+}

@@ -1,0 +1,121 @@
+package state
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/amnesia-dev/amnesia/subject"
+)
+
+// Config is amnesia.yaml. Values may reference environment variables as
+// $VAR or ${VAR}; relative store paths are relative to the state directory.
+type Config struct {
+	Version     int           `yaml:"version"`
+	Scope       string        `yaml:"scope"`
+	Validity    string        `yaml:"certificate_validity"` // Go duration, e.g. 8760h
+	Stores      []StoreConfig `yaml:"stores"`
+	dir         string
+	validityDur time.Duration
+}
+
+// StoreConfig configures one store.
+type StoreConfig struct {
+	Name       string `yaml:"name"`
+	Type       string `yaml:"type"`                 // sqlite-doc, sqlite-vec
+	Path       string `yaml:"path,omitempty"`       // SQLite file
+	Dimensions int    `yaml:"dimensions,omitempty"` // sqlite-vec
+}
+
+// DefaultConfig is what `amnesia init` writes when given nothing else.
+func DefaultConfig() *Config {
+	return &Config{Version: 1, Scope: subject.DefaultScope, Validity: "8760h"}
+}
+
+// LoadConfig reads and validates a configuration file.
+func LoadConfig(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load config: %w", err)
+	}
+	var c Config
+	if err := yaml.Unmarshal([]byte(os.ExpandEnv(string(b))), &c); err != nil {
+		return nil, fmt.Errorf("load config %s: %w", path, err)
+	}
+	c.dir = filepath.Dir(path)
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("load config %s: %w", path, err)
+	}
+	return &c, nil
+}
+
+// Marshal encodes the configuration as YAML.
+func (c *Config) Marshal() ([]byte, error) { return yaml.Marshal(c) }
+
+// Validate checks the configuration and fills defaults.
+func (c *Config) Validate() error {
+	if c.Version != 1 {
+		return fmt.Errorf("config version %d: this amnesia reads version 1", c.Version)
+	}
+	if c.Scope == "" {
+		c.Scope = subject.DefaultScope
+	}
+	if c.Validity == "" {
+		c.Validity = "8760h"
+	}
+	d, err := time.ParseDuration(c.Validity)
+	if err != nil || d <= 0 {
+		return fmt.Errorf("certificate_validity %q: want a positive Go duration such as 8760h", c.Validity)
+	}
+	c.validityDur = d
+	seen := map[string]bool{}
+	for i, s := range c.Stores {
+		if s.Name == "" {
+			return fmt.Errorf("stores[%d]: name is required", i)
+		}
+		if seen[s.Name] {
+			return fmt.Errorf("stores[%d]: duplicate name %q", i, s.Name)
+		}
+		seen[s.Name] = true
+		switch s.Type {
+		case "sqlite-doc":
+		case "sqlite-vec":
+			if s.Dimensions <= 0 {
+				return fmt.Errorf("store %q: sqlite-vec needs dimensions > 0", s.Name)
+			}
+		case "":
+			return fmt.Errorf("store %q: type is required", s.Name)
+		default:
+			return fmt.Errorf("store %q: unknown type %q (known: sqlite-doc, sqlite-vec)", s.Name, s.Type)
+		}
+		if s.Path == "" {
+			return fmt.Errorf("store %q: path is required", s.Name)
+		}
+	}
+	return nil
+}
+
+// ValidityDuration is how long certificates stay valid.
+func (c *Config) ValidityDuration() time.Duration { return c.validityDur }
+
+// StorePath resolves a store path against the state directory.
+func (c *Config) StorePath(s StoreConfig) string {
+	if filepath.IsAbs(s.Path) || c.dir == "" {
+		return s.Path
+	}
+	return filepath.Join(c.dir, s.Path)
+}
+
+// Store returns the configuration of the named store.
+func (c *Config) Store(name string) (StoreConfig, error) {
+	for _, s := range c.Stores {
+		if s.Name == name {
+			return s, nil
+		}
+	}
+	return StoreConfig{}, errors.New("no such store")
+}

@@ -1,0 +1,183 @@
+// Package state manages amnesia's state directory: the installation pepper,
+// the signing key, the configuration, the ledger, journals and certificates.
+//
+// Layout (all files 0600, directories 0700):
+//
+//	amnesia.yaml           configuration (stores, scope, certificate validity)
+//	pepper                 32 random bytes: the key of every subject digest
+//	signing-key.pem        Ed25519 private key, PKCS#8 PEM
+//	signing-key.pub.pem    public key, PEM SubjectPublicKeyInfo ("BEGIN PUBLIC KEY")
+//	ledger.db              lineage ledger (SQLite)
+//	traces/<id>.json       traces saved for `erase --trace`
+//	erasures/<id>/         one erasure: journal.jsonl, sealed evidence while it runs
+//	certificates/<id>.dsse.json
+//	amnesia.log            structured log (JSON lines)
+package state
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/amnesia-dev/amnesia/certificate"
+	"github.com/amnesia-dev/amnesia/subject"
+)
+
+// DefaultDir is the state directory used when none is given.
+const DefaultDir = ".amnesia"
+
+// ErrNotInitialized means the directory has no amnesia state.
+var ErrNotInitialized = errors.New("no amnesia state here: run `amnesia init` first")
+
+// Dir is an opened state directory.
+type Dir struct {
+	Path   string
+	Config *Config
+	Keyer  *subject.Keyer
+	Key    ed25519.PrivateKey
+}
+
+// Paths inside a state directory.
+func (d *Dir) LedgerPath() string        { return filepath.Join(d.Path, "ledger.db") }
+func (d *Dir) PublicKeyPath() string     { return filepath.Join(d.Path, "signing-key.pub.pem") }
+func (d *Dir) TracePath(id string) string { return filepath.Join(d.Path, "traces", id+".json") }
+func (d *Dir) ErasureDir(id string) string {
+	return filepath.Join(d.Path, "erasures", id)
+}
+func (d *Dir) CertificatePath(id string) string {
+	return filepath.Join(d.Path, "certificates", id+".dsse.json")
+}
+func (d *Dir) LogPath() string { return filepath.Join(d.Path, "amnesia.log") }
+
+// Init creates a new state directory at path with a fresh pepper, signing
+// key and cfg (DefaultConfig when nil). It refuses to overwrite an existing
+// installation: a new pepper would orphan every recorded subject.
+func Init(path string, cfg *Config) (*Dir, error) {
+	if _, err := os.Stat(filepath.Join(path, "pepper")); err == nil {
+		return nil, fmt.Errorf("init %s: already initialised (a new pepper would orphan every recorded subject)", path)
+	}
+	if cfg == nil {
+		cfg = DefaultConfig()
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("init %s: %w", path, err)
+	}
+	for _, sub := range []string{"", "traces", "erasures", "certificates"} {
+		if err := os.MkdirAll(filepath.Join(path, sub), 0o700); err != nil {
+			return nil, fmt.Errorf("init %s: %w", path, err)
+		}
+	}
+	pepper := make([]byte, subject.PepperSize)
+	if _, err := rand.Read(pepper); err != nil {
+		return nil, fmt.Errorf("init: %w", err)
+	}
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("init: %w", err)
+	}
+	privPEM, err := certificate.EncodePrivateKeyPEM(priv)
+	if err != nil {
+		return nil, fmt.Errorf("init: %w", err)
+	}
+	pubPEM, err := certificate.EncodePublicKeyPEM(pub)
+	if err != nil {
+		return nil, fmt.Errorf("init: %w", err)
+	}
+	cfgBytes, err := cfg.Marshal()
+	if err != nil {
+		return nil, fmt.Errorf("init: %w", err)
+	}
+	files := []struct {
+		name string
+		data []byte
+	}{
+		{"amnesia.yaml", cfgBytes},
+		{"signing-key.pem", privPEM},
+		{"signing-key.pub.pem", pubPEM},
+		{"pepper", pepper}, // last: its presence marks a complete installation
+	}
+	for _, f := range files {
+		if err := WriteFileAtomic(filepath.Join(path, f.name), f.data); err != nil {
+			return nil, fmt.Errorf("init: %w", err)
+		}
+	}
+	return Open(path)
+}
+
+// Open opens an existing state directory.
+func Open(path string) (*Dir, error) {
+	pepper, err := os.ReadFile(filepath.Join(path, "pepper"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("open state %s: %w", path, ErrNotInitialized)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open state %s: %w", path, err)
+	}
+	keyer, err := subject.NewKeyer(pepper)
+	if err != nil {
+		return nil, fmt.Errorf("open state %s: %w", path, err)
+	}
+	privPEM, err := os.ReadFile(filepath.Join(path, "signing-key.pem"))
+	if err != nil {
+		return nil, fmt.Errorf("open state %s: %w", path, err)
+	}
+	priv, err := certificate.ParsePrivateKeyPEM(privPEM)
+	if err != nil {
+		return nil, fmt.Errorf("open state %s: signing key: %w", path, err)
+	}
+	cfg, err := LoadConfig(filepath.Join(path, "amnesia.yaml"))
+	if err != nil {
+		return nil, fmt.Errorf("open state %s: %w", path, err)
+	}
+	for _, sub := range []string{"traces", "erasures", "certificates"} {
+		if err := os.MkdirAll(filepath.Join(path, sub), 0o700); err != nil {
+			return nil, fmt.Errorf("open state %s: %w", path, err)
+		}
+	}
+	return &Dir{Path: path, Config: cfg, Keyer: keyer, Key: priv}, nil
+}
+
+// WriteFileAtomic writes data to path with mode 0600 so that readers see the
+// old file or the whole new one: temp file, fsync, rename, fsync directory.
+func WriteFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	return SyncDir(dir)
+}
+
+// SyncDir fsyncs a directory so that a rename or unlink in it is durable.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
