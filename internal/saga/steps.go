@@ -69,6 +69,7 @@ type results struct {
 
 func (r *runner) run(ctx context.Context) (*certificate.Statement, error) {
 	t := r.Trace
+	r.progress("erasure %s of %s: %d artifacts in %d stores", r.id, t.SubjectRef, len(t.Artifacts), len(r.stores))
 	var plan planResult
 	if _, err := r.step("plan", &plan, func() (any, error) {
 		return planResult{Erasure: r.id, Trace: t.ID, Reason: r.Reason, Artifacts: len(t.Artifacts), Stores: r.stores}, nil
@@ -76,7 +77,6 @@ func (r *runner) run(ctx context.Context) (*certificate.Statement, error) {
 		return nil, err
 	}
 	r.Reason = plan.Reason // a resumed erasure keeps the reason it started with
-	r.progress("erasure %s of %s: %d artifacts in %d stores", r.id, t.SubjectRef, len(t.Artifacts), len(r.stores))
 
 	if _, err := r.step("suppress", nil, func() (any, error) {
 		ids := make([]string, 0, len(t.Artifacts))

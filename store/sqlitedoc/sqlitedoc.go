@@ -167,51 +167,41 @@ func (s *Store) Delete(ctx context.Context, keys []string) error {
 // finding them later would prove nothing about this record.
 func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*store.Evidence, error) {
 	batch := map[string]bool{}
-	for _, k := range keys {
-		batch[k] = true
-	}
 	out := map[string]*store.Evidence{}
 	for _, k := range keys {
+		batch[k] = true
 		r, err := s.Get(ctx, k)
 		if err != nil {
 			return nil, fmt.Errorf("read evidence: %w", err)
 		}
-		if r == nil {
-			continue
+		if r != nil {
+			out[k] = &store.Evidence{Key: k, Filter: map[string]string{"subject": r.Subject}, Needles: store.Windows([]byte(r.Text))}
 		}
-		ev := &store.Evidence{Key: k, Filter: map[string]string{"subject": r.Subject}}
-		for _, w := range store.Windows([]byte(r.Text)) {
-			shared, err := s.heldElsewhere(ctx, w, batch)
-			if err != nil {
-				return nil, fmt.Errorf("read evidence: %w", err)
-			}
-			if shared {
-				ev.Shared++
-				continue
-			}
-			ev.Needles = append(ev.Needles, w)
+	}
+	err := store.DropShared(ctx, out, func(fn func([]byte) error) error {
+		rows, err := s.db.QueryContext(ctx, `SELECT id, text FROM documents`)
+		if err != nil {
+			return err
 		}
-		out[k] = ev
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			var text []byte
+			if err := rows.Scan(&id, &text); err != nil {
+				return err
+			}
+			if !batch[id] {
+				if err := fn(text); err != nil {
+					return err
+				}
+			}
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read evidence: %w", err)
 	}
 	return out, nil
-}
-
-func (s *Store) heldElsewhere(ctx context.Context, w []byte, batch map[string]bool) (bool, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id FROM documents WHERE instr(CAST(text AS BLOB), ?) > 0`, w)
-	if err != nil {
-		return false, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return false, err
-		}
-		if !batch[id] {
-			return true, nil
-		}
-	}
-	return false, rows.Err()
 }
 
 // ProbeLogical implements store.Store: by id, and by the subject tag the

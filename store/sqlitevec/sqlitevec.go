@@ -197,10 +197,13 @@ func (s *Store) Delete(ctx context.Context, keys []string) error {
 }
 
 // ReadEvidence implements store.EvidenceReader: the vector's windows in its
-// stored float32 encoding, its subject tag, and the vector itself.
+// stored float32 encoding, its subject tag, and the vector itself. Windows
+// that another live vector (outside keys) also holds are counted as Shared.
 func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*store.Evidence, error) {
+	batch := map[string]bool{}
 	out := map[string]*store.Evidence{}
 	for _, k := range keys {
+		batch[k] = true
 		r, err := s.Get(ctx, k)
 		if err != nil {
 			return nil, fmt.Errorf("read evidence: %w", err)
@@ -214,6 +217,29 @@ func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*st
 			Filter:  map[string]string{"subject": r.Subject},
 			Vector:  r.Embedding,
 		}
+	}
+	err := store.DropShared(ctx, out, func(fn func([]byte) error) error {
+		rows, err := s.db.QueryContext(ctx, `SELECT id, embedding FROM vectors`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			var blob []byte
+			if err := rows.Scan(&id, &blob); err != nil {
+				return err
+			}
+			if !batch[id] {
+				if err := fn(blob); err != nil {
+					return err
+				}
+			}
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read evidence: %w", err)
 	}
 	return out, nil
 }
