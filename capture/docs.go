@@ -17,9 +17,9 @@ type Docs struct {
 // Doc is one write.
 type Doc struct {
 	ID       string
-	Kind     string   // sqlitedoc.KindDocument, KindChunk or KindChat
-	Subject  string   // raw subject id; a chunk may leave it empty and inherit from Parent
-	Parent   string   // for chunks: the document id
+	Kind     string // sqlitedoc.KindDocument, KindChunk or KindChat
+	Subject  string // raw subject id; a chunk may leave it empty and inherit from Parent
+	Parent   string // for chunks: the document id
 	Text     string
 	Mentions []string // raw ids of other people this text is about
 }

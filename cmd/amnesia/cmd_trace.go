@@ -3,8 +3,8 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/ed25519"
 	"crypto"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"io"

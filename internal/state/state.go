@@ -42,8 +42,8 @@ type Dir struct {
 }
 
 // Paths inside a state directory.
-func (d *Dir) LedgerPath() string        { return filepath.Join(d.Path, "ledger.db") }
-func (d *Dir) PublicKeyPath() string     { return filepath.Join(d.Path, "signing-key.pub.pem") }
+func (d *Dir) LedgerPath() string         { return filepath.Join(d.Path, "ledger.db") }
+func (d *Dir) PublicKeyPath() string      { return filepath.Join(d.Path, "signing-key.pub.pem") }
 func (d *Dir) TracePath(id string) string { return filepath.Join(d.Path, "traces", id+".json") }
 func (d *Dir) ErasureDir(id string) string {
 	return filepath.Join(d.Path, "erasures", id)
