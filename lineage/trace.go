@@ -93,7 +93,9 @@ func BuildTrace(v *View) (*Trace, error) {
 		}
 		t.Mentions = append(t.Mentions, traceArtifact(v, id, v.Artifacts[id].Subject.Ref()))
 	}
-	if len(t.Artifacts) == 0 && len(t.Mentions) == 0 {
+	if len(t.Artifacts) == 0 && (t.Erased > 0 || len(t.Mentions) == 0) {
+		// Mentions were reported (NEEDS_HUMAN) by the erasure that erased
+		// the rest; a subject with mentions only still gets a trace.
 		return nil, ErrAlreadyErased
 	}
 	sortArtifacts(t.Artifacts)
