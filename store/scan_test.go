@@ -1,0 +1,81 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestWindows(t *testing.T) {
+	if w := Windows([]byte("too short")); w != nil {
+		t.Errorf("Windows(short) = %q", w)
+	}
+	if w := Windows(bytes.Repeat([]byte{0}, 100)); len(w) != 0 {
+		t.Errorf("zero bytes yielded %d needles", len(w))
+	}
+	text := []byte("The quick brown fox jumps over the lazy dog; pack my box with five dozen liquor jugs!")
+	w := Windows(text)
+	if len(w) < 2 {
+		t.Fatalf("got %d windows", len(w))
+	}
+	if !bytes.HasSuffix(text, w[len(w)-1]) {
+		t.Errorf("last window does not end at the end of the content")
+	}
+	long := make([]byte, 100000)
+	fill(long, 1)
+	if n := len(Windows(long)); n != MaxWindows {
+		t.Errorf("long content: %d windows, want %d", n, MaxWindows)
+	}
+}
+
+// A needle is found wherever it lies in a file, including across the
+// scanner's internal read boundary, and only its owner is reported.
+func TestScanFindsNeedlesAcrossReads(t *testing.T) {
+	data := make([]byte, 3<<20)
+	fill(data, 3)
+	needle := func(at int) []byte { return append([]byte(nil), data[at:at+WindowSize]...) }
+	ev := map[string]*Evidence{
+		"start":    {Needles: [][]byte{needle(0)}},
+		"boundary": {Needles: [][]byte{needle(1<<20 - 10)}},
+		"end":      {Needles: [][]byte{needle(len(data) - WindowSize)}},
+		"absent":   {Needles: [][]byte{[]byte("this needle is in no file at all!")}},
+	}
+	path := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := ScanFiles(context.Background(), NewNeedleSet(ev), "test", path, path+"-missing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"start", "boundary", "end"} {
+		if rep.Found[k] != 1 {
+			t.Errorf("%s: found %d, want 1", k, rep.Found[k])
+		}
+	}
+	if rep.Found["absent"] != 0 || rep.Files != 1 || rep.Bytes != int64(len(data)) {
+		t.Errorf("report %+v", rep)
+	}
+}
+
+func TestDropShared(t *testing.T) {
+	ev := map[string]*Evidence{"a": {Needles: [][]byte{[]byte("unique window of record a, 32 b!"), []byte("boilerplate shared by others....")}}}
+	others := func(fn func([]byte) error) error { return fn([]byte("xx boilerplate shared by others.... yy")) }
+	if err := DropShared(context.Background(), ev, others); err != nil {
+		t.Fatal(err)
+	}
+	if len(ev["a"].Needles) != 1 || ev["a"].Shared != 1 || string(ev["a"].Needles[0]) != "unique window of record a, 32 b!" {
+		t.Errorf("after DropShared: %q shared=%d", ev["a"].Needles, ev["a"].Shared)
+	}
+}
+
+func fill(b []byte, seed uint64) {
+	r := rand.New(rand.NewPCG(seed, seed+1))
+	for i := 0; i+8 <= len(b); i += 8 {
+		binary.LittleEndian.PutUint64(b[i:], r.Uint64())
+	}
+}
