@@ -132,14 +132,14 @@ func (r *runner) run(ctx context.Context) (*certificate.Statement, error) {
 	head, steps := r.j.head()
 	pred.Journal = certificate.JournalRef{Head: head, Steps: steps}
 	st := certificate.NewStatement(*pred, t.ID)
-	draft := filepath.Join(r.dir, "certificate.dsse.json")
+	// The certificate step signs and journals only the envelope's digest;
+	// publish signs again (Ed25519 is deterministic), checks the digest and
+	// writes the file. No certificate file exists before every step is done.
+	sign := func() ([]byte, error) { return certificate.Sign(ctx, st, r.Dir.Key) }
 	var cr certResult
 	if _, err := r.step("certificate", &cr, func() (any, error) {
-		env, err := certificate.Sign(ctx, st, r.Dir.Key)
+		env, err := sign()
 		if err != nil {
-			return nil, err
-		}
-		if err := state.WriteFileAtomic(draft, env); err != nil {
 			return nil, err
 		}
 		sum := sha256.Sum256(env)
@@ -147,7 +147,13 @@ func (r *runner) run(ctx context.Context) (*certificate.Statement, error) {
 	}); err != nil {
 		return nil, err
 	}
-	if _, err := r.step("publish", nil, func() (any, error) { return nil, r.publish(draft, cr.SHA256) }); err != nil {
+	if _, err := r.step("publish", nil, func() (any, error) {
+		env, err := sign()
+		if err != nil {
+			return nil, err
+		}
+		return nil, r.publish(env, cr.SHA256)
+	}); err != nil {
 		return nil, err
 	}
 	return st, nil
@@ -241,16 +247,12 @@ func (r *runner) probe(ctx context.Context, st string) (any, error) {
 	return out, nil
 }
 
-// publish copies the signed draft to certificates/ and destroys the sealed
+// publish writes the certificate to certificates/ and destroys the sealed
 // evidence. Idempotent.
-func (r *runner) publish(draft, sum string) error {
-	env, err := os.ReadFile(draft)
-	if err != nil {
-		return err
-	}
+func (r *runner) publish(env []byte, sum string) error {
 	got := sha256.Sum256(env)
 	if hex.EncodeToString(got[:]) != sum {
-		return fmt.Errorf("publish: draft certificate does not match its journaled digest")
+		return fmt.Errorf("publish: certificate does not match the digest journaled when it was signed")
 	}
 	if err := state.WriteFileAtomic(r.Dir.CertificatePath(r.id), env); err != nil {
 		return err
