@@ -45,11 +45,23 @@ and ends with the same certificate.
 			}
 			defer a.Close()
 			in := bufio.NewReader(cmd.InOrStdin())
-			t, err := a.trace(cmd.Context(), args[0], o.scope, in)
+			out := cmd.OutOrStdout()
+			raw, err := readSubject(args[0], in)
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
+			// An interrupted erasure of this subject is finished first, with
+			// the trace it started from (no second confirmation: it was given).
+			if pending, err := a.pending(raw, o.scope); err != nil {
+				return err
+			} else if pending != nil {
+				fmt.Fprintf(out, "resuming the interrupted erasure %s of %s\n", saga.ID(pending.ID), pending.SubjectRef)
+				return a.erase(cmd.Context(), out, cmd.ErrOrStderr(), pending, o.reason)
+			}
+			t, err := a.trace(cmd.Context(), raw, o.scope, nil)
+			if err != nil {
+				return err
+			}
 			printTrace(out, a.dir, t)
 			if !o.yes && !confirm(out, in, t) {
 				return withCode(exitAborted, errors.New("aborted: nothing was erased"))
@@ -61,6 +73,18 @@ and ends with the same certificate.
 	cmd.Flags().StringVar(&o.reason, "reason", "", "request or ticket reference (required; goes into the certificate: no personal data)")
 	cmd.Flags().BoolVar(&o.yes, "yes", false, "do not ask for confirmation")
 	return cmd
+}
+
+// pending returns an unfinished erasure of the raw subject, if any.
+func (a *app) pending(raw, scope string) (*lineage.Trace, error) {
+	if scope == "" {
+		scope = a.dir.Config.Scope
+	}
+	k, err := a.dir.Keyer.Key(scope, raw)
+	if err != nil {
+		return nil, withCode(exitUsage, err)
+	}
+	return saga.Pending(a.dir, k.String(), scope)
 }
 
 func confirm(out io.Writer, in *bufio.Reader, t *lineage.Trace) bool {

@@ -69,6 +69,9 @@ func readSubject(arg string, in io.Reader) (string, error) {
 	if arg != "-" {
 		return arg, nil
 	}
+	if in == nil {
+		return "", errors.New("read subject: standard input was already read")
+	}
 	line, err := bufio.NewReader(in).ReadString('\n')
 	if err != nil && !errors.Is(err, io.EOF) {
 		return "", fmt.Errorf("read subject from stdin: %w", err)
@@ -76,7 +79,8 @@ func readSubject(arg string, in io.Reader) (string, error) {
 	return strings.TrimRight(line, "\r\n"), nil
 }
 
-// trace computes and saves the trace of a raw subject id.
+// trace computes and saves the trace of a subject: arg is the raw id, or
+// "-" to read it from in.
 func (a *app) trace(ctx context.Context, arg, scope string, in io.Reader) (*lineage.Trace, error) {
 	raw, err := readSubject(arg, in)
 	if err != nil {

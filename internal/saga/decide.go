@@ -134,6 +134,8 @@ func whyNotPhysical(pr *probeResult, ev recordEvidence, present bool, st string)
 		return "store " + st + " has no physical probe"
 	case !present:
 		return "the record was already absent when the erasure began, so there were no bytes to look for"
+	case ev.Needles == 0 && ev.Shared > 0:
+		return fmt.Sprintf("all %d of its windows are also held by other live records, so finding them would prove nothing", ev.Shared)
 	case ev.Needles == 0:
 		return "the record is too short or too repetitive to yield needles"
 	default:

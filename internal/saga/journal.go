@@ -1,7 +1,6 @@
 package saga
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
@@ -157,12 +156,18 @@ func (j *journal) final(step string) *entry {
 }
 
 // head is the hash chain over the finished entries' steps and results, in
-// order. Begin entries and times are left out, so a resumed erasure has the
-// same head as one that never crashed.
-func (j *journal) head() (string, int) {
+// order, up to and including the finished entry of step last. Begin entries
+// and times are left out, so a resumed erasure has the same head as one that
+// never crashed, and entries after last (the certificate's own steps) never
+// change it.
+func (j *journal) head(last string) (string, int) {
+	stop := len(j.entries)
+	if e := j.final(last); e != nil {
+		stop = e.Seq
+	}
 	h := ""
 	n := 0
-	for _, e := range j.entries {
+	for _, e := range j.entries[:stop] {
 		if e.Phase == phaseBegin {
 			continue
 		}
@@ -176,28 +181,3 @@ func (j *journal) head() (string, int) {
 }
 
 func (j *journal) close() error { return j.f.Close() }
-
-// readLines is used by tests and status: the raw entries.
-func readJournal(path string) ([]entry, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []entry
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<26)
-	first := true
-	for sc.Scan() {
-		if first {
-			first = false
-			continue
-		}
-		var e entry
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, sc.Err()
-}

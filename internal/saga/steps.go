@@ -129,7 +129,7 @@ func (r *runner) run(ctx context.Context) (*certificate.Statement, error) {
 	if _, err := r.step("decide", pred, func() (any, error) { return r.decide(ctx, res) }); err != nil {
 		return nil, err
 	}
-	head, steps := r.j.head()
+	head, steps := r.j.head("decide")
 	pred.Journal = certificate.JournalRef{Head: head, Steps: steps}
 	st := certificate.NewStatement(*pred, t.ID)
 	// The certificate step signs and journals only the envelope's digest;
