@@ -178,26 +178,7 @@ func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*st
 			out[k] = &store.Evidence{Key: k, Filter: map[string]string{"subject": r.Subject}, Needles: store.Windows([]byte(r.Text))}
 		}
 	}
-	err := store.DropShared(ctx, out, func(fn func([]byte) error) error {
-		rows, err := s.db.QueryContext(ctx, `SELECT id, text FROM documents`)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var id string
-			var text []byte
-			if err := rows.Scan(&id, &text); err != nil {
-				return err
-			}
-			if !batch[id] {
-				if err := fn(text); err != nil {
-					return err
-				}
-			}
-		}
-		return rows.Err()
-	})
+	err := store.DropShared(ctx, out, sqlitex.Others(ctx, s.db, `SELECT id, text FROM documents`, batch))
 	if err != nil {
 		return nil, fmt.Errorf("read evidence: %w", err)
 	}

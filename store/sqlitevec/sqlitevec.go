@@ -218,26 +218,7 @@ func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*st
 			Vector:  r.Embedding,
 		}
 	}
-	err := store.DropShared(ctx, out, func(fn func([]byte) error) error {
-		rows, err := s.db.QueryContext(ctx, `SELECT id, embedding FROM vectors`)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var id string
-			var blob []byte
-			if err := rows.Scan(&id, &blob); err != nil {
-				return err
-			}
-			if !batch[id] {
-				if err := fn(blob); err != nil {
-					return err
-				}
-			}
-		}
-		return rows.Err()
-	})
+	err := store.DropShared(ctx, out, sqlitex.Others(ctx, s.db, `SELECT id, embedding FROM vectors`, batch))
 	if err != nil {
 		return nil, fmt.Errorf("read evidence: %w", err)
 	}

@@ -98,3 +98,28 @@ func Scan(ctx context.Context, path string, set *store.NeedleSet) (store.ScanRep
 	}
 	return store.ScanFiles(ctx, set, "byte scan of the database file, -wal, -journal and -shm", Files(path)...)
 }
+
+// Others returns a source for store.DropShared: query must select (id,
+// bytes) of every live record; rows whose id is in batch are skipped.
+func Others(ctx context.Context, db *sql.DB, query string, batch map[string]bool) func(fn func([]byte) error) error {
+	return func(fn func([]byte) error) error {
+		rows, err := db.QueryContext(ctx, query)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			var b []byte
+			if err := rows.Scan(&id, &b); err != nil {
+				return err
+			}
+			if !batch[id] {
+				if err := fn(b); err != nil {
+					return err
+				}
+			}
+		}
+		return rows.Err()
+	}
+}
