@@ -136,4 +136,11 @@ func (r LogicalResult) Found() bool { return r.ByID || r.ByFilter || r.BySimilar
 type ReclaimReport struct {
 	Method string   `json:"method"` // a one-line description, e.g. "secure_delete=ON; VACUUM; wal_checkpoint(TRUNCATE)"
 	Steps  []string `json:"steps"`
+	// State, when set, is the adapter's own residue verdict for the store,
+	// for what a byte scan cannot see on its own: "PENDING-lock-timeout",
+	// "PENDING-<pin>" (what pins dead tuples), "UNVERIFIED-managed",
+	// "UNVERIFIED-index-not-rebuilt", "UNVERIFIED-dead-tuples-remain".
+	// Empty means the adapter has nothing to add. Evidence says what backs it.
+	State    string `json:"state,omitempty"`
+	Evidence string `json:"evidence,omitempty"`
 }

@@ -161,6 +161,12 @@ func (r *runner) storeState(name, typ string, arts []certificate.Artifact, res *
 		s.Residue, s.Evidence = "UNVERIFIED-store-failed", "failed at "+r.failed[name]
 	case c.Residual > 0:
 		s.Residue, s.Evidence = "RESIDUAL", fmt.Sprintf("%d of %d artifacts still found", c.Residual, c.Artifacts)
+		if rc := res.reclaim[name]; rc != nil && rc.State != "" {
+			s.Evidence += "; " + rc.State + ": " + rc.Evidence
+		}
+	case res.reclaim[name] != nil && res.reclaim[name].State != "" && res.reclaim[name].State != "VERIFIED":
+		rc := res.reclaim[name]
+		s.Residue, s.Evidence = rc.State, rc.Evidence
 	case c.VerifiedPhysical == c.Artifacts:
 		s.Residue, s.Evidence = "VERIFIED", fmt.Sprintf("%d of %d artifacts verified by byte scan after reclaim", c.VerifiedPhysical, c.Artifacts)
 	default:

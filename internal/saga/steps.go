@@ -41,9 +41,11 @@ type deleteResult struct {
 }
 
 type reclaimResult struct {
-	Method string   `json:"method,omitempty"`
-	Steps  []string `json:"steps,omitempty"`
-	None   string   `json:"none,omitempty"`
+	Method   string   `json:"method,omitempty"`
+	Steps    []string `json:"steps,omitempty"`
+	None     string   `json:"none,omitempty"`
+	State    string   `json:"state,omitempty"`
+	Evidence string   `json:"evidence,omitempty"`
 }
 
 type probeResult struct {
@@ -178,7 +180,7 @@ func (r *runner) readEvidence(ctx context.Context, st string) (any, error) {
 		return nil, err
 	}
 	var found map[string]int
-	if pp, ok := s.(store.PhysicalProber); ok {
+	if pp, ok := physical(s); ok {
 		rep, err := pp.ProbePhysical(ctx, store.NewNeedleSet(ev))
 		if err != nil {
 			return nil, err
@@ -212,15 +214,16 @@ func (r *runner) evidence(st string) (map[string]*store.Evidence, error) {
 }
 
 func (r *runner) reclaim(ctx context.Context, st string) (any, error) {
-	rc, ok := r.Stores[st].(store.Reclaimer)
-	if !ok {
-		return reclaimResult{None: "the adapter cannot force physical reclamation"}, nil
+	s := r.Stores[st]
+	rc, ok := s.(store.Reclaimer)
+	if !ok || !s.Info().Has(store.CapReclaim) {
+		return reclaimResult{None: "the adapter, as configured, does not force physical reclamation"}, nil
 	}
 	rep, err := rc.Reclaim(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return reclaimResult{Method: rep.Method, Steps: rep.Steps}, nil
+	return reclaimResult{Method: rep.Method, Steps: rep.Steps, State: rep.State, Evidence: rep.Evidence}, nil
 }
 
 func (r *runner) probe(ctx context.Context, st string) (any, error) {
@@ -237,7 +240,7 @@ func (r *runner) probe(ctx context.Context, st string) (any, error) {
 	for _, l := range lr {
 		out.Logical[l.Key] = l
 	}
-	if pp, ok := s.(store.PhysicalProber); ok && len(ev) > 0 {
+	if pp, ok := physical(s); ok && len(ev) > 0 {
 		rep, err := pp.ProbePhysical(ctx, store.NewNeedleSet(ev))
 		if err != nil {
 			return nil, err
@@ -263,4 +266,11 @@ func (r *runner) publish(env []byte, sum string) error {
 		}
 	}
 	return state.SyncDir(r.dir)
+}
+
+// physical returns the store's physical prober when it has one and declares
+// the capability (a role without read access to the files does not).
+func physical(s store.Store) (store.PhysicalProber, bool) {
+	pp, ok := s.(store.PhysicalProber)
+	return pp, ok && s.Info().Has(store.CapProbePhysical)
 }

@@ -9,6 +9,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/amnesia-dev/amnesia/store"
 	"github.com/amnesia-dev/amnesia/subject"
 )
 
@@ -23,13 +24,8 @@ type Config struct {
 	validityDur time.Duration
 }
 
-// StoreConfig configures one store.
-type StoreConfig struct {
-	Name       string `yaml:"name"`
-	Type       string `yaml:"type"`                 // sqlite-doc, sqlite-vec
-	Path       string `yaml:"path,omitempty"`       // SQLite file
-	Dimensions int    `yaml:"dimensions,omitempty"` // sqlite-vec
-}
+// StoreConfig configures one store; see store.Config for the fields.
+type StoreConfig = store.Config
 
 // DefaultConfig is what `amnesia init` writes when given nothing else.
 func DefaultConfig() *Config {
@@ -81,19 +77,11 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("stores[%d]: duplicate name %q", i, s.Name)
 		}
 		seen[s.Name] = true
-		switch s.Type {
-		case "sqlite-doc":
-		case "sqlite-vec":
-			if s.Dimensions <= 0 {
-				return fmt.Errorf("store %q: sqlite-vec needs dimensions > 0", s.Name)
-			}
-		case "":
-			return fmt.Errorf("store %q: type is required", s.Name)
-		default:
-			return fmt.Errorf("store %q: unknown type %q (known: sqlite-doc, sqlite-vec)", s.Name, s.Type)
+		if s.Type == "" {
+			return fmt.Errorf("store %q: type is required (known: %v)", s.Name, store.Types())
 		}
-		if s.Path == "" {
-			return fmt.Errorf("store %q: path is required", s.Name)
+		if err := store.Validate(s); err != nil {
+			return fmt.Errorf("store %q: %w", s.Name, err)
 		}
 	}
 	return nil

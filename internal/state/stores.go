@@ -2,24 +2,23 @@ package state
 
 import (
 	"context"
-	"fmt"
+	"path/filepath"
 
 	"github.com/amnesia-dev/amnesia/store"
-	"github.com/amnesia-dev/amnesia/store/sqlitedoc"
-	"github.com/amnesia-dev/amnesia/store/sqlitevec"
+	// The adapters this binary can open register themselves.
+	_ "github.com/amnesia-dev/amnesia/store/sqlitedoc"
+	_ "github.com/amnesia-dev/amnesia/store/sqlitevec"
 )
 
-// OpenStore opens one configured store. With create false a missing store
-// is an error wrapping store.ErrUnavailable.
+// OpenStore opens one configured store, with its path resolved against the
+// state directory. With create false a missing store is an error wrapping
+// store.ErrUnavailable.
 func (c *Config) OpenStore(ctx context.Context, sc StoreConfig, create bool) (store.Store, error) {
-	path := c.StorePath(sc)
-	switch sc.Type {
-	case sqlitedoc.Type:
-		return sqlitedoc.Open(ctx, sc.Name, path, create)
-	case sqlitevec.Type:
-		return sqlitevec.Open(ctx, sc.Name, path, sc.Dimensions, create)
+	sc.Path = c.StorePath(sc)
+	if sc.DataDir != "" && !filepath.IsAbs(sc.DataDir) && c.dir != "" {
+		sc.DataDir = filepath.Join(c.dir, sc.DataDir)
 	}
-	return nil, fmt.Errorf("open store %q: unknown type %q", sc.Name, sc.Type)
+	return store.Open(ctx, sc, create)
 }
 
 // OpenStores opens every configured store that exists. Stores that fail to

@@ -219,3 +219,17 @@ func (s *Store) Reclaim(ctx context.Context) (store.ReclaimReport, error) {
 func (s *Store) ProbePhysical(ctx context.Context, set *store.NeedleSet) (store.ScanReport, error) {
 	return sqlitex.Scan(ctx, s.path, set)
 }
+
+func init() {
+	store.Register(Type, store.Adapter{
+		Open: func(ctx context.Context, c store.Config, create bool) (store.Store, error) {
+			return Open(ctx, c.Name, c.Path, create)
+		},
+		Validate: func(c store.Config) error {
+			if c.Path == "" {
+				return fmt.Errorf("path is required")
+			}
+			return nil
+		},
+	})
+}

@@ -280,3 +280,20 @@ func decode(b []byte) []float32 {
 	}
 	return v
 }
+
+func init() {
+	store.Register(Type, store.Adapter{
+		Open: func(ctx context.Context, c store.Config, create bool) (store.Store, error) {
+			return Open(ctx, c.Name, c.Path, c.Dimensions, create)
+		},
+		Validate: func(c store.Config) error {
+			if c.Path == "" {
+				return fmt.Errorf("path is required")
+			}
+			if c.Dimensions <= 0 {
+				return fmt.Errorf("sqlite-vec needs dimensions > 0")
+			}
+			return nil
+		},
+	})
+}

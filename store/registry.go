@@ -1,0 +1,94 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+)
+
+// Config is one configured store, as amnesia.yaml gives it. Each adapter
+// reads the fields it needs and rejects a configuration it cannot use.
+type Config struct {
+	Name             string `yaml:"name"`
+	Type             string `yaml:"type"`
+	Path             string `yaml:"path,omitempty"`              // file-based stores
+	DSN              string `yaml:"dsn,omitempty"`               // server stores (PostgreSQL)
+	Table            string `yaml:"table,omitempty"`             // table or collection
+	Schema           string `yaml:"schema,omitempty"`            // adapter-specific layout, e.g. "langchain"
+	Dimensions       int    `yaml:"dimensions,omitempty"`        // vector stores
+	Reclaim          string `yaml:"reclaim,omitempty"`           // "full" (default) or "delete-only"
+	LockTimeout      string `yaml:"lock_timeout,omitempty"`      // Go duration; default 5s
+	StatementTimeout string `yaml:"statement_timeout,omitempty"` // Go duration; default none
+	Retries          int    `yaml:"retries,omitempty"`           // reclaim retries with backoff; default 0
+	DataDir          string `yaml:"data_dir,omitempty"`          // server's data directory, when the physical probe may read it
+}
+
+// Opener opens a configured store. With create false, a store that does not
+// exist is an error wrapping ErrUnavailable.
+type Opener func(ctx context.Context, c Config, create bool) (Store, error)
+
+// Adapter is what an adapter type registers.
+type Adapter struct {
+	Open Opener
+	// Validate checks a configuration without connecting; it may be nil.
+	Validate func(Config) error
+}
+
+var (
+	regMu   sync.RWMutex
+	openers = map[string]Adapter{}
+)
+
+// Register makes an adapter type available to configuration. Adapters call
+// it from init; registering a type twice panics.
+func Register(typ string, a Adapter) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	if _, dup := openers[typ]; dup {
+		panic("store: type registered twice: " + typ)
+	}
+	openers[typ] = a
+}
+
+// Validate checks a configuration against its adapter type.
+func Validate(c Config) error {
+	regMu.RLock()
+	a, ok := openers[c.Type]
+	regMu.RUnlock()
+	if !ok {
+		return fmt.Errorf("unknown type %q (known: %v)", c.Type, Types())
+	}
+	if a.Validate != nil {
+		return a.Validate(c)
+	}
+	return nil
+}
+
+// Types returns the registered adapter types, sorted.
+func Types() []string {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	out := make([]string, 0, len(openers))
+	for t := range openers {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Open opens a configured store through its registered adapter.
+func Open(ctx context.Context, c Config, create bool) (Store, error) {
+	regMu.RLock()
+	a, ok := openers[c.Type]
+	regMu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("open store %q: unknown type %q (known: %v)", c.Name, c.Type, Types())
+	}
+	if a.Validate != nil {
+		if err := a.Validate(c); err != nil {
+			return nil, fmt.Errorf("open store %q: %w", c.Name, err)
+		}
+	}
+	return a.Open(ctx, c, create)
+}
