@@ -80,6 +80,18 @@ type runner struct {
 // Run runs or resumes the erasure. A new erasure (no journal yet) is refused
 // with ErrStaleTrace when the ledger no longer gives the same trace.
 func Run(ctx context.Context, e *Erasure) (*Result, error) {
+	r, err := start(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	defer r.j.close()
+	st, err := r.run(ctx)
+	return r.finish(st, err)
+}
+
+// start checks the trace, opens (or replays) the journal and resolves the
+// stores of the plan.
+func start(ctx context.Context, e *Erasure) (*runner, error) {
 	if e.Now == nil {
 		e.Now = time.Now
 	}
@@ -104,24 +116,29 @@ func Run(ctx context.Context, e *Erasure) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer j.close()
 	r.j = j
 	for _, p := range e.Trace.Plan {
-		if _, ok := e.Dir.Config.Store(p.Store); ok == nil {
+		if _, err := e.Dir.Config.Store(p.Store); err == nil {
 			r.stores = append(r.stores, p.Store)
 			r.keys[p.Store] = p.Delete
 		}
 	}
 	sort.Strings(r.stores)
-	log := e.Log.With("erasure", r.id, "subject", e.Trace.SubjectRef)
-	log.Info("erasure start", "resumed", r.resumed, "artifacts", len(e.Trace.Artifacts), "stores", len(r.stores))
-	st, err := r.run(ctx)
+	r.log().Info("erasure start", "resumed", r.resumed, "artifacts", len(e.Trace.Artifacts), "stores", len(r.stores))
+	return r, nil
+}
+
+func (r *runner) log() *slog.Logger {
+	return r.Log.With("erasure", r.id, "subject", r.Trace.SubjectRef)
+}
+
+func (r *runner) finish(st *certificate.Statement, err error) (*Result, error) {
 	if err != nil {
-		log.Error("erasure stopped", "err", err)
+		r.log().Error("erasure stopped", "err", err)
 		return nil, err
 	}
-	log.Info("erasure done", "complete", st.Predicate.Complete, "certificate", e.Dir.CertificatePath(r.id))
-	return &Result{ID: r.id, CertificatePath: e.Dir.CertificatePath(r.id), Statement: st, Resumed: r.resumed}, nil
+	r.log().Info("erasure done", "complete", st.Predicate.Complete, "certificate", r.Dir.CertificatePath(r.id))
+	return &Result{ID: r.id, CertificatePath: r.Dir.CertificatePath(r.id), Statement: st, Resumed: r.resumed}, nil
 }
 
 func (r *runner) checkFresh(ctx context.Context) error {

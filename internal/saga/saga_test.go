@@ -296,3 +296,50 @@ func TestUnconfiguredStoreIsOutOfScope(t *testing.T) {
 		t.Errorf("unconfigured store: artifact out of scope=%v, listed=%v, complete=%v", found, listed, p.Complete)
 	}
 }
+
+// countingStore counts Reclaim calls on a real adapter.
+type countingStore struct {
+	*sqlitedoc.Store
+	reclaims int
+}
+
+func (c *countingStore) Reclaim(ctx context.Context) (store.ReclaimReport, error) {
+	c.reclaims++
+	return c.Store.Reclaim(ctx)
+}
+
+func TestBatchReclaimsOnce(t *testing.T) {
+	f := newFixture(t, 6, 3)
+	docs := &countingStore{Store: f.rawD}
+	stores := map[string]store.Store{"docs": docs, "vectors": f.rawV}
+	var es []*saga.Erasure
+	for _, p := range []int{0, 2, 4} {
+		es = append(es, &saga.Erasure{Dir: f.dir, Ledger: f.ledger, Stores: stores, Trace: f.trace(t, p), Reason: "BATCH-1"})
+	}
+	res, err := saga.RunBatch(context.Background(), es)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 3 || docs.reclaims != 1 {
+		t.Fatalf("%d results, %d reclaims of docs; want 3 and 1", len(res), docs.reclaims)
+	}
+	for _, r := range res {
+		p := r.Statement.Predicate
+		if !p.Complete || p.Counts.VerifiedPhysical == 0 {
+			t.Errorf("%s: complete=%v counts=%+v", r.ID, p.Complete, p.Counts)
+		}
+		if _, err := os.Stat(r.CertificatePath); err != nil {
+			t.Errorf("certificate missing: %v", err)
+		}
+	}
+	// Each erasure of the batch resumes alone to the same certificate.
+	again, err := saga.Run(context.Background(), es[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := os.ReadFile(res[1].CertificatePath)
+	b, _ := os.ReadFile(again.CertificatePath)
+	if string(a) != string(b) {
+		t.Errorf("re-running one erasure of a batch changed its certificate")
+	}
+}

@@ -70,6 +70,18 @@ type results struct {
 }
 
 func (r *runner) run(ctx context.Context) (*certificate.Statement, error) {
+	res, err := r.before(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.reclaimAll(ctx, res, r.reclaim); err != nil {
+		return nil, err
+	}
+	return r.after(ctx, res)
+}
+
+// before runs plan, suppress, evidence and delete.
+func (r *runner) before(ctx context.Context) (*results, error) {
 	t := r.Trace
 	r.progress("erasure %s of %s: %d artifacts in %d stores", r.id, t.SubjectRef, len(t.Artifacts), len(r.stores))
 	var plan planResult
@@ -105,20 +117,32 @@ func (r *runner) run(ctx context.Context) (*certificate.Statement, error) {
 			return nil, err
 		}
 	}
+	return res, nil
+}
+
+// reclaimAll runs the reclaim step of every healthy store with do, which is
+// r.reclaim alone, or one reclaim shared by a batch.
+func (r *runner) reclaimAll(ctx context.Context, res *results, do func(context.Context, string) (any, error)) error {
 	for _, st := range r.stores {
 		if _, bad := r.failed[st]; bad {
 			continue
 		}
 		out := &reclaimResult{}
-		serr, err := r.step("reclaim:"+st, out, func() (any, error) { return r.reclaim(ctx, st) })
+		serr, err := r.step("reclaim:"+st, out, func() (any, error) { return do(ctx, st) })
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if serr != nil {
 			res.reclaimE[st] = serr.Error() // a failed reclaim is measured by the probe, not assumed
 		}
 		res.reclaim[st] = out
 	}
+	return nil
+}
+
+// after runs probe, decide, certificate and publish.
+func (r *runner) after(ctx context.Context, res *results) (*certificate.Statement, error) {
+	t := r.Trace
 	for _, st := range r.stores {
 		out := &probeResult{}
 		if err := r.storeStep("probe", st, out, func() (any, error) { return r.probe(ctx, st) }); err != nil {

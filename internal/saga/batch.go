@@ -1,0 +1,74 @@
+package saga
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// RunBatch runs several erasures as one erasure window: each is journaled
+// and certified on its own, but the stores reclaim once for all of them
+// (one VACUUM or rewrite for many requests) after every erasure of the
+// batch has deleted. The erasures must share their Stores and Ledger.
+//
+// A batch that stops part-way leaves each erasure resumable on its own:
+// running any of them again (alone or in a new batch) resumes from its
+// journal; a reclaim that one erasure journaled and another did not is
+// simply run again (reclaim is idempotent).
+func RunBatch(ctx context.Context, es []*Erasure) ([]*Result, error) {
+	runners := make([]*runner, 0, len(es))
+	defer func() {
+		for _, r := range runners {
+			r.j.close()
+		}
+	}()
+	seen := map[string]bool{}
+	for _, e := range es {
+		r, err := start(ctx, e)
+		if err != nil {
+			return nil, fmt.Errorf("batch: %s: %w", e.Trace.SubjectRef, err)
+		}
+		if seen[r.id] {
+			r.j.close()
+			return nil, fmt.Errorf("batch: erasure %s appears twice", r.id)
+		}
+		seen[r.id] = true
+		runners = append(runners, r)
+	}
+	res := make([]*results, len(runners))
+	for i, r := range runners {
+		var err error
+		if res[i], err = r.before(ctx); err != nil {
+			return nil, err
+		}
+	}
+	// One reclaim per store, shared by every erasure that reaches it.
+	type once struct {
+		sync.Once
+		out any
+		err error
+	}
+	shared := map[string]*once{}
+	for i, r := range runners {
+		err := r.reclaimAll(ctx, res[i], func(ctx context.Context, st string) (any, error) {
+			o := shared[st]
+			if o == nil {
+				o = &once{}
+				shared[st] = o
+			}
+			o.Do(func() { o.out, o.err = r.reclaim(ctx, st) })
+			return o.out, o.err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	out := make([]*Result, len(runners))
+	for i, r := range runners {
+		st, err := r.after(ctx, res[i])
+		if out[i], err = r.finish(st, err); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
