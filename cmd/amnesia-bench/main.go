@@ -1,0 +1,118 @@
+// Command amnesia-bench runs amnesia's benchmarks on demand and writes their
+// results as JSON under bench/results/; `report` regenerates RESULTS.md and
+// the README's headline table from those files.
+//
+//	go run ./cmd/amnesia-bench residue [--store sqlite-doc] [--subjects 200 --docs-each 15 --sample 20]
+//	go run ./cmd/amnesia-bench scale [--edges 10000000]
+//	go run ./cmd/amnesia-bench report
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/amnesia-dev/amnesia/internal/bench"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: amnesia-bench residue|scale|report [flags]")
+		os.Exit(2)
+	}
+	ctx := context.Background()
+	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
+	out := fs.String("out", "bench/results", "results directory")
+	work := fs.String("work", "", "scratch directory (default: a new temp dir)")
+	var err error
+	switch os.Args[1] {
+	case "residue":
+		typ := fs.String("store", "", "store type (default: every type with a residue target)")
+		o := bench.Options{Progress: os.Stderr}
+		fs.Uint64Var(&o.Seed, "seed", 1, "corpus seed")
+		fs.IntVar(&o.Subjects, "subjects", bench.FullSubjects, "subjects in the corpus")
+		fs.IntVar(&o.DocsEach, "docs-each", bench.FullDocsEach, "documents per subject")
+		fs.IntVar(&o.Sample, "sample", 20, "subjects erased one at a time in B0–B4")
+		fs.Parse(os.Args[2:])
+		o.Work = scratch(*work)
+		types := bench.ResidueTypes()
+		if *typ != "" {
+			types = []string{*typ}
+		}
+		for _, t := range types {
+			var r *bench.StoreResult
+			if r, err = bench.Residue(ctx, t, o); err != nil {
+				break
+			}
+			if err = write(filepath.Join(*out, "residue-"+t+".json"), r); err != nil {
+				break
+			}
+		}
+	case "scale":
+		o := bench.ScaleOptions{Progress: os.Stderr}
+		fs.IntVar(&o.Edges, "edges", 10_000_000, "ledger edges for trace latency")
+		fs.IntVar(&o.Traces, "traces", 1000, "traces timed")
+		fs.IntVar(&o.Writes, "writes", 2000, "writes timed with and without capture")
+		fs.IntVar(&o.ScanMB, "scan-mb", 256, "MiB scanned")
+		fs.Parse(os.Args[2:])
+		o.Work = scratch(*work)
+		var r *bench.ScaleResult
+		if r, err = bench.Scale(ctx, o); err == nil {
+			err = write(filepath.Join(*out, "scale.json"), r)
+		}
+	case "report":
+		fs.Parse(os.Args[2:])
+		err = report(*out)
+	default:
+		err = fmt.Errorf("unknown command %q", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "amnesia-bench:", err)
+		os.Exit(1)
+	}
+}
+
+func scratch(dir string) string {
+	if dir != "" {
+		return dir
+	}
+	d, err := os.MkdirTemp("", "amnesia-bench-")
+	if err != nil {
+		panic(err)
+	}
+	return d
+}
+
+func write(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	fmt.Fprintln(os.Stderr, "wrote", path)
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+func report(dir string) error {
+	r, err := bench.Load(dir)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile("RESULTS.md", []byte(r.Markdown()), 0o644); err != nil {
+		return err
+	}
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		return err
+	}
+	updated, err := r.UpdateReadme(readme)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile("README.md", updated, 0o644)
+}

@@ -1,0 +1,50 @@
+package bench
+
+import (
+	"context"
+	"testing"
+)
+
+// The smoke run: every baseline on every target, on a small corpus, so the
+// benchmark never rots. It asserts what must hold whatever the machine.
+func TestResidueSmoke(t *testing.T) {
+	for _, typ := range ResidueTypes() {
+		t.Run(typ, func(t *testing.T) {
+			res, err := Residue(context.Background(), typ, Options{Seed: 1, Subjects: 6, DocsEach: 4, Sample: 2, Work: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Cells) != len(Baselines) {
+				t.Fatalf("%d cells", len(res.Cells))
+			}
+			byID := map[string]Cell{}
+			for _, c := range res.Cells {
+				byID[c.Baseline] = c
+				if c.Records == 0 || c.ProbePower < 0.5 {
+					t.Errorf("%s: %d records, probe power %.2f: the measurement has no power", c.Baseline, c.Records, c.ProbePower)
+				}
+			}
+			if b0 := byID["B0"]; b0.PhysicalResidue < 0.5 || b0.LogicalExclusion != 1 {
+				t.Errorf("B0 native delete: residue %.2f, exclusion %.2f; a plain DELETE should hide the rows and leave their bytes", b0.PhysicalResidue, b0.LogicalExclusion)
+			}
+			if b3 := byID["B3"]; b3.LogicalExclusion != 1 || b3.PhysicalResidue < b3.ProbePower {
+				t.Errorf("B3 suppression: exclusion %.2f residue %.2f power %.2f", b3.LogicalExclusion, b3.PhysicalResidue, b3.ProbePower)
+			}
+			for _, id := range []string{"B4", "B5"} {
+				if c := byID[id]; c.PhysicalResidue != 0 || c.LogicalExclusion != 1 {
+					t.Errorf("%s amnesia: residue %.2f, exclusion %.2f", id, c.PhysicalResidue, c.LogicalExclusion)
+				}
+			}
+		})
+	}
+}
+
+func TestScaleSmoke(t *testing.T) {
+	r, err := Scale(context.Background(), ScaleOptions{Edges: 20000, Traces: 20, Writes: 50, ScanMB: 8, Work: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Trace.Edges < 20000 || r.Trace.P50Ms <= 0 || r.Capture.Writes != 50 || r.Scan.Bytes != 8<<20 || r.Scan.ScanMBps <= 0 {
+		t.Errorf("scale result: %+v", r)
+	}
+}

@@ -1,0 +1,263 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/amnesia-dev/amnesia/internal/saga"
+	"github.com/amnesia-dev/amnesia/lineage"
+	"github.com/amnesia-dev/amnesia/store"
+)
+
+// runCell erases the given subjects one after another with one baseline,
+// measuring each before and after.
+func runCell(ctx context.Context, tg *target, c *Corpus, dir, id string, subjects []int) (*Cell, error) {
+	e, err := openEnv(ctx, dir, false)
+	if err != nil {
+		return nil, err
+	}
+	defer e.close()
+	cell := &Cell{Baseline: id, Subjects: len(subjects)}
+	erased := map[int]bool{}
+	for _, s := range subjects {
+		erased[s] = true
+	}
+	probes := recallProbes(tg, c, erased)
+	if len(probes) > 0 {
+		r, err := recallAt5(ctx, tg, e, probes)
+		if err != nil {
+			return nil, err
+		}
+		cell.RecallBefore = &r
+	}
+	var walls []float64
+	var power, residue, hidden int
+	ms := make([]*measured, len(subjects))
+	befores := make([]store.ScanReport, len(subjects))
+	pre := func(i int) error {
+		m, err := measure(ctx, tg, c, e, subjects[i])
+		if err != nil {
+			return err
+		}
+		ms[i] = m
+		befores[i], err = scan(ctx, e, store.NewNeedleSet(m.ev))
+		return err
+	}
+	if id == "B5" {
+		// One erasure window: every subject measured first, then one batch.
+		for i := range subjects {
+			if err := pre(i); err != nil {
+				return nil, err
+			}
+		}
+		start := time.Now()
+		if err := batch(ctx, c, e, subjects); err != nil {
+			return nil, err
+		}
+		per := float64(time.Since(start).Microseconds()) / 1000 / float64(len(subjects))
+		for range subjects {
+			walls = append(walls, per)
+		}
+		cell.Note = "one batch (saga.RunBatch): each store reclaims once for all subjects; wall per erasure = batch wall / subjects"
+	}
+	for i, s := range subjects {
+		if id != "B5" {
+			if err := pre(i); err != nil {
+				return nil, err
+			}
+			start := time.Now()
+			if err := apply(ctx, tg, c, e, id, s, ms[i].keys); err != nil {
+				return nil, err
+			}
+			walls = append(walls, float64(time.Since(start).Microseconds())/1000)
+		}
+		m, before := ms[i], befores[i]
+		set := store.NewNeedleSet(m.ev)
+		after, err := scan(ctx, e, set)
+		if err != nil {
+			return nil, err
+		}
+		shared, err := scan(ctx, e, m.shared)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range m.keys {
+			if before.Found[k] > 0 {
+				power++
+			}
+			if after.Found[k] > 0 {
+				residue++
+			}
+			vis, err := tg.visible(ctx, e.rec, e.st, k, m.vecs[k])
+			if err != nil {
+				return nil, err
+			}
+			if !vis {
+				hidden++
+			}
+		}
+		cell.Records += len(m.keys)
+		cell.SharedWindows += m.shared.Len()
+		cell.SharedFound += shared.NeedlesFound
+	}
+	if cell.Records > 0 {
+		n := float64(cell.Records)
+		cell.LogicalExclusion, cell.PhysicalResidue, cell.ProbePower = float64(hidden)/n, float64(residue)/n, float64(power)/n
+	}
+	cell.WallMedianMs, cell.WallP95Ms = percentile(walls, 0.5), percentile(walls, 0.95)
+	for _, w := range walls {
+		cell.WallTotalMs += w
+	}
+	if len(probes) > 0 {
+		r, err := recallAt5(ctx, tg, e, probes)
+		if err != nil {
+			return nil, err
+		}
+		cell.RecallAfter = &r
+	}
+	return cell, nil
+}
+
+// trace returns the subject's current trace.
+func trace(ctx context.Context, c *Corpus, e *env, subject int) (*lineage.Trace, error) {
+	k, err := e.dir.Keyer.Key(e.dir.Config.Scope, c.Subjects[subject].ID)
+	if err != nil {
+		return nil, err
+	}
+	v, err := e.ledger.View(ctx, e.dir.Config.Scope, k)
+	if err != nil {
+		return nil, err
+	}
+	return lineage.BuildTrace(v)
+}
+
+// batch erases every subject in one erasure window.
+func batch(ctx context.Context, c *Corpus, e *env, subjects []int) error {
+	stores := map[string]store.Store{e.st.Info().Name: e.st}
+	var es []*saga.Erasure
+	for _, s := range subjects {
+		t, err := trace(ctx, c, e, s)
+		if err != nil {
+			return err
+		}
+		es = append(es, &saga.Erasure{Dir: e.dir, Ledger: e.ledger, Stores: stores, Trace: t, Reason: "BENCH-BATCH", Log: quietLog()})
+	}
+	res, err := saga.RunBatch(ctx, es)
+	if err != nil {
+		return err
+	}
+	for _, r := range res {
+		if !r.Statement.Predicate.Complete {
+			return fmt.Errorf("batch erasure %s incomplete: %+v", r.ID, r.Statement.Predicate.Counts)
+		}
+	}
+	return nil
+}
+
+// apply performs one baseline's deletion of one subject.
+func apply(ctx context.Context, tg *target, c *Corpus, e *env, id string, subject int, keys []string) error {
+	switch id {
+	case "B0":
+		return tg.native(ctx, e.st, keys)
+	case "B1":
+		if err := tg.native(ctx, e.st, keys); err != nil {
+			return err
+		}
+		return tg.compact(ctx, e.st, keys)
+	case "B2":
+		if err := tg.native(ctx, e.st, keys); err != nil {
+			return err
+		}
+		return tg.rebuild(ctx, e.st, keys)
+	}
+	t, err := trace(ctx, c, e, subject)
+	if err != nil {
+		return err
+	}
+	if id == "B3" {
+		ids := make([]string, len(t.Artifacts))
+		for i, a := range t.Artifacts {
+			ids[i] = a.ID
+		}
+		return e.ledger.Suppress(ctx, "bench-suppress", ids)
+	}
+	res, err := saga.Run(ctx, &saga.Erasure{Dir: e.dir, Ledger: e.ledger, Stores: map[string]store.Store{e.st.Info().Name: e.st}, Trace: t, Reason: "BENCH", Log: quietLog()})
+	if err != nil {
+		return err
+	}
+	if !res.Statement.Predicate.Complete {
+		return fmt.Errorf("erasure of subject %d incomplete: %+v", subject, res.Statement.Predicate.Counts)
+	}
+	return nil
+}
+
+type probe struct {
+	key string
+	vec []float32
+}
+
+// recallProbes picks up to 50 records of subjects that stay.
+func recallProbes(tg *target, c *Corpus, erased map[int]bool) []probe {
+	var out []probe
+	for i := 0; i < len(c.Docs) && len(out) < 50; i += 7 {
+		d := c.Docs[i]
+		if erased[d.Owner] {
+			continue
+		}
+		for _, k := range tg.keys(d) {
+			if v := tg.query(d, k); v != nil {
+				out = append(out, probe{k, v})
+				break
+			}
+		}
+	}
+	return out
+}
+
+// recallAt5 is the share of probes whose own record is among the 5 nearest
+// results through the application's read path.
+func recallAt5(ctx context.Context, tg *target, e *env, ps []probe) (float64, error) {
+	hit := 0
+	for _, p := range ps {
+		ok, err := tg.top5(ctx, e.rec, e.st, p.key, p.vec)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			hit++
+		}
+	}
+	return float64(hit) / float64(len(ps)), nil
+}
+
+func copyDir(src, dst string) error {
+	os.RemoveAll(dst)
+	return filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		if fi.IsDir() {
+			return os.MkdirAll(target, 0o700)
+		}
+		in, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		out, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, fi.Mode())
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(out, in); err != nil {
+			out.Close()
+			return err
+		}
+		return out.Close()
+	})
+}

@@ -1,0 +1,268 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/amnesia-dev/amnesia/capture"
+	"github.com/amnesia-dev/amnesia/lineage"
+	"github.com/amnesia-dev/amnesia/store"
+	"github.com/amnesia-dev/amnesia/store/sqlitedoc"
+	"github.com/amnesia-dev/amnesia/subject"
+)
+
+// ScaleOptions sizes a scale run.
+type ScaleOptions struct {
+	Edges    int // ledger size for trace latency (full run: 10,000,000)
+	Traces   int // traces timed
+	Writes   int // writes timed, with and without capture
+	ScanMB   int // size of the file scanned
+	Work     string
+	Progress io.Writer
+}
+
+// ScaleResult is bench/results/scale.json.
+type ScaleResult struct {
+	Kind    string `json:"kind"` // "scale"
+	Machine string `json:"machine"`
+	Date    string `json:"date"`
+	Trace   struct {
+		Edges     int     `json:"edges"`
+		Artifacts int     `json:"artifacts"`
+		Traces    int     `json:"traces"`
+		P50Ms     float64 `json:"p50_ms"`
+		P99Ms     float64 `json:"p99_ms"`
+		Note      string  `json:"note"`
+	} `json:"trace"`
+	Capture struct {
+		Writes        int     `json:"writes"`
+		PlainP50Us    float64 `json:"plain_p50_us"`
+		CaptureP50Us  float64 `json:"capture_p50_us"`
+		OverheadP50Us float64 `json:"overhead_p50_us"`
+		Note          string  `json:"note"`
+	} `json:"capture"`
+	Scan struct {
+		Bytes        int64   `json:"bytes"`
+		Needles      int     `json:"needles"`
+		ScanMBps     float64 `json:"scan_mb_per_s_per_core"`
+		SeqReadMBps  float64 `json:"sequential_read_mb_per_s"`
+		ScanVsReadPc float64 `json:"scan_vs_read_percent"`
+	} `json:"scan"`
+}
+
+// Scale measures trace latency, capture overhead and scan throughput.
+func Scale(ctx context.Context, o ScaleOptions) (*ScaleResult, error) {
+	r := &ScaleResult{Kind: "scale", Machine: fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version()), Date: time.Now().UTC().Format("2006-01-02")}
+	if err := os.MkdirAll(o.Work, 0o700); err != nil {
+		return nil, err
+	}
+	if err := traceLatency(ctx, o, r); err != nil {
+		return nil, fmt.Errorf("trace latency: %w", err)
+	}
+	if err := captureOverhead(ctx, o, r); err != nil {
+		return nil, fmt.Errorf("capture overhead: %w", err)
+	}
+	if err := scanThroughput(ctx, o, r); err != nil {
+		return nil, fmt.Errorf("scan throughput: %w", err)
+	}
+	return r, nil
+}
+
+// Shape of the synthetic ledger: each subject has 10 documents of 4 chunks,
+// each chunk one embedding: 90 artifacts and 80 edges per subject.
+const (
+	docsPer   = 10
+	chunksPer = 4
+	edgesPer  = docsPer * chunksPer * 2
+)
+
+func traceLatency(ctx context.Context, o ScaleOptions, r *ScaleResult) error {
+	path := filepath.Join(o.Work, "ledger.db")
+	os.Remove(path)
+	l, err := lineage.OpenSQLite(ctx, path) // creates the real schema
+	if err != nil {
+		return err
+	}
+	l.Close()
+	keyer, _ := subject.NewKeyer(make([]byte, subject.PepperSize))
+	subjects := (o.Edges + edgesPer - 1) / edgesPer
+	logScale(o, "trace: bulk-loading %d edges (%d subjects)", subjects*edgesPer, subjects)
+	if err := bulkLedger(ctx, path, keyer, subjects); err != nil {
+		return err
+	}
+	l, err = lineage.OpenSQLite(ctx, path)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	var lat []float64
+	for i := 0; i < o.Traces; i++ {
+		k, _ := keyer.Key("default", fmt.Sprintf("subject-%d", (i*7919)%subjects))
+		start := time.Now()
+		v, err := l.View(ctx, "default", k)
+		if err != nil {
+			return err
+		}
+		t, err := lineage.BuildTrace(v)
+		if err != nil {
+			return err
+		}
+		lat = append(lat, float64(time.Since(start).Microseconds())/1000)
+		if len(t.Artifacts) != docsPer*(1+2*chunksPer) {
+			return fmt.Errorf("trace has %d artifacts, want %d", len(t.Artifacts), docsPer*(1+2*chunksPer))
+		}
+	}
+	r.Trace.Edges, r.Trace.Artifacts, r.Trace.Traces = subjects*edgesPer, subjects*(docsPer*(1+2*chunksPer)), o.Traces
+	r.Trace.P50Ms, r.Trace.P99Ms = percentile(lat, 0.5), percentile(lat, 0.99)
+	r.Trace.Note = "SQLite ledger bulk-loaded with the real schema (artifacts, edges; events not populated: trace does not read them); each trace is View + BuildTrace of one subject with 90 artifacts"
+	return nil
+}
+
+func bulkLedger(ctx context.Context, path string, k *subject.Keyer, subjects int) error {
+	db, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL&_synchronous=OFF")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	const batch = 2000
+	seq := 0
+	for s0 := 0; s0 < subjects; s0 += batch {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		ins, _ := tx.Prepare(`INSERT INTO artifacts (id, seq, scope, subject, kind, store, key, digest) VALUES (?, ?, 'default', ?, ?, ?, ?, '')`)
+		edge, _ := tx.Prepare(`INSERT INTO edges (child, parent, seq) VALUES (?, ?, ?)`)
+		for s := s0; s < s0+batch && s < subjects; s++ {
+			key, _ := k.Key("default", fmt.Sprintf("subject-%d", s))
+			for d := 0; d < docsPer; d++ {
+				seq++
+				doc := fmt.Sprintf("s%d-d%d", s, d)
+				docID := lineage.ArtifactID(k, "default", "docs", doc)
+				ins.Exec(docID, seq, key.String(), "source", "docs", doc)
+				for c := 0; c < chunksPer; c++ {
+					ck := fmt.Sprintf("%s#%d", doc, c)
+					cid, eid := lineage.ArtifactID(k, "default", "docs", ck), lineage.ArtifactID(k, "default", "vectors", ck)
+					seq++
+					ins.Exec(cid, seq, key.String(), "chunk", "docs", ck)
+					edge.Exec(cid, docID, seq)
+					seq++
+					ins.Exec(eid, seq, key.String(), "embedding", "vectors", ck)
+					if _, err := edge.Exec(eid, cid, seq); err != nil {
+						tx.Rollback()
+						return err
+					}
+				}
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func captureOverhead(ctx context.Context, o ScaleOptions, r *ScaleResult) error {
+	dir := filepath.Join(o.Work, "capture")
+	os.RemoveAll(dir)
+	os.MkdirAll(dir, 0o700)
+	l, err := lineage.OpenSQLite(ctx, filepath.Join(dir, "ledger.db"))
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	plain, err := sqlitedoc.Open(ctx, "plain", filepath.Join(dir, "plain.db"), true)
+	if err != nil {
+		return err
+	}
+	defer plain.Close()
+	captured, err := sqlitedoc.Open(ctx, "docs", filepath.Join(dir, "captured.db"), true)
+	if err != nil {
+		return err
+	}
+	defer captured.Close()
+	keyer, _ := subject.NewKeyer(make([]byte, subject.PepperSize))
+	docs := capture.New(l, keyer, "").Docs(captured)
+	c := NewCorpus(5, 50, (o.Writes+49)/50)
+	var tp, tc []float64
+	for i := 0; i < o.Writes && i < len(c.Docs); i++ {
+		d := c.Docs[i]
+		start := time.Now()
+		if err := plain.Put(ctx, sqlitedoc.Record{ID: d.ID, Kind: sqlitedoc.KindDocument, Subject: "x", Text: d.Text}); err != nil {
+			return err
+		}
+		tp = append(tp, float64(time.Since(start).Nanoseconds())/1000)
+		start = time.Now()
+		if err := docs.Put(ctx, capture.Doc{ID: d.ID, Kind: sqlitedoc.KindDocument, Subject: c.Subjects[d.Owner].ID, Text: d.Text}); err != nil {
+			return err
+		}
+		tc = append(tc, float64(time.Since(start).Nanoseconds())/1000)
+	}
+	r.Capture.Writes = len(tp)
+	r.Capture.PlainP50Us, r.Capture.CaptureP50Us = percentile(tp, 0.5), percentile(tc, 0.5)
+	r.Capture.OverheadP50Us = r.Capture.CaptureP50Us - r.Capture.PlainP50Us
+	r.Capture.Note = "one document write to the SQLite document store (synchronous=FULL), alternating plain and captured; capture adds one ledger transaction (synchronous=FULL) per write"
+	return nil
+}
+
+func scanThroughput(ctx context.Context, o ScaleOptions, r *ScaleResult) error {
+	path := filepath.Join(o.Work, "scan.bin")
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.CopyN(f, rand.Reader, int64(o.ScanMB)<<20); err != nil {
+		f.Close()
+		return err
+	}
+	f.Close()
+	defer os.Remove(path)
+	ev := map[string]*store.Evidence{}
+	c := NewCorpus(9, 100, 5)
+	for _, d := range c.Docs {
+		ev[d.ID] = &store.Evidence{Needles: store.Windows([]byte(d.Text))}
+	}
+	set := store.NewNeedleSet(ev)
+	read := func() (time.Duration, error) {
+		f, err := os.Open(path)
+		if err != nil {
+			return 0, err
+		}
+		defer f.Close()
+		start := time.Now()
+		_, err = io.Copy(io.Discard, f)
+		return time.Since(start), err
+	}
+	if _, err := read(); err != nil { // warm the page cache for both
+		return err
+	}
+	rd, err := read()
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	rep, err := store.ScanFiles(ctx, set, "bench", path)
+	if err != nil {
+		return err
+	}
+	sd := time.Since(start)
+	mb := float64(rep.Bytes) / (1 << 20)
+	r.Scan.Bytes, r.Scan.Needles = rep.Bytes, set.Len()
+	r.Scan.ScanMBps, r.Scan.SeqReadMBps = mb/sd.Seconds(), mb/rd.Seconds()
+	r.Scan.ScanVsReadPc = 100 * r.Scan.ScanMBps / r.Scan.SeqReadMBps
+	return nil
+}
+
+func logScale(o ScaleOptions, format string, a ...any) {
+	if o.Progress != nil {
+		fmt.Fprintf(o.Progress, format+"\n", a...)
+	}
+}

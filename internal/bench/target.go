@@ -1,0 +1,205 @@
+package bench
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+
+	"github.com/amnesia-dev/amnesia/capture"
+	"github.com/amnesia-dev/amnesia/internal/demo"
+	"github.com/amnesia-dev/amnesia/store"
+	"github.com/amnesia-dev/amnesia/store/sqlitedoc"
+	"github.com/amnesia-dev/amnesia/store/sqlitevec"
+)
+
+// target adapts one store type to the benchmark.
+type target struct {
+	typ string
+	// config returns the store's amnesia.yaml entry for a store in dir.
+	config func(dir string) store.Config
+	// ingest writes one document (and its chunks, or their embeddings)
+	// through capture.
+	ingest func(ctx context.Context, rec *capture.Recorder, s store.Store, c *Corpus, d Doc) error
+	// keys returns the store keys of one document.
+	keys func(d Doc) []string
+	// content returns the bytes the store keeps for one key (for shared-byte accounting).
+	content func(d Doc, key string) []byte
+	// native, compact and rebuild are what an application does without
+	// amnesia: a plain DELETE; then the store's own compaction; then a full rebuild.
+	native, compact, rebuild func(ctx context.Context, s store.Store, keys []string) error
+	// visible reports whether the application's read path (through capture)
+	// still returns the record.
+	visible func(ctx context.Context, rec *capture.Recorder, s store.Store, key string, vec []float32) (bool, error)
+	// query returns a surviving record's own vector for Recall@5, or nil.
+	query func(d Doc, key string) []float32
+	// top5 reports whether a search with vec returns key among the 5 nearest.
+	top5 func(ctx context.Context, rec *capture.Recorder, s store.Store, key string, vec []float32) (bool, error)
+}
+
+var targets = map[string]*target{
+	sqlitedoc.Type: {
+		typ: sqlitedoc.Type,
+		config: func(dir string) store.Config {
+			return store.Config{Name: "docs", Type: sqlitedoc.Type, Path: "../docs.db"}
+		},
+		ingest: func(ctx context.Context, rec *capture.Recorder, s store.Store, c *Corpus, d Doc) error {
+			docs := rec.Docs(s.(*sqlitedoc.Store))
+			if err := docs.Put(ctx, capture.Doc{ID: d.ID, Kind: sqlitedoc.KindDocument, Subject: c.Subjects[d.Owner].ID, Text: d.Text, Mentions: mentionIDs(c, d)}); err != nil {
+				return err
+			}
+			for i, ch := range d.Chunks {
+				if err := docs.Put(ctx, capture.Doc{ID: chunkID(d, i), Kind: sqlitedoc.KindChunk, Parent: d.ID, Text: ch}); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		keys: func(d Doc) []string { return append([]string{d.ID}, chunkIDs(d)...) },
+		content: func(d Doc, key string) []byte {
+			if key == d.ID {
+				return []byte(d.Text)
+			}
+			return []byte(d.Chunks[chunkIndex(d, key)])
+		},
+		native:  sqlDelete("documents"),
+		compact: sqlExec("VACUUM"),
+		rebuild: sqlExec("VACUUM", "PRAGMA wal_checkpoint(TRUNCATE)"),
+		visible: func(ctx context.Context, rec *capture.Recorder, s store.Store, key string, _ []float32) (bool, error) {
+			r, err := rec.Docs(s.(*sqlitedoc.Store)).Get(ctx, key)
+			return r != nil, err
+		},
+		query: func(Doc, string) []float32 { return nil },
+		top5:  nil,
+	},
+	sqlitevec.Type: {
+		typ: sqlitevec.Type,
+		config: func(dir string) store.Config {
+			return store.Config{Name: "vectors", Type: sqlitevec.Type, Path: "../vectors.db", Dimensions: demo.Dim}
+		},
+		ingest: func(ctx context.Context, rec *capture.Recorder, s store.Store, c *Corpus, d Doc) error {
+			vecs := rec.Vectors(s.(*sqlitevec.Store))
+			for i, ch := range d.Chunks {
+				if err := vecs.Put(ctx, capture.Vector{ID: chunkID(d, i), Subject: c.Subjects[d.Owner].ID, Embedding: demo.Embed(ch, demo.Dim)}); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		keys: chunkIDs,
+		content: func(d Doc, key string) []byte {
+			return store.Float32LE(demo.Embed(d.Chunks[chunkIndex(d, key)], demo.Dim))
+		},
+		native:  sqlDelete("vectors"),
+		compact: sqlExec("VACUUM"),
+		rebuild: vecRebuild,
+		visible: func(ctx context.Context, rec *capture.Recorder, s store.Store, key string, vec []float32) (bool, error) {
+			vs := rec.Vectors(s.(*sqlitevec.Store))
+			if r, err := vs.Get(ctx, key); err != nil || r != nil {
+				return r != nil, err
+			}
+			ns, err := vs.Search(ctx, vec, 10)
+			for _, n := range ns {
+				if n.ID == key {
+					return true, err
+				}
+			}
+			return false, err
+		},
+		query: func(d Doc, key string) []float32 { return demo.Embed(d.Chunks[chunkIndex(d, key)], demo.Dim) },
+		top5: func(ctx context.Context, rec *capture.Recorder, s store.Store, key string, vec []float32) (bool, error) {
+			ns, err := rec.Vectors(s.(*sqlitevec.Store)).Search(ctx, vec, 5)
+			for _, n := range ns {
+				if n.ID == key {
+					return true, err
+				}
+			}
+			return false, err
+		},
+	},
+}
+
+func mentionIDs(c *Corpus, d Doc) []string {
+	var out []string
+	for _, m := range d.Mentions {
+		out = append(out, c.Subjects[m].ID)
+	}
+	return out
+}
+
+func chunkID(d Doc, i int) string { return fmt.Sprintf("%s#%d", d.ID, i) }
+
+func chunkIDs(d Doc) []string {
+	out := make([]string, len(d.Chunks))
+	for i := range d.Chunks {
+		out[i] = chunkID(d, i)
+	}
+	return out
+}
+
+func chunkIndex(d Doc, key string) int {
+	var i int
+	fmt.Sscanf(key[len(d.ID)+1:], "%d", &i)
+	return i
+}
+
+type pather interface{ Path() string }
+
+// appDB opens the application's own connection: default settings, as an
+// application without amnesia has them (secure_delete off).
+func appDB(s store.Store) (*sql.DB, error) {
+	db, err := sql.Open("sqlite3", "file:"+filepath.Clean(s.(pather).Path())+"?_busy_timeout=10000")
+	if err == nil {
+		db.SetMaxOpenConns(1) // one connection: statements share temp tables
+	}
+	return db, err
+}
+
+func sqlDelete(table string) func(context.Context, store.Store, []string) error {
+	return func(ctx context.Context, s store.Store, keys []string) error {
+		db, err := appDB(s)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		for _, k := range keys {
+			if _, err := db.ExecContext(ctx, "DELETE FROM "+table+" WHERE id = ?", k); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+func sqlExec(stmts ...string) func(context.Context, store.Store, []string) error {
+	return func(ctx context.Context, s store.Store, _ []string) error {
+		db, err := appDB(s)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		for _, q := range stmts {
+			if _, err := db.ExecContext(ctx, q); err != nil {
+				return fmt.Errorf("%s: %w", q, err)
+			}
+		}
+		return nil
+	}
+}
+
+// vecRebuild rebuilds the vec0 table from its live rows: a new table, a copy,
+// the old one dropped, VACUUM and a truncating checkpoint.
+func vecRebuild(ctx context.Context, s store.Store, _ []string) error {
+	return sqlExec(
+		"CREATE TEMP TABLE live AS SELECT id, embedding, subject FROM vectors",
+		"DROP TABLE vectors",
+		fmt.Sprintf("CREATE VIRTUAL TABLE vectors USING vec0(id TEXT PRIMARY KEY, embedding float[%d], subject TEXT)", demo.Dim),
+		"INSERT INTO vectors (id, embedding, subject) SELECT id, embedding, subject FROM live",
+		"DROP TABLE live",
+		"VACUUM",
+		"PRAGMA wal_checkpoint(TRUNCATE)",
+	)(ctx, s, nil)
+}
+
+// ResidueTypes returns the store types the residue benchmark covers.
+func ResidueTypes() []string { return []string{sqlitedoc.Type, sqlitevec.Type} }
