@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"sort"
 )
 
@@ -162,17 +161,18 @@ func (sc *Scanner) search(b []byte, limit int) {
 }
 
 // ScanFile scans one file. A file that does not exist is skipped (a -wal or
-// -journal file is often absent) and not counted.
+// -journal file is often absent) and not counted. The file is read through a
+// descriptor held for the life of the process, never closed after the scan:
+// see fdcache.go for why closing it could corrupt a SQLite database.
 func (sc *Scanner) ScanFile(ctx context.Context, path string) error {
-	f, err := os.Open(path)
+	f, size, err := openHeld(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("scan %s: %w", path, err)
 	}
-	defer f.Close()
-	if err := sc.Scan(ctx, f); err != nil {
+	if err := sc.Scan(ctx, io.NewSectionReader(f, 0, size)); err != nil {
 		return fmt.Errorf("scan %s: %w", path, err)
 	}
 	return nil
