@@ -97,7 +97,9 @@ type EvidenceReader interface {
 // Reclaimer is implemented by adapters that can force physical reclamation.
 type Reclaimer interface {
 	// Reclaim makes the store rewrite or scrub the space that deleted
-	// records occupied. It MUST be idempotent.
+	// records occupied. It MUST be idempotent. An adapter configured not to
+	// reclaim (it does not declare CapReclaim) does no physical work and
+	// reports its residue state, e.g. PENDING-reclaim-deferred.
 	Reclaim(ctx context.Context) (ReclaimReport, error)
 }
 

@@ -239,9 +239,11 @@ func (r *runner) evidence(st string) (map[string]*store.Evidence, error) {
 
 func (r *runner) reclaim(ctx context.Context, st string) (any, error) {
 	s := r.Stores[st]
+	// An adapter configured not to reclaim (delete-only) still answers
+	// Reclaim, with its residue state and no physical work.
 	rc, ok := s.(store.Reclaimer)
-	if !ok || !s.Info().Has(store.CapReclaim) {
-		return reclaimResult{None: "the adapter, as configured, does not force physical reclamation"}, nil
+	if !ok {
+		return reclaimResult{None: "the adapter cannot force physical reclamation"}, nil
 	}
 	rep, err := rc.Reclaim(ctx)
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 
 	"github.com/amnesia-dev/amnesia/store"
 	// The adapters this binary can open register themselves.
+	_ "github.com/amnesia-dev/amnesia/store/pgdoc"
+	_ "github.com/amnesia-dev/amnesia/store/pgvector"
 	_ "github.com/amnesia-dev/amnesia/store/sqlitedoc"
 	_ "github.com/amnesia-dev/amnesia/store/sqlitevec"
 )

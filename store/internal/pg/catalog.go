@@ -1,0 +1,134 @@
+package pg
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Index is one index on the store's table.
+type Index struct {
+	Schema, Name string
+	Method       string // access method: btree, hnsw, ivfflat, ...
+	OpClass      string // operator class of the first column, e.g. vector_l2_ops
+	Valid        bool   // pg_index.indisvalid
+	Leftover     bool   // named like the copies REINDEX CONCURRENTLY makes (_ccnew, _ccold): safe to drop
+}
+
+// Ident is the quoted, schema-qualified name for SQL text.
+func (i Index) Ident() string { return pgx.Identifier{i.Schema, i.Name}.Sanitize() }
+
+// String is the schema-qualified name for messages.
+func (i Index) String() string { return Display(i.Schema) + "." + Display(i.Name) }
+
+// VectorMethods are the access methods whose indexes hold vectors.
+var VectorMethods = []string{"hnsw", "ivfflat"}
+
+// Indexes lists t's indexes, its TOAST table's included.
+func Indexes(ctx context.Context, c *pgx.Conn, t Table) ([]Index, error) {
+	rows, err := c.Query(ctx, `SELECT n.nspname::text, ic.relname::text, am.amname::text,
+		COALESCE((SELECT opcname::text FROM pg_opclass WHERE oid = i.indclass[0]), ''), i.indisvalid
+		FROM pg_index i
+		JOIN pg_class ic ON ic.oid = i.indexrelid
+		JOIN pg_namespace n ON n.oid = ic.relnamespace
+		JOIN pg_am am ON am.oid = ic.relam
+		JOIN pg_class tc ON tc.oid = $1::text::regclass
+		WHERE i.indrelid = tc.oid OR i.indrelid = tc.reltoastrelid
+		ORDER BY 1, 2`, t.Ident())
+	if err != nil {
+		return nil, fmt.Errorf("list indexes: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Index, error) {
+		var i Index
+		err := r.Scan(&i.Schema, &i.Name, &i.Method, &i.OpClass, &i.Valid)
+		i.Leftover = isLeftover(i.Name)
+		return i, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list indexes: %w", err)
+	}
+	return out, nil
+}
+
+// isLeftover reports whether name is one REINDEX CONCURRENTLY gives its
+// transient copies: <name>_ccnew[N] or <name>_ccold[N].
+func isLeftover(name string) bool {
+	for _, suf := range []string{"_ccnew", "_ccold"} {
+		i := strings.LastIndex(name, suf)
+		if i <= 0 {
+			continue
+		}
+		rest := name[i+len(suf):]
+		if strings.Trim(rest, "0123456789") == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// Invalid returns the invalid indexes of list.
+func Invalid(list []Index) []Index {
+	var out []Index
+	for _, i := range list {
+		if !i.Valid {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// names joins index names for evidence.
+func names(list []Index) string {
+	s := make([]string, 0, len(list))
+	for _, i := range list {
+		s = append(s, i.Schema+"."+i.Name)
+	}
+	return strings.Join(s, ", ")
+}
+
+// IsVector reports whether the index's method holds vectors.
+func IsVector(i Index) bool {
+	for _, m := range VectorMethods {
+		if i.Method == m {
+			return true
+		}
+	}
+	return false
+}
+
+// Column describes one column of a table.
+type Column struct {
+	Type    string // format_type, e.g. "text", "vector(384)", "jsonb"
+	Typmod  int    // atttypmod: a vector's dimensions, -1 when unset
+	Storage string // attstorage: p plain, e external, m main, x extended (compressible)
+}
+
+// Columns returns t's live columns by name.
+func Columns(ctx context.Context, c *pgx.Conn, t Table) (map[string]Column, error) {
+	rows, err := c.Query(ctx, `SELECT attname::text, format_type(atttypid, atttypmod), atttypmod, attstorage::text
+		FROM pg_attribute WHERE attrelid = $1::text::regclass AND attnum > 0 AND NOT attisdropped`, t.Ident())
+	if err != nil {
+		return nil, fmt.Errorf("read columns: %w", err)
+	}
+	out := map[string]Column{}
+	var name string
+	var col Column
+	_, err = pgx.ForEachRow(rows, []any{&name, &col.Type, &col.Typmod, &col.Storage}, func() error {
+		out[name] = col
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read columns: %w", err)
+	}
+	return out, nil
+}
+
+// StorageNote says what a column's storage means for the byte scan, or "".
+func StorageNote(col string, storage string) string {
+	if storage == "x" || storage == "m" {
+		return "column " + col + " has compressible storage: values over about 2 KB may be compressed (pglz/lz4) and then invisible to this scan (ALTER TABLE ... ALTER COLUMN " + col + " SET STORAGE EXTERNAL prevents it for new values)"
+	}
+	return ""
+}

@@ -1,0 +1,278 @@
+package pg
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/amnesia-dev/amnesia/store"
+)
+
+// Reclaim implements the configured mode. In full mode it makes the server
+// rewrite what held deleted rows:
+//
+//  1. DROP INDEX CONCURRENTLY of leftovers of an interrupted REINDEX
+//     CONCURRENTLY (INVALID <index>_ccnew/_ccold, or duplicates of a live index);
+//  2. VACUUM (INDEX_CLEANUP ON): dead tuples out of heap and indexes
+//     (pgvector's HNSW vacuum zeroes a deleted element's vector);
+//  3. if a snapshot, replication slot or prepared transaction at or before
+//     the delete holds the xmin horizon, stop: PENDING-<pin>;
+//  4. REINDEX INDEX CONCURRENTLY of the Reindex indexes (vector indexes);
+//  5. VACUUM FULL: a new heap, TOAST table and indexes, from live rows only;
+//  6. INVALID indexes left: UNVERIFIED-index-not-rebuilt; pgstattuple dead
+//     tuples left: PENDING-<pin> or UNVERIFIED-dead-tuples-remain;
+//  7. CHECKPOINT, then pg_switch_wal + CHECKPOINT until every WAL segment
+//     that existed before is recycled (see RotateWAL).
+//
+// Every statement runs under SET lock_timeout (and statement_timeout when
+// configured); a timeout, after the configured retries, is a residue state
+// (PENDING-lock-timeout, PENDING-statement-timeout), not an error. Errors
+// are returned only for what a retry cannot fix by waiting.
+func (t *Target) Reclaim(ctx context.Context) (store.ReclaimReport, error) {
+	if t.Opts.Mode == ModeDeleteOnly {
+		return t.deferred(ctx)
+	}
+	rep := store.ReclaimReport{Method: t.method()}
+	var fs []Finding
+	err := t.DB.With(ctx, func(c *pgx.Conn) error {
+		r := &run{t: t, c: c, rep: &rep}
+		defer r.resetTimeouts()
+		err := r.full(ctx)
+		fs = r.findings
+		return err
+	})
+	if err != nil {
+		return rep, err
+	}
+	rep.State, rep.Evidence = Verdict(fs)
+	return rep, nil
+}
+
+func (t *Target) method() string {
+	s := "full: DELETE; VACUUM (INDEX_CLEANUP ON); "
+	if t.Reindex != nil {
+		s += "REINDEX INDEX CONCURRENTLY (vector indexes); "
+	}
+	s += "VACUUM FULL; CHECKPOINT; pg_switch_wal + CHECKPOINT until pre-reclaim WAL is recycled; lock_timeout=" + t.Opts.LockTimeout.String()
+	if t.Opts.StatementTimeout > 0 {
+		s += ", statement_timeout=" + t.Opts.StatementTimeout.String()
+	}
+	if t.Opts.Retries > 0 {
+		s += fmt.Sprintf(", retries=%d", t.Opts.Retries)
+	}
+	return s
+}
+
+// deferred is Reclaim in delete-only mode: nothing is rewritten, the store's
+// residue is reported as pending with what can be measured.
+func (t *Target) deferred(ctx context.Context) (store.ReclaimReport, error) {
+	rep := store.ReclaimReport{Method: "delete-only: rows deleted; no VACUUM, no rewrite, no WAL rotation (reclaim deferred)"}
+	ev := "reclaim: delete-only is configured for " + t.Table.String() + ": deleted rows stay as dead tuples until VACUUM, their bytes in the relation's free space until it is rewritten (VACUUM FULL), and in pg_wal until its segments are recycled"
+	err := t.DB.With(ctx, func(c *pgx.Conn) error {
+		n, ok, err := DeadTuples(ctx, c, t.Priv, t.Table)
+		if err != nil {
+			return err
+		}
+		if p := t.Priv.MissingPhysical(); p != "" {
+			ev += "; " + p
+		}
+		if ok {
+			ev += fmt.Sprintf("; pgstattuple: %d dead tuples now", n)
+			rep.Steps = append(rep.Steps, fmt.Sprintf("pgstattuple %s: %d dead tuples", t.Table, n))
+		}
+		return nil
+	})
+	if err != nil {
+		return rep, fmt.Errorf("reclaim: %w", err)
+	}
+	rep.State, rep.Evidence = StateDeferred, ev
+	return rep, nil
+}
+
+// timeout is one statement that timed out on every attempt.
+type timeout struct {
+	kind, what string
+	reindex    bool
+}
+
+// run is one reclaim on one connection.
+type run struct {
+	t         *Target
+	c         *pgx.Conn
+	rep       *store.ReclaimReport
+	findings  []Finding
+	timeouts  []timeout
+	rewritten bool
+}
+
+func (r *run) add(state, evidence string) { r.findings = append(r.findings, Finding{state, evidence}) }
+
+func (r *run) step(s string) { r.rep.Steps = append(r.rep.Steps, s) }
+
+func (r *run) full(ctx context.Context) error {
+	t := r.t
+	if m := t.Priv.MissingMaintain(t.Table); m != "" {
+		ev := m + "; nothing was rewritten"
+		if n, ok, err := DeadTuples(ctx, r.c, t.Priv, t.Table); err == nil && ok {
+			ev += fmt.Sprintf("; pgstattuple: %d dead tuples", n)
+		}
+		if p := t.Priv.MissingPhysical(); p != "" {
+			ev += "; " + p
+		}
+		r.add(StateManaged, ev)
+		return nil
+	}
+	if err := r.setTimeouts(ctx); err != nil {
+		return err
+	}
+	if err := r.dropLeftovers(ctx); err != nil {
+		return err
+	}
+	tbl, name := t.Table.Ident(), t.Table.String()
+	if _, err := r.stmt(ctx, "VACUUM (INDEX_CLEANUP ON) "+name, "VACUUM (INDEX_CLEANUP ON) "+tbl); err != nil {
+		return err
+	}
+	pins, err := FindPins(ctx, r.c, t.refXid())
+	if err != nil {
+		return err
+	}
+	if f := PinFinding(pins); f != nil {
+		r.step("rewrite skipped: the xmin horizon is held (" + f.State + ")")
+		r.add(f.State, f.Evidence+r.deadNote(ctx))
+		r.managed()
+		return r.finish(ctx)
+	}
+	if err := r.reindex(ctx); err != nil {
+		return err
+	}
+	ok, err := r.stmt(ctx, "VACUUM FULL "+name, "VACUUM FULL "+tbl)
+	if err != nil {
+		return err
+	}
+	r.rewritten = ok
+	if ok { // VACUUM FULL rebuilt every index: earlier REINDEX timeouts no longer matter
+		kept := r.timeouts[:0]
+		for _, to := range r.timeouts {
+			if !to.reindex {
+				kept = append(kept, to)
+			}
+		}
+		r.timeouts = kept
+	}
+	if err := r.dropLeftovers(ctx); err != nil {
+		return err
+	}
+	if err := r.checkIndexes(ctx); err != nil {
+		return err
+	}
+	if err := r.checkDead(ctx); err != nil {
+		return err
+	}
+	r.managed()
+	return r.finish(ctx)
+}
+
+// managed records that no physical probe can measure what reclaim left.
+func (r *run) managed() {
+	if p := r.t.Priv.MissingPhysical(); p != "" {
+		r.add(StateManaged, p+"; the reclaim statements that ran cannot be verified in the files")
+	}
+}
+
+// finish records timeouts, then (after a rewrite) checkpoints and rotates WAL.
+func (r *run) finish(ctx context.Context) error {
+	if r.rewritten {
+		if !r.t.Priv.Checkpoint {
+			role := Display(r.t.Priv.Role)
+			r.step("CHECKPOINT and WAL rotation skipped: role " + role + " may not CHECKPOINT (GRANT pg_checkpoint TO " + role + ")")
+		} else if ok, err := r.stmt(ctx, "CHECKPOINT", "CHECKPOINT"); err != nil {
+			return err
+		} else if ok {
+			if err := r.rotateWAL(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	for _, kind := range []string{StateLockTimeout, StateStatementTimeout} {
+		var all []string
+		seen := map[string]bool{}
+		for _, to := range r.timeouts {
+			if to.kind == kind && !seen[to.what] {
+				seen[to.what] = true
+				all = append(all, to.what)
+			}
+		}
+		if len(all) > 0 {
+			next := "; run reclaim again when the lock holders are gone"
+			if kind == StateStatementTimeout {
+				next = "; run reclaim again with a longer statement_timeout, or when the lock holders are gone"
+			}
+			r.add(kind, strings.Join(all, "; ")+next)
+		}
+	}
+	return nil
+}
+
+func (r *run) setTimeouts(ctx context.Context) error {
+	if _, err := r.c.Exec(ctx, "SET lock_timeout = '"+ms(r.t.Opts.LockTimeout)+"'"); err != nil {
+		return fmt.Errorf("reclaim: set lock_timeout: %w", err)
+	}
+	st := "0"
+	if r.t.Opts.StatementTimeout > 0 {
+		st = ms(r.t.Opts.StatementTimeout)
+	}
+	if _, err := r.c.Exec(ctx, "SET statement_timeout = '"+st+"'"); err != nil {
+		return fmt.Errorf("reclaim: set statement_timeout: %w", err)
+	}
+	return nil
+}
+
+func (r *run) resetTimeouts() {
+	if r.c.IsClosed() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
+	r.c.Exec(ctx, "RESET lock_timeout")
+	r.c.Exec(ctx, "RESET statement_timeout")
+}
+
+// stmt runs one reclaim statement with retries and records it as a step.
+// It returns false, nil when the statement timed out every time (recorded
+// for the verdict).
+func (r *run) stmt(ctx context.Context, label, sql string) (bool, error) {
+	ok, err := r.exec(ctx, label, sql)
+	if ok {
+		r.step(label)
+	}
+	return ok, err
+}
+
+// exec is stmt without the step on success.
+func (r *run) exec(ctx context.Context, label, sql string) (bool, error) {
+	for attempt := 0; ; attempt++ {
+		_, err := r.c.Exec(ctx, sql)
+		if err == nil {
+			return true, nil
+		}
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		kind := timeoutKind(err)
+		if kind == "" {
+			return false, fmt.Errorf("reclaim: %s: %s", label, sqlCause(err))
+		}
+		if attempt < r.t.Opts.Retries {
+			if err := sleep(ctx, r.t.Opts.backoff(attempt)); err != nil {
+				return false, err
+			}
+			continue
+		}
+		what := fmt.Sprintf("%s on %s after %d attempt(s)", r.t.timeoutWhat(kind), label, attempt+1)
+		r.step(what)
+		r.timeouts = append(r.timeouts, timeout{kind: kind, what: what, reindex: strings.HasPrefix(sql, "REINDEX")})
+		return false, nil
+	}
+}

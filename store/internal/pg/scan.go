@@ -1,0 +1,162 @@
+package pg
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/amnesia-dev/amnesia/store"
+)
+
+// ChunkSize is how much one pg_read_binary_file call returns.
+const ChunkSize = 4 << 20
+
+// chunkSize is ChunkSize; tests lower it.
+var chunkSize int64 = ChunkSize
+
+// Relation is one relation whose files can hold record bytes.
+type Relation struct {
+	Name string // schema-qualified, as regclass prints it
+	Kind string // heap, toast, toast-index, index
+	Path string // pg_relation_filepath: relative to the data directory
+	Size int64  // main fork size in bytes
+}
+
+// Relations lists t's heap, its TOAST table and the TOAST index, and its
+// indexes, with their file paths and sizes.
+func Relations(ctx context.Context, c *pgx.Conn, t Table) ([]Relation, error) {
+	rows, err := c.Query(ctx, `WITH t AS (SELECT oid, reltoastrelid FROM pg_class WHERE oid = $1::text::regclass),
+	r AS (
+		SELECT oid, 'heap' AS kind, 0 AS ord FROM t
+		UNION ALL SELECT reltoastrelid, 'toast', 1 FROM t WHERE reltoastrelid <> 0
+		UNION ALL SELECT i.indexrelid, 'toast-index', 2 FROM pg_index i, t WHERE t.reltoastrelid <> 0 AND i.indrelid = t.reltoastrelid
+		UNION ALL SELECT i.indexrelid, 'index', 3 FROM pg_index i, t WHERE i.indrelid = t.oid)
+	SELECT r.oid::regclass::text, r.kind, pg_relation_filepath(r.oid), pg_relation_size(r.oid)
+	FROM r ORDER BY r.ord, 1`, t.Ident())
+	if err != nil {
+		return nil, fmt.Errorf("list relations: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Relation, error) {
+		var x Relation
+		err := r.Scan(&x.Name, &x.Kind, &x.Path, &x.Size)
+		return x, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list relations: %w", err)
+	}
+	return out, nil
+}
+
+// Probe is the physical probe: CHECKPOINT (so the files hold what the server
+// holds), then a byte scan of every segment file of the table's heap, TOAST
+// table, TOAST index and indexes, and of every pg_wal segment, read from
+// data_dir when it is configured and readable, else in ChunkSize pieces
+// through pg_read_binary_file. The report's Method says what was read.
+func (t *Target) Probe(ctx context.Context, set *store.NeedleSet) (store.ScanReport, error) {
+	if !t.Priv.Physical() {
+		return store.ScanReport{}, fmt.Errorf("probe physical: %s", t.Priv.MissingPhysical())
+	}
+	var rep store.ScanReport
+	err := t.DB.With(ctx, func(c *pgx.Conn) error {
+		if _, err := c.Exec(ctx, "CHECKPOINT"); err != nil {
+			return fmt.Errorf("probe physical: checkpoint: %w", err)
+		}
+		var segSize int64
+		if err := c.QueryRow(ctx, `SELECT pg_size_bytes(current_setting('segment_size'))`).Scan(&segSize); err != nil {
+			return fmt.Errorf("probe physical: segment size: %w", err)
+		}
+		rels, err := Relations(ctx, c, t.Table)
+		if err != nil {
+			return fmt.Errorf("probe physical: %w", err)
+		}
+		how := "pg_read_binary_file in 4 MiB chunks"
+		if t.Priv.DataDir {
+			how = "files read from data_dir"
+		}
+		sc := store.NewScanner(set, "")
+		var parts []string
+		for _, r := range rels {
+			nseg := (r.Size + segSize - 1) / segSize
+			for i := int64(0); i < nseg; i++ {
+				path := r.Path
+				if i > 0 {
+					path = fmt.Sprintf("%s.%d", r.Path, i)
+				}
+				if err := t.scanFile(ctx, c, sc, path, min(segSize, r.Size-i*segSize)); err != nil {
+					return err
+				}
+			}
+			parts = append(parts, fmt.Sprintf("%s %s (%d segment(s), %d bytes)", r.Kind, r.Name, nseg, r.Size))
+		}
+		wal, whence, listed, err := t.listWAL(ctx, c)
+		if err != nil {
+			return fmt.Errorf("probe physical: %w", err)
+		}
+		walPart := "pg_wal not scanned: role " + Display(t.Priv.Role) + " may not list it (needs pg_monitor, superuser, or a readable data_dir)"
+		if listed {
+			for _, f := range wal {
+				if err := t.scanFile(ctx, c, sc, "pg_wal/"+f.Name, f.Size); err != nil {
+					return err
+				}
+			}
+			walPart = fmt.Sprintf("pg_wal: %d segment(s) listed by %s", len(wal), whence)
+			if len(wal) > 0 {
+				walPart += fmt.Sprintf(" (%s..%s)", wal[0].Name, wal[len(wal)-1].Name)
+			}
+		}
+		rep = sc.Report()
+		rep.Method = "CHECKPOINT, then a byte scan (" + how + ") of " + strings.Join(parts, ", ") + "; " + walPart
+		return nil
+	})
+	return rep, err
+}
+
+// scanFile scans one file of the data directory, size bytes long (a file
+// that grew meanwhile is read to its end).
+func (t *Target) scanFile(ctx context.Context, c *pgx.Conn, sc *store.Scanner, rel string, size int64) error {
+	if t.Priv.DataDir {
+		return sc.ScanFile(ctx, filepath.Join(t.Opts.DataDir, filepath.FromSlash(rel)))
+	}
+	if size <= 0 {
+		return nil
+	}
+	r := &sqlFile{ctx: ctx, c: c, path: rel}
+	if err := sc.Scan(ctx, r); err != nil {
+		return fmt.Errorf("probe physical: read %s: %w", rel, err)
+	}
+	return nil
+}
+
+// sqlFile reads a file under the data directory through
+// pg_read_binary_file(path, offset, length, missing_ok).
+type sqlFile struct {
+	ctx  context.Context
+	c    *pgx.Conn
+	path string
+	off  int64
+	buf  []byte
+	eof  bool
+}
+
+func (f *sqlFile) Read(p []byte) (int, error) {
+	for len(f.buf) == 0 {
+		if f.eof {
+			return 0, io.EOF
+		}
+		var b []byte
+		err := f.c.QueryRow(f.ctx, `SELECT pg_read_binary_file($1, $2, $3, true)`, f.path, f.off, chunkSize).Scan(&b)
+		if err != nil {
+			return 0, err
+		}
+		f.off += int64(len(b))
+		f.buf = b
+		f.eof = int64(len(b)) < chunkSize // short read: end of file (nil: the file is gone)
+	}
+	n := copy(p, f.buf)
+	f.buf = f.buf[n:]
+	return n, nil
+}

@@ -1,0 +1,155 @@
+package pg
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/amnesia-dev/amnesia/store"
+)
+
+// Target is one store's table on one connection: what Delete, Reclaim and
+// the physical probe work on.
+type Target struct {
+	DB    *DB
+	Table Table
+	Opts  Options
+	Priv  Privileges
+	// Reindex selects the indexes that REINDEX INDEX CONCURRENTLY rebuilds
+	// before VACUUM FULL (pgvector: its vector indexes). Nil: none; VACUUM
+	// FULL rebuilds every index anyway.
+	Reindex func(Index) bool
+
+	mu        sync.Mutex
+	deleteXid uint64 // newest xid (xid8) that deleted rows through this Target; 0 = none yet
+}
+
+// NewTarget reads the role's privileges on table and returns its Target.
+func NewTarget(ctx context.Context, db *DB, table Table, o Options) (*Target, error) {
+	t := &Target{DB: db, Table: table, Opts: o}
+	err := db.With(ctx, func(c *pgx.Conn) error {
+		var kind string
+		if err := c.QueryRow(ctx, `SELECT relkind::text FROM pg_class WHERE oid = $1::text::regclass`, table.Ident()).Scan(&kind); err != nil {
+			return fmt.Errorf("look up table: %w", err)
+		}
+		if kind != "r" {
+			return fmt.Errorf("table %s: relkind %q is not supported (only an ordinary table: a partitioned table, view or foreign table is not)", table, kind)
+		}
+		var err error
+		t.Priv, err = ReadPrivileges(ctx, c, table, o.DataDir)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Capabilities returns what the adapter may declare beyond delete and its
+// logical probes: reclaim (full mode only) and the physical probe (when the
+// role may read the files and CHECKPOINT).
+func (t *Target) Capabilities() []store.Capability {
+	var out []store.Capability
+	if t.Opts.Mode == ModeFull {
+		out = append(out, store.CapReclaim)
+	}
+	if t.Priv.Physical() {
+		out = append(out, store.CapProbePhysical)
+	}
+	return out
+}
+
+// Delete runs del (one DELETE statement with args) in a transaction under
+// the lock and statement timeouts, retrying timeouts as configured, and
+// remembers the deleting transaction's xid for the pin check in Reclaim.
+func (t *Target) Delete(ctx context.Context, del string, args ...any) error {
+	return t.DB.With(ctx, func(c *pgx.Conn) error {
+		for attempt := 0; ; attempt++ {
+			xid, err := t.deleteOnce(ctx, c, del, args)
+			if err == nil {
+				t.noteDelete(xid)
+				return nil
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			kind := timeoutKind(err)
+			if kind == "" {
+				return fmt.Errorf("delete rows: %w", err)
+			}
+			if attempt >= t.Opts.Retries {
+				return fmt.Errorf("delete rows: %s after %d attempt(s): %w", t.timeoutWhat(kind), attempt+1, err)
+			}
+			if err := sleep(ctx, t.Opts.backoff(attempt)); err != nil {
+				return err
+			}
+		}
+	})
+}
+
+func (t *Target) deleteOnce(ctx context.Context, c *pgx.Conn, del string, args []any) (uint64, error) {
+	tx, err := c.Begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '"+ms(t.Opts.LockTimeout)+"'"); err != nil {
+		return 0, err
+	}
+	if t.Opts.StatementTimeout > 0 {
+		if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = '"+ms(t.Opts.StatementTimeout)+"'"); err != nil {
+			return 0, err
+		}
+	}
+	if _, err := tx.Exec(ctx, del, args...); err != nil {
+		return 0, err
+	}
+	var xid *string
+	if err := tx.QueryRow(ctx, `SELECT pg_current_xact_id_if_assigned()::text`).Scan(&xid); err != nil {
+		return 0, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, err
+	}
+	if xid == nil {
+		return 0, nil // nothing was deleted
+	}
+	return strconv.ParseUint(*xid, 10, 64)
+}
+
+func (t *Target) noteDelete(xid uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if xid > t.deleteXid {
+		t.deleteXid = xid
+	}
+}
+
+// refXid is the 32-bit form of the newest delete's xid, 0 when unknown.
+func (t *Target) refXid() uint32 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return uint32(t.deleteXid)
+}
+
+func (t *Target) timeoutWhat(kind string) string {
+	if kind == StateStatementTimeout {
+		return "statement timeout (" + t.Opts.StatementTimeout.String() + ")"
+	}
+	return "lock timeout (" + t.Opts.LockTimeout.String() + ")"
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-tm.C:
+		return nil
+	}
+}

@@ -1,0 +1,129 @@
+package pg
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// MaxRotations bounds the WAL switches one reclaim makes (each writes up to
+// one segment, 16 MB by default, and is archived where archiving is on).
+const MaxRotations = 64
+
+var walName = regexp.MustCompile(`^[0-9A-F]{24}$`)
+
+// walFile is one WAL segment file.
+type walFile struct {
+	Name string
+	Size int64
+}
+
+// listWAL lists pg_wal's segment files, sorted, through SQL (pg_ls_waldir)
+// or, failing that, the data directory. ok is false when neither is allowed.
+func (t *Target) listWAL(ctx context.Context, c *pgx.Conn) (files []walFile, how string, ok bool, err error) {
+	switch {
+	case t.Priv.DataDir:
+		ents, err := os.ReadDir(filepath.Join(t.Opts.DataDir, "pg_wal"))
+		if err != nil {
+			return nil, "", false, fmt.Errorf("list pg_wal: %w", err)
+		}
+		for _, e := range ents {
+			if !walName.MatchString(e.Name()) || !e.Type().IsRegular() {
+				continue
+			}
+			fi, err := e.Info()
+			if err != nil {
+				continue // recycled or removed meanwhile
+			}
+			files = append(files, walFile{e.Name(), fi.Size()})
+		}
+		sort.Slice(files, func(i, j int) bool { return files[i].Name < files[j].Name })
+		return files, "data_dir", true, nil
+	case t.Priv.ListWAL:
+		rows, err := c.Query(ctx, `SELECT name, size FROM pg_ls_waldir() WHERE name ~ '^[0-9A-F]{24}$' ORDER BY name`)
+		if err != nil {
+			return nil, "", false, fmt.Errorf("list pg_wal: %w", err)
+		}
+		files, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (walFile, error) {
+			var f walFile
+			err := r.Scan(&f.Name, &f.Size)
+			return f, err
+		})
+		if err != nil {
+			return nil, "", false, fmt.Errorf("list pg_wal: %w", err)
+		}
+		return files, "pg_ls_waldir", true, nil
+	}
+	return nil, "", false, nil
+}
+
+// rotateWAL makes the server recycle every WAL segment that existed before
+// the reclaim. The WAL records of the rows' insert and delete, and full-page
+// images of their pages, are in those segments; a recycled segment keeps its
+// old bytes under a new name until it is written again, and pg_switch_wal
+// zero-fills the rest of the current segment. So: switch and checkpoint
+// (which recycles segments older than its redo point) once per segment that
+// existed, plus two, at most MaxRotations. Segments the server retains
+// (wal_keep_size, a replication slot's restart_lsn, archiving) stay, and are
+// named in the steps.
+func (r *run) rotateWAL(ctx context.Context) error {
+	p := r.t.Priv
+	if !p.SwitchWAL {
+		r.step("pg_switch_wal skipped: role " + Display(p.Role) + " needs superuser or GRANT EXECUTE ON FUNCTION pg_switch_wal() TO " +
+			Display(p.Role) + "; pg_wal keeps the deleted rows' WAL records until the server recycles its segments")
+		return nil
+	}
+	before, _, listed, err := r.t.listWAL(ctx, r.c)
+	if err != nil {
+		return err
+	}
+	var cur0 string
+	if err := r.c.QueryRow(ctx, `SELECT pg_walfile_name(pg_current_wal_lsn())`).Scan(&cur0); err != nil {
+		return fmt.Errorf("reclaim: current WAL segment: %w", err)
+	}
+	n := len(before) + 2
+	if !listed {
+		n = 4
+	}
+	n = min(n, MaxRotations)
+	for i := 0; i < n; i++ {
+		if ok, err := r.exec(ctx, "pg_switch_wal", "SELECT pg_switch_wal()"); err != nil || !ok {
+			return err
+		}
+		if ok, err := r.exec(ctx, "CHECKPOINT after pg_switch_wal", "CHECKPOINT"); err != nil || !ok {
+			return err
+		}
+	}
+	if !listed {
+		r.step(fmt.Sprintf("pg_switch_wal + CHECKPOINT x%d (pg_wal not listable by role %s: recycling not checked)", n, Display(p.Role)))
+		return nil
+	}
+	after, _, _, err := r.t.listWAL(ctx, r.c)
+	if err != nil {
+		return err
+	}
+	var retained []string
+	for _, f := range after {
+		if f.Name <= cur0 {
+			retained = append(retained, f.Name)
+		}
+	}
+	r.step(fmt.Sprintf("pg_switch_wal + CHECKPOINT x%d (%d WAL segments before, first %s)", n, len(before), first(before)))
+	if len(retained) > 0 {
+		r.step(fmt.Sprintf("pg_wal retains %d segment(s) from before the reclaim (%s..%s): wal_keep_size, a replication slot's restart_lsn or archiving keeps them, and their WAL records may hold deleted rows' bytes",
+			len(retained), retained[0], retained[len(retained)-1]))
+	}
+	return nil
+}
+
+func first(fs []walFile) string {
+	if len(fs) == 0 {
+		return "-"
+	}
+	return fs[0].Name
+}

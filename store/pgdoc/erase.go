@@ -1,0 +1,118 @@
+package pgdoc
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/amnesia-dev/amnesia/store"
+	"github.com/amnesia-dev/amnesia/store/internal/pg"
+)
+
+// Delete implements store.Store: one DELETE by id, under the configured
+// lock and statement timeouts.
+func (s *Store) Delete(ctx context.Context, keys []string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	if err := s.t.Delete(ctx, `DELETE FROM `+s.tbl.Ident()+` WHERE id = ANY($1::text[])`, keys); err != nil {
+		return fmt.Errorf("delete documents: %w", err)
+	}
+	return nil
+}
+
+// ReadEvidence implements store.EvidenceReader: windows of the content,
+// and the subject tag. Windows that another live row (outside keys) also
+// holds are counted as Shared.
+func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*store.Evidence, error) {
+	batch := map[string]bool{}
+	out := map[string]*store.Evidence{}
+	for _, k := range keys {
+		batch[k] = true
+		r, err := s.Get(ctx, k)
+		if err != nil {
+			return nil, fmt.Errorf("read evidence: %w", err)
+		}
+		if r != nil {
+			out[k] = &store.Evidence{Key: k, Filter: map[string]string{"subject": r.Subject}, Needles: store.Windows([]byte(r.Content))}
+		}
+	}
+	others := func(fn func(b []byte) error) error {
+		return s.db.With(ctx, func(c *pgx.Conn) error {
+			rows, err := c.Query(ctx, `SELECT id, content FROM `+s.tbl.Ident())
+			if err != nil {
+				return err
+			}
+			var id, content string
+			_, err = pgx.ForEachRow(rows, []any{&id, &content}, func() error {
+				if batch[id] {
+					return nil
+				}
+				return fn([]byte(content))
+			})
+			return err
+		})
+	}
+	if err := store.DropShared(ctx, out, others); err != nil {
+		return nil, fmt.Errorf("read evidence: %w", err)
+	}
+	return out, nil
+}
+
+// ProbeLogical implements store.Store: by id, and by the subject tag the
+// record carried.
+func (s *Store) ProbeLogical(ctx context.Context, keys []string, ev map[string]*store.Evidence) ([]store.LogicalResult, error) {
+	out := make([]store.LogicalResult, 0, len(keys))
+	for _, k := range keys {
+		res := store.LogicalResult{Key: k, Methods: []string{"by-id"}}
+		r, err := s.Get(ctx, k)
+		if err != nil {
+			return nil, fmt.Errorf("probe: %w", err)
+		}
+		res.ByID = r != nil
+		if e := ev[k]; e != nil && e.Filter["subject"] != "" {
+			res.Methods = append(res.Methods, "by-filter:subject")
+			rs, err := s.BySubject(ctx, e.Filter["subject"])
+			if err != nil {
+				return nil, fmt.Errorf("probe: %w", err)
+			}
+			for _, x := range rs {
+				res.ByFilter = res.ByFilter || x.ID == k
+			}
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}
+
+// Reclaim implements store.Reclaimer (see package store/internal/pg). In
+// delete-only mode it reclaims nothing and reports PENDING-reclaim-deferred;
+// the adapter then does not declare store.CapReclaim.
+func (s *Store) Reclaim(ctx context.Context) (store.ReclaimReport, error) {
+	return s.t.Reclaim(ctx)
+}
+
+// ProbePhysical implements store.PhysicalProber. It is declared only when
+// the role may read the relation files and CHECKPOINT.
+func (s *Store) ProbePhysical(ctx context.Context, set *store.NeedleSet) (store.ScanReport, error) {
+	rep, err := s.t.Probe(ctx, set)
+	if err == nil {
+		if n := pg.StorageNote("content", s.storage); n != "" {
+			rep.Method += "; " + n
+		}
+	}
+	return rep, err
+}
+
+func init() {
+	store.Register(Type, store.Adapter{
+		Open: func(ctx context.Context, c store.Config, create bool) (store.Store, error) {
+			return Open(ctx, c, create)
+		},
+		Validate: pg.ValidateConfig,
+	})
+}

@@ -1,0 +1,168 @@
+package pgvector
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/amnesia-dev/amnesia/store"
+	"github.com/amnesia-dev/amnesia/store/internal/pg"
+)
+
+// Delete implements store.Store: one DELETE by key, under the configured
+// lock and statement timeouts.
+func (s *Store) Delete(ctx context.Context, keys []string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	where, args := s.lay.match(keys)
+	if err := s.t.Delete(ctx, `DELETE FROM `+s.tbl.Ident()+` WHERE `+where, args...); err != nil {
+		return fmt.Errorf("delete vectors: %w", err)
+	}
+	return nil
+}
+
+// ReadEvidence implements store.EvidenceReader: windows of the vector's
+// on-disk encoding (OnDisk) and of the content, the subject tag, and the
+// vector. Windows that another live row (outside keys) also holds are
+// counted as Shared.
+func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*store.Evidence, error) {
+	out := map[string]*store.Evidence{}
+	for _, k := range keys {
+		r, err := s.Get(ctx, k)
+		if err != nil {
+			return nil, fmt.Errorf("read evidence: %w", err)
+		}
+		if r == nil {
+			continue
+		}
+		e := &store.Evidence{Key: k, Vector: r.Embedding, Filter: map[string]string{}}
+		e.Needles = append(store.Windows(OnDisk(r.Embedding)), store.Windows([]byte(r.Content))...)
+		if r.Subject != "" {
+			e.Filter["subject"] = r.Subject
+		}
+		out[k] = e
+	}
+	others := func(fn func(b []byte) error) error {
+		return s.db.With(ctx, func(c *pgx.Conn) error {
+			rows, err := c.Query(ctx, `SELECT `+s.selectList()+` FROM `+s.tbl.Ident())
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				x, err := scanRow(rows)
+				if err != nil {
+					return err
+				}
+				if inBatch(x.ids, keys) {
+					continue
+				}
+				if err := fn(OnDisk(x.Embedding)); err != nil {
+					return err
+				}
+				if err := fn([]byte(x.Content)); err != nil {
+					return err
+				}
+			}
+			return rows.Err()
+		})
+	}
+	if err := store.DropShared(ctx, out, others); err != nil {
+		return nil, fmt.Errorf("read evidence: %w", err)
+	}
+	return out, nil
+}
+
+func inBatch(ids, keys []string) bool {
+	for _, k := range keys {
+		if matches(ids, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// ProbeLogical implements store.Store: by key, by the subject tag, and by
+// a k=SimilarityK search with the record's own vector, run twice: exact (no
+// index: every row compared) and, when the table has a vector index, through
+// it (approximate: HNSW and IVFFlat may miss neighbours, so it can only add
+// findings, never clear the exact scan's).
+func (s *Store) ProbeLogical(ctx context.Context, keys []string, ev map[string]*store.Evidence) ([]store.LogicalResult, error) {
+	out := make([]store.LogicalResult, 0, len(keys))
+	for _, k := range keys {
+		res := store.LogicalResult{Key: k, Methods: []string{"by-id"}}
+		r, err := s.Get(ctx, k)
+		if err != nil {
+			return nil, fmt.Errorf("probe: %w", err)
+		}
+		res.ByID = r != nil
+		e := ev[k]
+		if e != nil && e.Filter["subject"] != "" {
+			res.Methods = append(res.Methods, "by-filter:"+s.lay.metadata+"->>subject")
+			idss, err := s.BySubject(ctx, e.Filter["subject"])
+			if err != nil {
+				return nil, fmt.Errorf("probe: %w", err)
+			}
+			for _, ids := range idss {
+				res.ByFilter = res.ByFilter || matches(ids, k)
+			}
+		}
+		if e != nil && len(e.Vector) > 0 && (s.dim == 0 || len(e.Vector) == s.dim) {
+			res.Methods = append(res.Methods, fmt.Sprintf("by-similarity:k=%d:exact", SimilarityK))
+			found, err := s.similar(ctx, k, e.Vector, "<->", true)
+			if err != nil {
+				return nil, err
+			}
+			res.BySimilarity = found
+			if s.vindex.Name != "" {
+				res.Methods = append(res.Methods, fmt.Sprintf("by-similarity:k=%d:%s-index-%s(approximate)", SimilarityK, s.vindex.Method, strings.TrimSuffix(s.vindex.OpClass, "_ops")))
+				found, err := s.similar(ctx, k, e.Vector, operator(s.vindex.OpClass), false)
+				if err != nil {
+					return nil, err
+				}
+				res.BySimilarity = res.BySimilarity || found
+			}
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}
+
+func (s *Store) similar(ctx context.Context, k string, v []float32, op string, exact bool) (bool, error) {
+	ns, err := s.search(ctx, v, SimilarityK, op, exact)
+	if err != nil {
+		return false, fmt.Errorf("probe: %w", err)
+	}
+	for _, n := range ns {
+		if matches(n.ids, k) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// Reclaim implements store.Reclaimer (see package store/internal/pg): the
+// vector indexes are rebuilt with REINDEX INDEX CONCURRENTLY before VACUUM
+// FULL. In delete-only mode it reclaims nothing and reports
+// PENDING-reclaim-deferred; the adapter then does not declare reclaim.
+func (s *Store) Reclaim(ctx context.Context) (store.ReclaimReport, error) {
+	return s.t.Reclaim(ctx)
+}
+
+// ProbePhysical implements store.PhysicalProber. It is declared only when
+// the role may read the relation files and CHECKPOINT.
+func (s *Store) ProbePhysical(ctx context.Context, set *store.NeedleSet) (store.ScanReport, error) {
+	rep, err := s.t.Probe(ctx, set)
+	if err == nil {
+		if n := pg.StorageNote(s.lay.content, s.storage); n != "" {
+			rep.Method += "; " + n
+		}
+	}
+	return rep, err
+}
