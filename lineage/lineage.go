@@ -15,11 +15,38 @@
 //
 // [Trace] is a pure function of a [View]: the same ledger state gives the same
 // trace, byte for byte.
+//
+// Two implementations: [SQLite] (a file, the default) and [Postgres] (shared
+// by several amnesia processes); [Open] picks one from a spec. Both compute
+// the same hash chain, and both pass the conformance suite in ledgertest.
+//
+// # Queued erasures
+//
+// Both also implement [Queue], the erasure work queue of `amnesia worker`.
+// An erasure's journal, its sealed evidence and its certificate live in the
+// state directory of the process that runs it, so work sharing has two rules,
+// and amnesia relies on both:
+//
+//   - A claim is exclusive for the whole run: the worker renews its lease
+//     while the erasure runs and stops the erasure when the lease is lost, so
+//     no two processes ever write one journal.
+//   - Workers share one state directory (traces, journals, certificates,
+//     pepper and signing key). A worker that crashed leaves a half-done
+//     journal; when its lease runs out another worker claims the job and
+//     resumes that journal to the same certificate. With separate state
+//     directories it could not: a fresh run would find the records already
+//     deleted (its evidence gone, its proof weaker), or, after the crashed
+//     run's decide step marked them erased, be refused as stale and never
+//     issue the certificate.
 package lineage
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/amnesia-dev/amnesia/subject"
 )
@@ -124,4 +151,80 @@ type View struct {
 	Mentions  []string             // ids of artifacts that mention the subject
 	Children  map[string][]string  // parent id -> child ids, within the view
 	Erased    map[string]string    // artifact id -> outcome of its latest erasure
+}
+
+// Open opens the ledger named by spec: a PostgreSQL URL (postgres:// or
+// postgresql://) opens [Postgres], shared by every process that uses the same
+// URL; anything else is the path of a [SQLite] file.
+func Open(ctx context.Context, spec string) (Ledger, error) {
+	if IsPostgresDSN(spec) {
+		return OpenPostgres(ctx, spec)
+	}
+	return OpenSQLite(ctx, spec)
+}
+
+// IsPostgresDSN reports whether spec names a PostgreSQL ledger.
+func IsPostgresDSN(spec string) bool {
+	s := strings.ToLower(spec)
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+}
+
+// Event is one entry of the ledger's hash chain.
+type Event struct {
+	Seq  int64
+	Kind string
+	Body string // JSON: digests, ids and store keys, never content
+	Hash string
+}
+
+// EventLog is implemented by ledgers that can list their hash chain
+// (both [SQLite] and [Postgres] do).
+type EventLog interface {
+	// Events returns every event in seq order.
+	Events(ctx context.Context) ([]Event, error)
+}
+
+// eventHash is the chain link of an event: SHA-256 over the previous hash,
+// the seq, the kind and the body. Every implementation MUST compute it this
+// way, so that the same operations give the same chain on any backend.
+func eventHash(prev string, seq int64, kind string, body []byte) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n%d\n%s\n", prev, seq, kind)
+	h.Write(body)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// VerifyChain checks that events form one unbroken hash chain starting at
+// seq 1, and returns its head.
+func VerifyChain(events []Event) (string, error) {
+	prev := ""
+	for i, e := range events {
+		if e.Seq != int64(i+1) {
+			return "", fmt.Errorf("verify ledger chain: event %d has seq %d", i+1, e.Seq)
+		}
+		if got := eventHash(prev, e.Seq, e.Kind, []byte(e.Body)); got != e.Hash {
+			return "", fmt.Errorf("verify ledger chain: event %d does not match its hash", e.Seq)
+		}
+		prev = e.Hash
+	}
+	return prev, nil
+}
+
+func containsString(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// containsMark reports whether ms has a mark for m's (artifact, erasure).
+func containsMark(ms []ErasureMark, m ErasureMark) bool {
+	for _, x := range ms {
+		if x.Artifact == m.Artifact && x.Erasure == m.Erasure {
+			return true
+		}
+	}
+	return false
 }

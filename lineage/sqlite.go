@@ -2,14 +2,11 @@ package lineage
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 
 	_ "github.com/mattn/go-sqlite3" // database/sql driver "sqlite3"
 
@@ -82,7 +79,7 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open ledger: %w", err)
 	}
-	if _, err := db.ExecContext(ctx, sqliteSchema); err != nil {
+	if _, err := db.ExecContext(ctx, sqliteSchema+sqliteQueueSchema); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open ledger %s: %w", path, err)
 	}
@@ -120,10 +117,7 @@ func appendEvent(ctx context.Context, tx *sql.Tx, kind string, body any) (int64,
 		return 0, err
 	}
 	seq++
-	h := sha256.New()
-	fmt.Fprintf(h, "%s\n%d\n%s\n", prev, seq, kind)
-	h.Write(b)
-	hash := hex.EncodeToString(h.Sum(nil))
+	hash := eventHash(prev, seq, kind, b)
 	_, err = tx.ExecContext(ctx, `INSERT INTO events (seq, kind, body, hash) VALUES (?, ?, ?, ?)`, seq, kind, string(b), hash)
 	return seq, err
 }
@@ -276,7 +270,7 @@ func (l *SQLite) Suppress(ctx context.Context, erasure string, artifacts []strin
 			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM suppressions WHERE artifact = ?`, id).Scan(&n); err != nil {
 				return err
 			}
-			if n == 0 {
+			if n == 0 && !containsString(todo, id) {
 				todo = append(todo, id)
 			}
 		}
@@ -315,7 +309,7 @@ func (l *SQLite) MarkErased(ctx context.Context, marks []ErasureMark) error {
 			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM erasures WHERE artifact = ? AND erasure = ?`, m.Artifact, m.Erasure).Scan(&n); err != nil {
 				return err
 			}
-			if n == 0 {
+			if n == 0 && !containsMark(todo, m) {
 				todo = append(todo, m)
 			}
 		}
@@ -347,75 +341,4 @@ func (l *SQLite) Head(ctx context.Context) (int64, string, error) {
 		return 0, "", fmt.Errorf("ledger head: %w", err)
 	}
 	return seq, hash, nil
-}
-
-// View implements Ledger. It reads inside one transaction, so the view is
-// consistent.
-func (l *SQLite) View(ctx context.Context, scope string, s subject.Key) (*View, error) {
-	tx, err := l.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return nil, fmt.Errorf("read ledger: %w", err)
-	}
-	defer tx.Rollback()
-	v := &View{Scope: scope, Subject: s, Artifacts: map[string]*Artifact{}, Children: map[string][]string{}, Erased: map[string]string{}}
-	if v.Owned, err = queryIDs(ctx, tx, `SELECT id FROM artifacts WHERE scope = ? AND subject = ? ORDER BY id`, scope, s.String()); err != nil {
-		return nil, fmt.Errorf("read ledger: %w", err)
-	}
-	if v.Mentions, err = queryIDs(ctx, tx, `SELECT m.artifact FROM mentions m JOIN artifacts a ON a.id = m.artifact WHERE a.scope = ? AND m.subject = ? ORDER BY m.artifact`, scope, s.String()); err != nil {
-		return nil, fmt.Errorf("read ledger: %w", err)
-	}
-	frontier := append(append([]string{}, v.Owned...), v.Mentions...)
-	for len(frontier) > 0 {
-		var next []string
-		for _, id := range frontier {
-			if _, ok := v.Artifacts[id]; ok {
-				continue
-			}
-			if err := loadArtifact(ctx, tx, v, id); err != nil {
-				return nil, fmt.Errorf("read ledger: %w", err)
-			}
-			next = append(next, v.Children[id]...)
-		}
-		frontier = next
-	}
-	return v, nil
-}
-
-func loadArtifact(ctx context.Context, tx *sql.Tx, v *View, id string) error {
-	a, err := scanArtifact(tx.QueryRowContext(ctx, `SELECT id, scope, subject, kind, store, key, digest FROM artifacts WHERE id = ?`, id))
-	if err != nil {
-		return err
-	}
-	if a.Parents, err = queryIDs(ctx, tx, `SELECT parent FROM edges WHERE child = ? ORDER BY parent`, id); err != nil {
-		return err
-	}
-	if v.Children[id], err = queryIDs(ctx, tx, `SELECT child FROM edges WHERE parent = ? ORDER BY child`, id); err != nil {
-		return err
-	}
-	var outcome sql.NullString
-	if err := tx.QueryRowContext(ctx, `SELECT outcome FROM erasures WHERE artifact = ? ORDER BY seq DESC LIMIT 1`, id).Scan(&outcome); err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return err
-	}
-	if outcome.Valid {
-		v.Erased[id] = strings.TrimSpace(outcome.String)
-	}
-	v.Artifacts[id] = a
-	return nil
-}
-
-func queryIDs(ctx context.Context, tx *sql.Tx, q string, args ...any) ([]string, error) {
-	rows, err := tx.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
 }

@@ -100,6 +100,7 @@ func confirm(out io.Writer, in *bufio.Reader, t *lineage.Trace) bool {
 type eraseOptions struct {
 	trace  string
 	reason string
+	queue  bool
 }
 
 func newEraseCommand(g *globalOptions) *cobra.Command {
@@ -126,6 +127,9 @@ a path). A new erasure is refused when the ledger no longer gives the same trace
 			if err != nil {
 				return err
 			}
+			if o.queue {
+				return a.enqueue(cmd.Context(), cmd.OutOrStdout(), t, o.reason)
+			}
 			if strings.TrimSpace(o.reason) == "" {
 				if _, err := os.Stat(a.dir.ErasureDir(saga.ID(t.ID))); err != nil {
 					return withCode(exitUsage, errors.New("--reason is required for a new erasure"))
@@ -136,6 +140,7 @@ a path). A new erasure is refused when the ledger no longer gives the same trace
 	}
 	cmd.Flags().StringVar(&o.trace, "trace", "", "trace id (from 'amnesia trace') or path to a trace file")
 	cmd.Flags().StringVar(&o.reason, "reason", "", "request or ticket reference")
+	cmd.Flags().BoolVar(&o.queue, "queue", false, "queue the erasure in the ledger for 'amnesia worker' instead of running it")
 	return cmd
 }
 

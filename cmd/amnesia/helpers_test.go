@@ -152,9 +152,17 @@ func (f e2eFixture) vecsDB() string { return filepath.Join(f.root, "vectors.db")
 // ingests docs through capture into both stores, then closes everything.
 func buildE2EFixture(t *testing.T, root string, docs []e2eDoc) e2eFixture {
 	t.Helper()
+	return buildE2EFixtureLedger(t, root, "", docs)
+}
+
+// buildE2EFixtureLedger is buildE2EFixture with the config's ledger field set
+// to ledger ("" for the default ledger.db in the state directory).
+func buildE2EFixtureLedger(t *testing.T, root, ledgerSpec string, docs []e2eDoc) e2eFixture {
+	t.Helper()
 	ctx := context.Background()
 	f := e2eFixture{root: root}
 	cfg := state.DefaultConfig()
+	cfg.Ledger = ledgerSpec
 	cfg.Stores = []state.StoreConfig{
 		{Name: "docs", Type: sqlitedoc.Type, Path: "../docs.db"},
 		{Name: "vectors", Type: sqlitevec.Type, Path: "../vectors.db", Dimensions: fixtureDim},
@@ -166,7 +174,7 @@ func buildE2EFixture(t *testing.T, root string, docs []e2eDoc) e2eFixture {
 	if got := sd.Config.StorePath(sd.Config.Stores[0]); got != f.docsDB() {
 		t.Fatalf("relative store path resolves to %s, want %s", got, f.docsDB())
 	}
-	ledger, err := lineage.OpenSQLite(ctx, sd.LedgerPath())
+	ledger, err := lineage.Open(ctx, sd.LedgerSpec())
 	if err != nil {
 		t.Fatalf("open ledger: %v", err)
 	}

@@ -42,6 +42,7 @@ level each store permits, and issues a signed certificate anyone can verify offl
 		newTraceCommand(g),
 		newForgetCommand(g),
 		newEraseCommand(g),
+		newWorkerCommand(g),
 		newVerifyCommand(),
 		newDemoCommand(),
 	)
@@ -60,7 +61,7 @@ func usageArgs(n int) cobra.PositionalArgs {
 // app is an opened installation.
 type app struct {
 	dir     *state.Dir
-	ledger  *lineage.SQLite
+	ledger  lineage.Ledger
 	log     *slog.Logger
 	logFile *os.File
 }
@@ -74,7 +75,7 @@ func openApp(ctx context.Context, g *globalOptions) (*app, error) {
 }
 
 func openAppDir(ctx context.Context, dir *state.Dir) (*app, error) {
-	l, err := lineage.OpenSQLite(ctx, dir.LedgerPath())
+	l, err := lineage.Open(ctx, dir.LedgerSpec())
 	if err != nil {
 		return nil, err
 	}

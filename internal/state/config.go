@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/store"
 	"github.com/amnesia-dev/amnesia/subject"
 )
@@ -20,6 +22,7 @@ type Config struct {
 	Scope       string        `yaml:"scope"`
 	Validity    string        `yaml:"certificate_validity"` // Go duration, e.g. 8760h
 	Stores      []StoreConfig `yaml:"stores"`
+	Ledger      string        `yaml:"ledger,omitempty"` // PostgreSQL URL (shared) or SQLite path; default ledger.db in the state dir
 	dir         string
 	validityDur time.Duration
 }
@@ -68,6 +71,11 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("certificate_validity %q: want a positive Go duration such as 8760h", c.Validity)
 	}
 	c.validityDur = d
+	if lower := strings.ToLower(c.Ledger); strings.HasPrefix(lower, "postgres:") || strings.HasPrefix(lower, "postgresql:") {
+		if !lineage.IsPostgresDSN(c.Ledger) {
+			return fmt.Errorf("ledger: a PostgreSQL ledger is a URL: postgres://user@host/dbname")
+		}
+	}
 	seen := map[string]bool{}
 	for i, s := range c.Stores {
 		if s.Name == "" {

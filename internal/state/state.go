@@ -7,11 +7,12 @@
 //	pepper                 32 random bytes: the key of every subject digest
 //	signing-key.pem        Ed25519 private key, PKCS#8 PEM
 //	signing-key.pub.pem    public key, PEM SubjectPublicKeyInfo ("BEGIN PUBLIC KEY")
-//	ledger.db              lineage ledger (SQLite)
+//	ledger.db              lineage ledger (SQLite), unless amnesia.yaml names another (ledger:)
 //	traces/<id>.json       traces saved for `erase --trace`
 //	erasures/<id>/         one erasure: journal.jsonl, sealed evidence while it runs
 //	certificates/<id>.dsse.json
 //	amnesia.log            structured log (JSON lines)
+//	worker.lock            flock of `amnesia worker` while it erases (file-based stores)
 package state
 
 import (
@@ -24,6 +25,7 @@ import (
 	"path/filepath"
 
 	"github.com/amnesia-dev/amnesia/certificate"
+	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/subject"
 )
 
@@ -52,6 +54,23 @@ func (d *Dir) CertificatePath(id string) string {
 	return filepath.Join(d.Path, "certificates", id+".dsse.json")
 }
 func (d *Dir) LogPath() string { return filepath.Join(d.Path, "amnesia.log") }
+
+// LedgerSpec is what lineage.Open takes: the configured ledger (a PostgreSQL
+// URL, or a SQLite path resolved against the state directory), or
+// LedgerPath when none is configured.
+func (d *Dir) LedgerSpec() string {
+	l := ""
+	if d.Config != nil {
+		l = d.Config.Ledger
+	}
+	switch {
+	case l == "":
+		return d.LedgerPath()
+	case lineage.IsPostgresDSN(l) || filepath.IsAbs(l):
+		return l
+	}
+	return filepath.Join(d.Path, l)
+}
 
 // Init creates a new state directory at path with a fresh pepper, signing
 // key and cfg (DefaultConfig when nil). It refuses to overwrite an existing

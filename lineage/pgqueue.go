@@ -1,0 +1,180 @@
+package lineage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+const pgQueueSchema = `
+CREATE TABLE queue (
+	n            BIGINT GENERATED ALWAYS AS IDENTITY,
+	id           TEXT PRIMARY KEY,
+	subject      TEXT NOT NULL,
+	scope        TEXT NOT NULL,
+	reason       TEXT NOT NULL,
+	state        TEXT NOT NULL DEFAULT 'pending',
+	worker       TEXT NOT NULL DEFAULT '',
+	attempts     INTEGER NOT NULL DEFAULT 0,
+	enqueued_at  TIMESTAMPTZ NOT NULL DEFAULT now(),
+	available_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+	lease_until  TIMESTAMPTZ,
+	finished_at  TIMESTAMPTZ,
+	certificate  TEXT NOT NULL DEFAULT '',
+	error        TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX queue_open ON queue (n) WHERE state IN ('pending', 'claimed');
+`
+
+const pgJobColumns = `id, subject, scope, reason, state, worker, attempts, lease_until, certificate, error`
+
+func scanPgJob(r pgx.Row) (*Job, error) {
+	var j Job
+	var lease *time.Time
+	if err := r.Scan(&j.ID, &j.Subject, &j.Scope, &j.Reason, &j.State, &j.Worker, &j.Attempts, &lease, &j.Certificate, &j.Error); err != nil {
+		return nil, err
+	}
+	if lease != nil {
+		j.LeaseUntil = *lease
+	}
+	return &j, nil
+}
+
+// Enqueue implements Queue.
+func (l *Postgres) Enqueue(ctx context.Context, traceID, subjectKeyHex, scope, reason string) error {
+	if err := checkEnqueue(traceID, subjectKeyHex, reason); err != nil {
+		return err
+	}
+	err := l.pool.with(ctx, func(c *pgx.Conn) error {
+		_, err := c.Exec(ctx, `INSERT INTO queue (id, subject, scope, reason) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING`,
+			traceID, subjectKeyHex, scope, reason)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("enqueue erasure: %w", err)
+	}
+	return nil
+}
+
+// Claim implements Queue. The oldest claimable row is locked with FOR UPDATE
+// SKIP LOCKED: a concurrent Claim skips it instead of waiting for it, and
+// claims the next one.
+func (l *Postgres) Claim(ctx context.Context, worker string, lease time.Duration) (*Job, error) {
+	if err := checkClaim(worker, lease); err != nil {
+		return nil, err
+	}
+	var j *Job
+	err := l.pool.with(ctx, func(c *pgx.Conn) error {
+		var err error
+		j, err = scanPgJob(c.QueryRow(ctx, `
+			UPDATE queue q SET state = 'claimed', worker = $1, attempts = q.attempts + 1,
+				lease_until = now() + $2::float8 * interval '1 second'
+			FROM (SELECT id FROM queue
+				WHERE (state = 'pending' AND available_at <= now()) OR (state = 'claimed' AND lease_until <= now())
+				ORDER BY n LIMIT 1 FOR UPDATE SKIP LOCKED) c
+			WHERE q.id = c.id
+			RETURNING q.id, q.subject, q.scope, q.reason, q.state, q.worker, q.attempts, q.lease_until, q.certificate, q.error`,
+			worker, lease.Seconds()))
+		return err
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrNoJob
+	}
+	if err != nil {
+		return nil, fmt.Errorf("claim erasure: %w", err)
+	}
+	return j, nil
+}
+
+// pgFenced runs an update of the claim j; none updated is ErrLeaseLost,
+// unless already reports that the update was done before (idempotence).
+func (l *Postgres) pgFenced(ctx context.Context, op string, j *Job, set string, args ...any) (int64, error) {
+	var n int64
+	err := l.pool.with(ctx, func(c *pgx.Conn) error {
+		tag, err := c.Exec(ctx, `UPDATE queue SET `+set+` WHERE id = $1 AND worker = $2 AND attempts = $3 AND state = 'claimed'`,
+			append([]any{j.ID, j.Worker, j.Attempts}, args...)...)
+		n = tag.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", op, err)
+	}
+	return n, nil
+}
+
+// Renew implements Queue.
+func (l *Postgres) Renew(ctx context.Context, j *Job, lease time.Duration) error {
+	n, err := l.pgFenced(ctx, "renew lease", j, `lease_until = now() + $4::float8 * interval '1 second'`, lease.Seconds())
+	if err == nil && n == 0 {
+		err = ErrLeaseLost
+	}
+	return err
+}
+
+// Complete implements Queue.
+func (l *Postgres) Complete(ctx context.Context, j *Job, certificate string) error {
+	n, err := l.pgFenced(ctx, "complete erasure", j, `state = 'done', certificate = $4, lease_until = NULL, finished_at = now()`, certificate)
+	if err != nil || n > 0 {
+		return err
+	}
+	now, err := l.job(ctx, j.ID)
+	if err != nil {
+		return fmt.Errorf("complete erasure: %w", err)
+	}
+	if now.State == JobDone && now.Worker == j.Worker && now.Attempts == j.Attempts && now.Certificate == certificate {
+		return nil
+	}
+	return ErrLeaseLost
+}
+
+// Fail implements Queue.
+func (l *Postgres) Fail(ctx context.Context, j *Job, reason string) error {
+	n, err := l.pgFenced(ctx, "fail erasure", j, `state = 'failed', error = $4, lease_until = NULL, finished_at = now()`, reason)
+	if err == nil && n == 0 {
+		err = ErrLeaseLost
+	}
+	return err
+}
+
+// Release implements Queue.
+func (l *Postgres) Release(ctx context.Context, j *Job, delay time.Duration) error {
+	n, err := l.pgFenced(ctx, "release erasure", j, `state = 'pending', lease_until = NULL, available_at = now() + $4::float8 * interval '1 second'`, delay.Seconds())
+	if err == nil && n == 0 {
+		err = ErrLeaseLost
+	}
+	return err
+}
+
+func (l *Postgres) job(ctx context.Context, id string) (*Job, error) {
+	var j *Job
+	err := l.pool.with(ctx, func(c *pgx.Conn) error {
+		var err error
+		j, err = scanPgJob(c.QueryRow(ctx, `SELECT `+pgJobColumns+` FROM queue WHERE id = $1`, id))
+		return err
+	})
+	return j, err
+}
+
+// Jobs implements Queue.
+func (l *Postgres) Jobs(ctx context.Context) ([]Job, error) {
+	var out []Job
+	err := l.pool.with(ctx, func(c *pgx.Conn) error {
+		rows, _ := c.Query(ctx, `SELECT `+pgJobColumns+` FROM queue ORDER BY n`)
+		var err error
+		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Job, error) {
+			j, err := scanPgJob(r)
+			if err != nil {
+				return Job{}, err
+			}
+			return *j, nil
+		})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list erasure jobs: %w", err)
+	}
+	return out, nil
+}

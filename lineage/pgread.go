@@ -1,0 +1,229 @@
+package lineage
+
+// Reads of the PostgreSQL ledger (Lookup, Suppressed, Head, Events, View) and
+// its connection pool.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/amnesia-dev/amnesia/subject"
+)
+
+// Lookup implements Ledger.
+func (l *Postgres) Lookup(ctx context.Context, scope, store, key string) (*Artifact, error) {
+	var a *Artifact
+	err := l.pool.with(ctx, func(c *pgx.Conn) error {
+		var err error
+		a, err = scanArtifact(c.QueryRow(ctx, `SELECT id, scope, subject, kind, store, key, digest FROM artifacts WHERE scope = $1 AND store = $2 AND key = $3`, scope, store, key))
+		return err
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("look up artifact: %w", err)
+	}
+	return a, nil
+}
+
+// Suppressed implements Ledger.
+func (l *Postgres) Suppressed(ctx context.Context, artifact string) (bool, error) {
+	var n int
+	err := l.pool.with(ctx, func(c *pgx.Conn) error {
+		return c.QueryRow(ctx, `SELECT (SELECT count(*) FROM suppressions WHERE artifact = $1) + (SELECT count(*) FROM erasures WHERE artifact = $1)`, artifact).Scan(&n)
+	})
+	if err != nil {
+		return false, fmt.Errorf("check suppression: %w", err)
+	}
+	return n > 0, nil
+}
+
+// Head implements Ledger.
+func (l *Postgres) Head(ctx context.Context) (int64, string, error) {
+	var seq int64
+	var hash string
+	err := l.pool.with(ctx, func(c *pgx.Conn) error {
+		return c.QueryRow(ctx, `SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1`).Scan(&seq, &hash)
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, "", nil
+	}
+	if err != nil {
+		return 0, "", fmt.Errorf("ledger head: %w", err)
+	}
+	return seq, hash, nil
+}
+
+// Events implements EventLog.
+func (l *Postgres) Events(ctx context.Context) ([]Event, error) {
+	var out []Event
+	err := l.pool.with(ctx, func(c *pgx.Conn) error {
+		rows, _ := c.Query(ctx, `SELECT seq, kind, body, hash FROM events ORDER BY seq`)
+		var err error
+		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Event, error) {
+			var e Event
+			return e, r.Scan(&e.Seq, &e.Kind, &e.Body, &e.Hash)
+		})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read ledger events: %w", err)
+	}
+	return out, nil
+}
+
+// View implements Ledger. It reads inside one REPEATABLE READ transaction,
+// so the view is one snapshot even while other processes write.
+func (l *Postgres) View(ctx context.Context, scope string, s subject.Key) (*View, error) {
+	v := &View{Scope: scope, Subject: s, Artifacts: map[string]*Artifact{}, Children: map[string][]string{}, Erased: map[string]string{}}
+	err := l.pool.with(ctx, func(c *pgx.Conn) error {
+		opts := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
+		return pgx.BeginTxFunc(ctx, c, opts, func(tx pgx.Tx) error {
+			var err error
+			if v.Owned, err = pgIDs(ctx, tx, `SELECT id FROM artifacts WHERE scope = $1 AND subject = $2 ORDER BY id COLLATE "C"`, scope, s.String()); err != nil {
+				return err
+			}
+			if v.Mentions, err = pgIDs(ctx, tx, `SELECT m.artifact FROM mentions m JOIN artifacts a ON a.id = m.artifact WHERE a.scope = $1 AND m.subject = $2 ORDER BY m.artifact COLLATE "C"`, scope, s.String()); err != nil {
+				return err
+			}
+			frontier := append(append([]string{}, v.Owned...), v.Mentions...)
+			for len(frontier) > 0 {
+				var next []string
+				for _, id := range frontier {
+					if _, ok := v.Artifacts[id]; ok {
+						continue
+					}
+					if err := pgLoadArtifact(ctx, tx, v, id); err != nil {
+						return err
+					}
+					next = append(next, v.Children[id]...)
+				}
+				frontier = next
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read ledger: %w", err)
+	}
+	return v, nil
+}
+
+func pgLoadArtifact(ctx context.Context, tx pgx.Tx, v *View, id string) error {
+	a, err := scanArtifact(tx.QueryRow(ctx, `SELECT id, scope, subject, kind, store, key, digest FROM artifacts WHERE id = $1`, id))
+	if err != nil {
+		return err
+	}
+	if a.Parents, err = pgIDs(ctx, tx, `SELECT parent FROM edges WHERE child = $1 ORDER BY parent COLLATE "C"`, id); err != nil {
+		return err
+	}
+	if v.Children[id], err = pgIDs(ctx, tx, `SELECT child FROM edges WHERE parent = $1 ORDER BY child COLLATE "C"`, id); err != nil {
+		return err
+	}
+	var outcome string
+	err = tx.QueryRow(ctx, `SELECT outcome FROM erasures WHERE artifact = $1 ORDER BY seq DESC LIMIT 1`, id).Scan(&outcome)
+	switch {
+	case err == nil:
+		v.Erased[id] = strings.TrimSpace(outcome)
+	case !errors.Is(err, pgx.ErrNoRows):
+		return err
+	}
+	v.Artifacts[id] = a
+	return nil
+}
+
+func pgIDs(ctx context.Context, tx pgx.Tx, q string, args ...any) ([]string, error) {
+	rows, _ := tx.Query(ctx, q, args...)
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// pgPool is a small pool of PostgreSQL connections: at most max open, idle
+// ones reused, broken ones dropped. (pgxpool would need another module.)
+type pgPool struct {
+	cfg    *pgx.ConnConfig
+	slots  chan struct{} // one per connection that may be in use
+	mu     sync.Mutex
+	idle   []*pgx.Conn
+	closed bool
+}
+
+var errPoolClosed = errors.New("ledger is closed")
+
+func newPgPool(cfg *pgx.ConnConfig, max int) *pgPool {
+	return &pgPool{cfg: cfg, slots: make(chan struct{}, max)}
+}
+
+// with runs fn on a connection of its own.
+func (p *pgPool) with(ctx context.Context, fn func(*pgx.Conn) error) error {
+	c, err := p.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer p.release(c)
+	return fn(c)
+}
+
+func (p *pgPool) acquire(ctx context.Context) (*pgx.Conn, error) {
+	select {
+	case p.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		<-p.slots
+		return nil, errPoolClosed
+	}
+	if n := len(p.idle); n > 0 {
+		c := p.idle[n-1]
+		p.idle = p.idle[:n-1]
+		p.mu.Unlock()
+		return c, nil
+	}
+	p.mu.Unlock()
+	c, err := pgx.ConnectConfig(ctx, p.cfg)
+	if err != nil {
+		<-p.slots
+		return nil, err
+	}
+	return c, nil
+}
+
+// release returns c to the pool, or closes it when it is broken, inside a
+// transaction, or the pool is closed.
+func (p *pgPool) release(c *pgx.Conn) {
+	defer func() { <-p.slots }()
+	healthy := !c.IsClosed() && !c.PgConn().IsBusy() && c.PgConn().TxStatus() == 'I'
+	p.mu.Lock()
+	if healthy && !p.closed {
+		p.idle = append(p.idle, c)
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
+	closeConn(c)
+}
+
+func (p *pgPool) close() {
+	p.mu.Lock()
+	idle := p.idle
+	p.idle, p.closed = nil, true
+	p.mu.Unlock()
+	for _, c := range idle {
+		closeConn(c)
+	}
+}
+
+func closeConn(c *pgx.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c.Close(ctx)
+}

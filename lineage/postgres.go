@@ -1,0 +1,286 @@
+package lineage
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The tables are those of the SQLite ledger; events.body is TEXT (not jsonb)
+// so that the hashed bytes are stored exactly. A trigger refuses UPDATE,
+// DELETE and TRUNCATE on events.
+var pgTables = []string{"meta", "events", "artifacts", "edges", "mentions", "suppressions", "erasures", "queue"}
+
+const pgSchema = `
+CREATE TABLE meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
+CREATE TABLE events (seq BIGINT PRIMARY KEY, kind TEXT NOT NULL, body TEXT NOT NULL, hash TEXT NOT NULL);
+CREATE TABLE artifacts (
+	id TEXT PRIMARY KEY, seq BIGINT NOT NULL, scope TEXT NOT NULL, subject TEXT NOT NULL,
+	kind TEXT NOT NULL, store TEXT NOT NULL, key TEXT NOT NULL, digest TEXT NOT NULL
+);
+CREATE INDEX artifacts_subject ON artifacts (scope, subject);
+CREATE UNIQUE INDEX artifacts_location ON artifacts (scope, store, key);
+CREATE TABLE edges (child TEXT NOT NULL, parent TEXT NOT NULL, seq BIGINT NOT NULL, PRIMARY KEY (child, parent));
+CREATE INDEX edges_parent ON edges (parent);
+CREATE TABLE mentions (artifact TEXT NOT NULL, subject TEXT NOT NULL, seq BIGINT NOT NULL, PRIMARY KEY (artifact, subject));
+CREATE INDEX mentions_subject ON mentions (subject);
+CREATE TABLE suppressions (artifact TEXT PRIMARY KEY, erasure TEXT NOT NULL, seq BIGINT NOT NULL);
+CREATE TABLE erasures (
+	artifact TEXT NOT NULL, erasure TEXT NOT NULL, outcome TEXT NOT NULL, seq BIGINT NOT NULL,
+	PRIMARY KEY (artifact, erasure)
+);
+CREATE FUNCTION amnesia_events_append_only() RETURNS trigger LANGUAGE plpgsql AS
+	$$BEGIN RAISE EXCEPTION 'amnesia ledger events are append-only'; END$$;
+CREATE TRIGGER events_no_update BEFORE UPDATE OR DELETE ON events
+	FOR EACH ROW EXECUTE FUNCTION amnesia_events_append_only();
+CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON events
+	FOR EACH STATEMENT EXECUTE FUNCTION amnesia_events_append_only();
+` + pgQueueSchema
+
+// pgLock is the transaction-level advisory lock that serialises every write
+// to one ledger (one schema of one database) across all processes: the
+// chain head is read and extended under it, so the chain never forks.
+const pgLock = `SELECT pg_advisory_xact_lock(1634561381, hashtext('amnesia.ledger:' || current_schema()))`
+
+// Postgres is the ledger in a PostgreSQL database, shared by any number of
+// amnesia processes. Its semantics and its hash chain are those of [SQLite].
+type Postgres struct {
+	pool *pgPool
+}
+
+var (
+	_ Ledger   = (*Postgres)(nil)
+	_ Queue    = (*Postgres)(nil)
+	_ EventLog = (*Postgres)(nil)
+)
+
+// OpenPostgres opens the ledger at dsn (a postgres:// URL; its search_path,
+// if any, names the schema), creating its tables on first use. A schema that
+// holds another ledger version, or tables of the same names that are not an
+// amnesia ledger, is refused.
+func OpenPostgres(ctx context.Context, dsn string) (*Postgres, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, errors.New("open ledger: the PostgreSQL URL does not parse") // the URL may hold a password
+	}
+	l := &Postgres{pool: newPgPool(cfg, 8)}
+	if err := l.initSchema(ctx); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("open ledger: %w", err)
+	}
+	return l, nil
+}
+
+func (l *Postgres) initSchema(ctx context.Context) error {
+	return l.inTx(ctx, "schema", true, func(tx pgx.Tx) error {
+		var schema *string
+		if err := tx.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+			return err
+		}
+		if schema == nil {
+			return errors.New("no schema of the search_path exists: create it first")
+		}
+		var found []string
+		for _, t := range pgTables {
+			var ok bool
+			if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, t).Scan(&ok); err != nil {
+				return err
+			}
+			if ok {
+				found = append(found, t)
+			}
+		}
+		if len(found) == 0 {
+			if _, err := tx.Exec(ctx, pgSchema); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, `INSERT INTO meta (k, v) VALUES ('schema', $1)`, SchemaVersion)
+			return err
+		}
+		var v string
+		if len(found) != len(pgTables) || tx.QueryRow(ctx, `SELECT v FROM meta WHERE k = 'schema'`).Scan(&v) != nil {
+			return fmt.Errorf("this schema holds tables (%s) that are not an amnesia ledger: use a dedicated database, or a schema of its own through search_path", strings.Join(found, ", "))
+		}
+		if v != SchemaVersion {
+			return fmt.Errorf("schema %q, this amnesia reads %q", v, SchemaVersion)
+		}
+		return nil
+	})
+}
+
+// Close closes the connections.
+func (l *Postgres) Close() error {
+	l.pool.close()
+	return nil
+}
+
+// inTx runs fn in a READ COMMITTED transaction; a write transaction first
+// takes the ledger's advisory lock.
+func (l *Postgres) inTx(ctx context.Context, op string, write bool, fn func(tx pgx.Tx) error) error {
+	err := l.pool.with(ctx, func(c *pgx.Conn) error {
+		return pgx.BeginTxFunc(ctx, c, pgx.TxOptions{}, func(tx pgx.Tx) error {
+			if write {
+				if _, err := tx.Exec(ctx, pgLock); err != nil {
+					return err
+				}
+			}
+			return fn(tx)
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return nil
+}
+
+// pgAppend writes one event to the hash chain (under pgLock) and returns its seq.
+func pgAppend(ctx context.Context, tx pgx.Tx, kind string, body any) (int64, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return 0, err
+	}
+	var seq int64
+	var prev string
+	err = tx.QueryRow(ctx, `SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1`).Scan(&seq, &prev)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return 0, err
+	}
+	seq++
+	_, err = tx.Exec(ctx, `INSERT INTO events (seq, kind, body, hash) VALUES ($1, $2, $3, $4)`, seq, kind, string(b), eventHash(prev, seq, kind, b))
+	return seq, err
+}
+
+func pgCount(ctx context.Context, tx pgx.Tx, q string, args ...any) (int, error) {
+	var n int
+	err := tx.QueryRow(ctx, q, args...).Scan(&n)
+	return n, err
+}
+
+// Record implements Ledger.
+func (l *Postgres) Record(ctx context.Context, a Artifact) error {
+	if a.ID == "" || a.Store == "" || a.Key == "" || !a.Kind.Valid() || a.Subject.IsZero() {
+		return fmt.Errorf("record artifact: id, store, key, a valid kind and a subject are required")
+	}
+	return l.inTx(ctx, "record artifact", true, func(tx pgx.Tx) error {
+		var subj, digest string
+		err := tx.QueryRow(ctx, `SELECT subject, digest FROM artifacts WHERE id = $1`, a.ID).Scan(&subj, &digest)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+		case err != nil:
+			return err
+		case subj != a.Subject.String():
+			return ErrOwnerConflict
+		}
+		if n, err := pgCount(ctx, tx, `SELECT count(*) FROM erasures WHERE artifact = $1`, a.ID); err != nil {
+			return err
+		} else if n > 0 {
+			return ErrErased
+		}
+		var newParents []string
+		for _, p := range a.Parents {
+			if n, err := pgCount(ctx, tx, `SELECT count(*) FROM artifacts WHERE id = $1`, p); err != nil {
+				return err
+			} else if n == 0 {
+				return fmt.Errorf("parent %s: %w", p, ErrNotFound)
+			}
+			if n, err := pgCount(ctx, tx, `SELECT count(*) FROM edges WHERE child = $1 AND parent = $2`, a.ID, p); err != nil {
+				return err
+			} else if n == 0 {
+				newParents = append(newParents, p)
+			}
+		}
+		sort.Strings(newParents)
+		if subj != "" && digest == a.Digest && len(newParents) == 0 {
+			return nil // identical: no-op
+		}
+		seq, err := pgAppend(ctx, tx, "artifact", artifactEvent{a.ID, a.Scope, a.Subject.String(), a.Kind, a.Store, a.Key, a.Digest, newParents})
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO artifacts (id, seq, scope, subject, kind, store, key, digest) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+			ON CONFLICT (id) DO UPDATE SET digest = EXCLUDED.digest, seq = EXCLUDED.seq`,
+			a.ID, seq, a.Scope, a.Subject.String(), string(a.Kind), a.Store, a.Key, a.Digest); err != nil {
+			return err
+		}
+		for _, p := range newParents {
+			if _, err := tx.Exec(ctx, `INSERT INTO edges (child, parent, seq) VALUES ($1, $2, $3)`, a.ID, p, seq); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Mention implements Ledger.
+func (l *Postgres) Mention(ctx context.Context, m Mention) error {
+	return l.inTx(ctx, "record mention", true, func(tx pgx.Tx) error {
+		if n, err := pgCount(ctx, tx, `SELECT count(*) FROM mentions WHERE artifact = $1 AND subject = $2`, m.Artifact, m.Subject.String()); err != nil || n > 0 {
+			return err
+		}
+		seq, err := pgAppend(ctx, tx, "mention", map[string]string{"artifact": m.Artifact, "subject": m.Subject.String()})
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO mentions (artifact, subject, seq) VALUES ($1, $2, $3)`, m.Artifact, m.Subject.String(), seq)
+		return err
+	})
+}
+
+// Suppress implements Ledger.
+func (l *Postgres) Suppress(ctx context.Context, erasure string, artifacts []string) error {
+	return l.inTx(ctx, "suppress", true, func(tx pgx.Tx) error {
+		var todo []string
+		for _, id := range artifacts {
+			if n, err := pgCount(ctx, tx, `SELECT count(*) FROM suppressions WHERE artifact = $1`, id); err != nil {
+				return err
+			} else if n == 0 && !containsString(todo, id) {
+				todo = append(todo, id)
+			}
+		}
+		if len(todo) == 0 {
+			return nil
+		}
+		seq, err := pgAppend(ctx, tx, "suppress", map[string]any{"erasure": erasure, "artifacts": todo})
+		if err != nil {
+			return err
+		}
+		for _, id := range todo {
+			if _, err := tx.Exec(ctx, `INSERT INTO suppressions (artifact, erasure, seq) VALUES ($1, $2, $3)`, id, erasure, seq); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// MarkErased implements Ledger.
+func (l *Postgres) MarkErased(ctx context.Context, marks []ErasureMark) error {
+	return l.inTx(ctx, "mark erased", true, func(tx pgx.Tx) error {
+		var todo []ErasureMark
+		for _, m := range marks {
+			if n, err := pgCount(ctx, tx, `SELECT count(*) FROM erasures WHERE artifact = $1 AND erasure = $2`, m.Artifact, m.Erasure); err != nil {
+				return err
+			} else if n == 0 && !containsMark(todo, m) {
+				todo = append(todo, m)
+			}
+		}
+		if len(todo) == 0 {
+			return nil
+		}
+		seq, err := pgAppend(ctx, tx, "erased", todo)
+		if err != nil {
+			return err
+		}
+		for _, m := range todo {
+			if _, err := tx.Exec(ctx, `INSERT INTO erasures (artifact, erasure, outcome, seq) VALUES ($1, $2, $3, $4)`, m.Artifact, m.Erasure, m.Outcome, seq); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,156 @@
+package lineage
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// The SQLite queue keeps times as Unix milliseconds of the host's clock.
+const sqliteQueueSchema = `
+CREATE TABLE IF NOT EXISTS queue (
+	n            INTEGER PRIMARY KEY AUTOINCREMENT,
+	id           TEXT NOT NULL UNIQUE,
+	subject      TEXT NOT NULL,
+	scope        TEXT NOT NULL,
+	reason       TEXT NOT NULL,
+	state        TEXT NOT NULL DEFAULT 'pending',
+	worker       TEXT NOT NULL DEFAULT '',
+	attempts     INTEGER NOT NULL DEFAULT 0,
+	enqueued_at  INTEGER NOT NULL,
+	available_at INTEGER NOT NULL,
+	lease_until  INTEGER,
+	finished_at  INTEGER,
+	certificate  TEXT NOT NULL DEFAULT '',
+	error        TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS queue_open ON queue (state, n);
+`
+
+var (
+	_ Queue    = (*SQLite)(nil)
+	_ EventLog = (*SQLite)(nil)
+)
+
+const sqliteJobColumns = `id, subject, scope, reason, state, worker, attempts, lease_until, certificate, error`
+
+func scanSQLiteJob(r scanner) (*Job, error) {
+	var j Job
+	var lease sql.NullInt64
+	if err := r.Scan(&j.ID, &j.Subject, &j.Scope, &j.Reason, &j.State, &j.Worker, &j.Attempts, &lease, &j.Certificate, &j.Error); err != nil {
+		return nil, err
+	}
+	if lease.Valid {
+		j.LeaseUntil = time.UnixMilli(lease.Int64)
+	}
+	return &j, nil
+}
+
+func nowMilli() int64 { return time.Now().UnixMilli() }
+
+// Enqueue implements Queue.
+func (l *SQLite) Enqueue(ctx context.Context, traceID, subjectKeyHex, scope, reason string) error {
+	if err := checkEnqueue(traceID, subjectKeyHex, reason); err != nil {
+		return err
+	}
+	now := nowMilli()
+	if _, err := l.db.ExecContext(ctx, `INSERT INTO queue (id, subject, scope, reason, enqueued_at, available_at) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO NOTHING`, traceID, subjectKeyHex, scope, reason, now, now); err != nil {
+		return fmt.Errorf("enqueue erasure: %w", err)
+	}
+	return nil
+}
+
+// Claim implements Queue. One UPDATE statement: SQLite's write lock makes it
+// atomic against every other process that opened the file.
+func (l *SQLite) Claim(ctx context.Context, worker string, lease time.Duration) (*Job, error) {
+	if err := checkClaim(worker, lease); err != nil {
+		return nil, err
+	}
+	now := nowMilli()
+	j, err := scanSQLiteJob(l.db.QueryRowContext(ctx, `
+		UPDATE queue SET state = 'claimed', worker = ?, attempts = attempts + 1, lease_until = ?
+		WHERE n = (SELECT n FROM queue
+			WHERE (state = 'pending' AND available_at <= ?) OR (state = 'claimed' AND lease_until <= ?)
+			ORDER BY n LIMIT 1)
+		RETURNING `+sqliteJobColumns, worker, now+lease.Milliseconds(), now, now))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNoJob
+	}
+	if err != nil {
+		return nil, fmt.Errorf("claim erasure: %w", err)
+	}
+	return j, nil
+}
+
+// fenced runs an update of the claim j and returns how many rows it changed.
+func (l *SQLite) fenced(ctx context.Context, op string, j *Job, set string, args ...any) (int64, error) {
+	res, err := l.db.ExecContext(ctx, `UPDATE queue SET `+set+` WHERE id = ? AND worker = ? AND attempts = ? AND state = 'claimed'`,
+		append(args, j.ID, j.Worker, j.Attempts)...)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", op, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", op, err)
+	}
+	return n, nil
+}
+
+func lostIfNone(n int64, err error) error {
+	if err == nil && n == 0 {
+		return ErrLeaseLost
+	}
+	return err
+}
+
+// Renew implements Queue.
+func (l *SQLite) Renew(ctx context.Context, j *Job, lease time.Duration) error {
+	return lostIfNone(l.fenced(ctx, "renew lease", j, `lease_until = ?`, nowMilli()+lease.Milliseconds()))
+}
+
+// Complete implements Queue.
+func (l *SQLite) Complete(ctx context.Context, j *Job, certificate string) error {
+	n, err := l.fenced(ctx, "complete erasure", j, `state = 'done', certificate = ?, lease_until = NULL, finished_at = ?`, certificate, nowMilli())
+	if err != nil || n > 0 {
+		return err
+	}
+	now, err := scanSQLiteJob(l.db.QueryRowContext(ctx, `SELECT `+sqliteJobColumns+` FROM queue WHERE id = ?`, j.ID))
+	if err != nil {
+		return fmt.Errorf("complete erasure: %w", err)
+	}
+	if now.State == JobDone && now.Worker == j.Worker && now.Attempts == j.Attempts && now.Certificate == certificate {
+		return nil
+	}
+	return ErrLeaseLost
+}
+
+// Fail implements Queue.
+func (l *SQLite) Fail(ctx context.Context, j *Job, reason string) error {
+	return lostIfNone(l.fenced(ctx, "fail erasure", j, `state = 'failed', error = ?, lease_until = NULL, finished_at = ?`, reason, nowMilli()))
+}
+
+// Release implements Queue.
+func (l *SQLite) Release(ctx context.Context, j *Job, delay time.Duration) error {
+	return lostIfNone(l.fenced(ctx, "release erasure", j, `state = 'pending', lease_until = NULL, available_at = ?`, nowMilli()+delay.Milliseconds()))
+}
+
+// Jobs implements Queue.
+func (l *SQLite) Jobs(ctx context.Context) ([]Job, error) {
+	rows, err := l.db.QueryContext(ctx, `SELECT `+sqliteJobColumns+` FROM queue ORDER BY n`)
+	if err != nil {
+		return nil, fmt.Errorf("list erasure jobs: %w", err)
+	}
+	defer rows.Close()
+	var out []Job
+	for rows.Next() {
+		j, err := scanSQLiteJob(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list erasure jobs: %w", err)
+		}
+		out = append(out, *j)
+	}
+	return out, rows.Err()
+}
