@@ -159,14 +159,16 @@ func (r *runner) storeState(name, typ string, arts []certificate.Artifact, res *
 		s.Residue, s.Evidence = "NOT-TOUCHED", "the trace holds no artifact of this subject in this store"
 	case r.failed[name] != "":
 		s.Residue, s.Evidence = "UNVERIFIED-store-failed", "failed at "+r.failed[name]
-	case c.Residual > 0:
-		s.Residue, s.Evidence = "RESIDUAL", fmt.Sprintf("%d of %d artifacts still found", c.Residual, c.Artifacts)
-		if rc := res.reclaim[name]; rc != nil && rc.State != "" {
-			s.Evidence += "; " + rc.State + ": " + rc.Evidence
-		}
 	case res.reclaim[name] != nil && res.reclaim[name].State != "" && res.reclaim[name].State != "VERIFIED":
+		// The adapter knows why bytes may remain (a pinned snapshot, a
+		// deferred reclaim, a lock timeout): its state explains residue.
 		rc := res.reclaim[name]
 		s.Residue, s.Evidence = rc.State, rc.Evidence
+		if c.Residual > 0 {
+			s.Evidence += fmt.Sprintf("; %d of %d artifacts still found", c.Residual, c.Artifacts)
+		}
+	case c.Residual > 0:
+		s.Residue, s.Evidence = "RESIDUAL", fmt.Sprintf("%d of %d artifacts still found", c.Residual, c.Artifacts)
 	case c.VerifiedPhysical == c.Artifacts:
 		s.Residue, s.Evidence = "VERIFIED", fmt.Sprintf("%d of %d artifacts verified by byte scan after reclaim", c.VerifiedPhysical, c.Artifacts)
 	default:
