@@ -97,10 +97,10 @@ func (r ScanReport) FoundKeys() int { return len(r.Found) }
 
 // Scanner accumulates a scan over several byte streams.
 type Scanner struct {
-	set  *NeedleSet
-	hit  []bool
-	rep  ScanReport
-	tail []byte
+	set *NeedleSet
+	hit []bool
+	rep ScanReport
+	buf []byte // read buffer, allocated once per Scanner
 }
 
 // NewScanner starts a scan for set.
@@ -113,7 +113,10 @@ func NewScanner(set *NeedleSet, method string) *Scanner {
 // is one file).
 func (sc *Scanner) Scan(ctx context.Context, r io.Reader) error {
 	sc.rep.Files++
-	buf := make([]byte, 1<<20)
+	if sc.buf == nil {
+		sc.buf = make([]byte, 1<<20)
+	}
+	buf := sc.buf
 	carry := 0
 	for {
 		if err := ctx.Err(); err != nil {
@@ -138,6 +141,13 @@ func (sc *Scanner) Scan(ctx context.Context, r io.Reader) error {
 		copy(buf, buf[limit:total])
 		carry = keep
 	}
+}
+
+// ScanBytes looks for needles in b, counted as one file.
+func (sc *Scanner) ScanBytes(b []byte) {
+	sc.rep.Files++
+	sc.rep.Bytes += int64(len(b))
+	sc.search(b, len(b))
 }
 
 // search looks for needles starting at offsets [0, limit) of b.

@@ -16,7 +16,11 @@ func DropShared(ctx context.Context, ev map[string]*Evidence, others func(fn fun
 		return nil
 	}
 	sc := NewScanner(set, "shared")
-	if err := others(func(b []byte) error { return sc.Scan(ctx, bytes.NewReader(b)) }); err != nil {
+	err := others(func(b []byte) error {
+		sc.ScanBytes(b)
+		return ctx.Err()
+	})
+	if err != nil {
 		return err
 	}
 	for i, hit := range sc.hit {
