@@ -21,6 +21,9 @@ func runCell(ctx context.Context, tg *target, c *Corpus, dir, id string, subject
 		return nil, err
 	}
 	defer e.close()
+	if tg.drop != nil {
+		defer tg.drop(ctx, e)
+	}
 	cell := &Cell{Baseline: id, Subjects: len(subjects)}
 	erased := map[int]bool{}
 	for _, s := range subjects {
@@ -92,7 +95,7 @@ func runCell(ctx context.Context, tg *target, c *Corpus, dir, id string, subject
 			if after.Found[k] > 0 {
 				residue++
 			}
-			vis, err := tg.visible(ctx, e.rec, e.st, k, m.vecs[k])
+			vis, err := tg.visible(ctx, e, k, m.vecs[k])
 			if err != nil {
 				return nil, err
 			}
@@ -223,7 +226,7 @@ func recallProbes(tg *target, c *Corpus, erased map[int]bool) []probe {
 func recallAt5(ctx context.Context, tg *target, e *env, ps []probe) (float64, error) {
 	hit := 0
 	for _, p := range ps {
-		ok, err := tg.top5(ctx, e.rec, e.st, p.key, p.vec)
+		ok, err := tg.top5(ctx, e, p.key, p.vec)
 		if err != nil {
 			return 0, err
 		}

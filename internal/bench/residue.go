@@ -78,10 +78,15 @@ func Residue(ctx context.Context, typ string, o Options) (*StoreResult, error) {
 	}
 	c := NewCorpus(o.Seed, o.Subjects, o.DocsEach)
 	tmpl := filepath.Join(o.Work, typ, "template")
-	logf(o, "%s: ingesting %d documents of %d subjects", typ, len(c.Docs), len(c.Subjects))
-	records, err := setup(ctx, tg, c, tmpl)
-	if err != nil {
-		return nil, err
+	records := 0
+	for _, d := range c.Docs {
+		records += len(tg.keys(d))
+	}
+	if !tg.fresh {
+		logf(o, "%s: ingesting %d documents of %d subjects", typ, len(c.Docs), len(c.Subjects))
+		if _, err := setup(ctx, tg, c, tmpl); err != nil {
+			return nil, err
+		}
 	}
 	res := &StoreResult{Kind: "residue", Store: typ, Seed: o.Seed, Subjects: o.Subjects, Docs: len(c.Docs), Records: records, Sample: o.Sample,
 		Machine: fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version()), Date: time.Now().UTC().Format("2006-01-02")}
@@ -91,7 +96,11 @@ func Residue(ctx context.Context, typ string, o Options) (*StoreResult, error) {
 			subjects = sample(o.Subjects, o.Subjects)
 		}
 		dir := filepath.Join(o.Work, typ, b.ID)
-		if err := copyDir(tmpl, dir); err != nil {
+		if tg.fresh {
+			if _, err := setup(ctx, tg, c, dir); err != nil {
+				return nil, err
+			}
+		} else if err := copyDir(tmpl, dir); err != nil {
 			return nil, err
 		}
 		logf(o, "%s %s: %d subjects", typ, b.ID, len(subjects))
@@ -165,7 +174,7 @@ func setup(ctx context.Context, tg *target, c *Corpus, root string) (int, error)
 	defer e.close()
 	n := 0
 	for _, d := range c.Docs {
-		if err := tg.ingest(ctx, e.rec, e.st, c, d); err != nil {
+		if err := tg.ingest(ctx, e, c, d); err != nil {
 			return 0, err
 		}
 		n += len(tg.keys(d))

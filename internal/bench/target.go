@@ -20,7 +20,7 @@ type target struct {
 	config func(dir string) store.Config
 	// ingest writes one document (and its chunks, or their embeddings)
 	// through capture.
-	ingest func(ctx context.Context, rec *capture.Recorder, s store.Store, c *Corpus, d Doc) error
+	ingest func(ctx context.Context, e *env, c *Corpus, d Doc) error
 	// keys returns the store keys of one document.
 	keys func(d Doc) []string
 	// content returns the bytes the store keeps for one key (for shared-byte accounting).
@@ -30,11 +30,16 @@ type target struct {
 	native, compact, rebuild func(ctx context.Context, s store.Store, keys []string) error
 	// visible reports whether the application's read path (through capture)
 	// still returns the record.
-	visible func(ctx context.Context, rec *capture.Recorder, s store.Store, key string, vec []float32) (bool, error)
+	visible func(ctx context.Context, e *env, key string, vec []float32) (bool, error)
 	// query returns a surviving record's own vector for Recall@5, or nil.
 	query func(d Doc, key string) []float32
 	// top5 reports whether a search with vec returns key among the 5 nearest.
-	top5 func(ctx context.Context, rec *capture.Recorder, s store.Store, key string, vec []float32) (bool, error)
+	top5 func(ctx context.Context, e *env, key string, vec []float32) (bool, error)
+	// fresh: each baseline ingests anew instead of copying the template
+	// (for server stores, whose data is not in the template directory).
+	fresh bool
+	// drop, if set, removes the store's data when a baseline is done.
+	drop func(ctx context.Context, e *env) error
 }
 
 var targets = map[string]*target{
@@ -43,8 +48,8 @@ var targets = map[string]*target{
 		config: func(dir string) store.Config {
 			return store.Config{Name: "docs", Type: sqlitedoc.Type, Path: "../docs.db"}
 		},
-		ingest: func(ctx context.Context, rec *capture.Recorder, s store.Store, c *Corpus, d Doc) error {
-			docs := rec.Docs(s.(*sqlitedoc.Store))
+		ingest: func(ctx context.Context, e *env, c *Corpus, d Doc) error {
+			docs := e.rec.Docs(e.st.(*sqlitedoc.Store))
 			if err := docs.Put(ctx, capture.Doc{ID: d.ID, Kind: sqlitedoc.KindDocument, Subject: c.Subjects[d.Owner].ID, Text: d.Text, Mentions: mentionIDs(c, d)}); err != nil {
 				return err
 			}
@@ -65,8 +70,8 @@ var targets = map[string]*target{
 		native:  sqlDelete("documents"),
 		compact: sqlExec("VACUUM"),
 		rebuild: sqlExec("VACUUM", "PRAGMA wal_checkpoint(TRUNCATE)"),
-		visible: func(ctx context.Context, rec *capture.Recorder, s store.Store, key string, _ []float32) (bool, error) {
-			r, err := rec.Docs(s.(*sqlitedoc.Store)).Get(ctx, key)
+		visible: func(ctx context.Context, e *env, key string, _ []float32) (bool, error) {
+			r, err := e.rec.Docs(e.st.(*sqlitedoc.Store)).Get(ctx, key)
 			return r != nil, err
 		},
 		query: func(Doc, string) []float32 { return nil },
@@ -77,8 +82,8 @@ var targets = map[string]*target{
 		config: func(dir string) store.Config {
 			return store.Config{Name: "vectors", Type: sqlitevec.Type, Path: "../vectors.db", Dimensions: demo.Dim}
 		},
-		ingest: func(ctx context.Context, rec *capture.Recorder, s store.Store, c *Corpus, d Doc) error {
-			vecs := rec.Vectors(s.(*sqlitevec.Store))
+		ingest: func(ctx context.Context, e *env, c *Corpus, d Doc) error {
+			vecs := e.rec.Vectors(e.st.(*sqlitevec.Store))
 			for i, ch := range d.Chunks {
 				if err := vecs.Put(ctx, capture.Vector{ID: chunkID(d, i), Subject: c.Subjects[d.Owner].ID, Embedding: demo.Embed(ch, demo.Dim)}); err != nil {
 					return err
@@ -93,8 +98,8 @@ var targets = map[string]*target{
 		native:  sqlDelete("vectors"),
 		compact: sqlExec("VACUUM"),
 		rebuild: vecRebuild,
-		visible: func(ctx context.Context, rec *capture.Recorder, s store.Store, key string, vec []float32) (bool, error) {
-			vs := rec.Vectors(s.(*sqlitevec.Store))
+		visible: func(ctx context.Context, e *env, key string, vec []float32) (bool, error) {
+			vs := e.rec.Vectors(e.st.(*sqlitevec.Store))
 			if r, err := vs.Get(ctx, key); err != nil || r != nil {
 				return r != nil, err
 			}
@@ -107,8 +112,8 @@ var targets = map[string]*target{
 			return false, err
 		},
 		query: func(d Doc, key string) []float32 { return demo.Embed(d.Chunks[chunkIndex(d, key)], demo.Dim) },
-		top5: func(ctx context.Context, rec *capture.Recorder, s store.Store, key string, vec []float32) (bool, error) {
-			ns, err := rec.Vectors(s.(*sqlitevec.Store)).Search(ctx, vec, 5)
+		top5: func(ctx context.Context, e *env, key string, vec []float32) (bool, error) {
+			ns, err := e.rec.Vectors(e.st.(*sqlitevec.Store)).Search(ctx, vec, 5)
 			for _, n := range ns {
 				if n.ID == key {
 					return true, err
@@ -202,4 +207,11 @@ func vecRebuild(ctx context.Context, s store.Store, _ []string) error {
 }
 
 // ResidueTypes returns the store types the residue benchmark covers.
-func ResidueTypes() []string { return []string{sqlitedoc.Type, sqlitevec.Type} }
+// The postgres target needs a server: it is listed only when one is configured.
+func ResidueTypes() []string {
+	types := []string{sqlitedoc.Type, sqlitevec.Type}
+	if pgDSN() != "" {
+		types = append(types, "postgres")
+	}
+	return types
+}
