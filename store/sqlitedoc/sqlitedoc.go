@@ -12,7 +12,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"sort"
 
 	"github.com/amnesia-dev/amnesia/store"
 	"github.com/amnesia-dev/amnesia/store/internal/sqlitex"
@@ -189,6 +188,7 @@ func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*st
 // record carried.
 func (s *Store) ProbeLogical(ctx context.Context, keys []string, ev map[string]*store.Evidence) ([]store.LogicalResult, error) {
 	out := make([]store.LogicalResult, 0, len(keys))
+	bySubject := map[string]map[string]bool{}
 	for _, k := range keys {
 		res := store.LogicalResult{Key: k, Methods: []string{"by-id"}}
 		r, err := s.Get(ctx, k)
@@ -198,12 +198,18 @@ func (s *Store) ProbeLogical(ctx context.Context, keys []string, ev map[string]*
 		res.ByID = r != nil
 		if e := ev[k]; e != nil && e.Filter["subject"] != "" {
 			res.Methods = append(res.Methods, "by-filter:subject")
-			rs, err := s.BySubject(ctx, e.Filter["subject"])
-			if err != nil {
-				return nil, fmt.Errorf("probe: %w", err)
+			tag := e.Filter["subject"]
+			if _, ok := bySubject[tag]; !ok { // one filter query per subject tag
+				rs, err := s.BySubject(ctx, tag)
+				if err != nil {
+					return nil, fmt.Errorf("probe: %w", err)
+				}
+				bySubject[tag] = map[string]bool{}
+				for _, r := range rs {
+					bySubject[tag][r.ID] = true
+				}
 			}
-			i := sort.Search(len(rs), func(i int) bool { return rs[i].ID >= k })
-			res.ByFilter = i < len(rs) && rs[i].ID == k
+			res.ByFilter = bySubject[tag][k]
 		}
 		out = append(out, res)
 	}

@@ -228,6 +228,7 @@ func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*st
 // ProbeLogical implements store.Store.
 func (s *Store) ProbeLogical(ctx context.Context, keys []string, ev map[string]*store.Evidence) ([]store.LogicalResult, error) {
 	out := make([]store.LogicalResult, 0, len(keys))
+	bySubject := map[string]map[string]bool{}
 	for _, k := range keys {
 		res := store.LogicalResult{Key: k, Methods: []string{"by-id"}}
 		r, err := s.Get(ctx, k)
@@ -238,13 +239,18 @@ func (s *Store) ProbeLogical(ctx context.Context, keys []string, ev map[string]*
 		e := ev[k]
 		if e != nil && e.Filter["subject"] != "" {
 			res.Methods = append(res.Methods, "by-filter:subject")
-			ids, err := s.BySubject(ctx, e.Filter["subject"])
-			if err != nil {
-				return nil, fmt.Errorf("probe: %w", err)
+			tag := e.Filter["subject"]
+			if _, ok := bySubject[tag]; !ok { // one filter query per subject tag
+				ids, err := s.BySubject(ctx, tag)
+				if err != nil {
+					return nil, fmt.Errorf("probe: %w", err)
+				}
+				bySubject[tag] = map[string]bool{}
+				for _, id := range ids {
+					bySubject[tag][id] = true
+				}
 			}
-			for _, id := range ids {
-				res.ByFilter = res.ByFilter || id == k
-			}
+			res.ByFilter = bySubject[tag][k]
 		}
 		if e != nil && len(e.Vector) == s.dim {
 			res.Methods = append(res.Methods, fmt.Sprintf("by-similarity:k=%d", SimilarityK))
