@@ -51,7 +51,9 @@ func (l *SQLite) View(ctx context.Context, scope string, s subject.Key) (*View, 
 	if v.Owned, err = queryIDs(ctx, tx, `SELECT id FROM artifacts WHERE scope = ? AND subject = ? ORDER BY id`, scope, s.String()); err != nil {
 		return nil, fmt.Errorf("read ledger: %w", err)
 	}
-	if v.Mentions, err = queryIDs(ctx, tx, `SELECT m.artifact FROM mentions m JOIN artifacts a ON a.id = m.artifact WHERE a.scope = ? AND m.subject = ? ORDER BY m.artifact`, scope, s.String()); err != nil {
+	// CROSS JOIN keeps mentions as the outer loop: driven from artifacts,
+	// SQLite would scan every artifact of the scope (seen: 11M rows a trace).
+	if v.Mentions, err = queryIDs(ctx, tx, `SELECT m.artifact FROM mentions m CROSS JOIN artifacts a ON a.id = m.artifact WHERE m.subject = ? AND a.scope = ? ORDER BY m.artifact`, s.String(), scope); err != nil {
 		return nil, fmt.Errorf("read ledger: %w", err)
 	}
 	frontier := append(append([]string{}, v.Owned...), v.Mentions...)

@@ -4,6 +4,7 @@
 //
 //	go run ./cmd/amnesia-bench residue [--store sqlite-doc] [--subjects 200 --docs-each 15 --sample 20]
 //	go run ./cmd/amnesia-bench scale [--edges 10000000]
+//	go run ./cmd/amnesia-bench pgvector [--vectors 100000 --dim 384 --subjects 1000 --batch 100 --dsn $AMNESIA_TEST_PGLITE_DSN]
 //	go run ./cmd/amnesia-bench report
 package main
 
@@ -20,7 +21,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: amnesia-bench residue|scale|report [flags]")
+		fmt.Fprintln(os.Stderr, "usage: amnesia-bench residue|scale|pgvector|report [flags]")
 		os.Exit(2)
 	}
 	ctx := context.Background()
@@ -57,11 +58,34 @@ func main() {
 		fs.IntVar(&o.Traces, "traces", 1000, "traces timed")
 		fs.IntVar(&o.Writes, "writes", 2000, "writes timed with and without capture")
 		fs.IntVar(&o.ScanMB, "scan-mb", 256, "MiB scanned")
+		fs.BoolVar(&o.Reuse, "reuse", false, "reuse a ledger bulk-loaded by an earlier run in --work")
 		fs.Parse(os.Args[2:])
 		o.Work = scratch(*work)
 		var r *bench.ScaleResult
 		if r, err = bench.Scale(ctx, o); err == nil {
 			err = write(filepath.Join(*out, "scale.json"), r)
+		}
+	case "pgvector":
+		o := bench.PGVectorDefaults()
+		o.Progress = os.Stderr
+		fs.StringVar(&o.DSN, "dsn", os.Getenv("AMNESIA_TEST_PGLITE_DSN"), "PostgreSQL with pgvector (default $AMNESIA_TEST_PGLITE_DSN)")
+		fs.StringVar(&o.DataDir, "data-dir", os.Getenv("AMNESIA_TEST_PGLITE_DATADIR"), "the server's data directory, read by the physical probe (default $AMNESIA_TEST_PGLITE_DATADIR; empty: through pg_read_binary_file)")
+		fs.IntVar(&o.Vectors, "vectors", o.Vectors, "vectors in the table")
+		fs.IntVar(&o.Dim, "dim", o.Dim, "dimensions")
+		fs.IntVar(&o.Subjects, "subjects", o.Subjects, "subjects owning the vectors")
+		fs.IntVar(&o.Sample, "sample", o.Sample, "subjects erased one at a time per baseline")
+		fs.IntVar(&o.Batch, "batch", o.Batch, "subjects erased in the batch baseline")
+		fs.Uint64Var(&o.Seed, "seed", o.Seed, "vector seed")
+		fs.StringVar(&o.Index, "index", o.Index, "vector index: hnsw, ivfflat, or auto (HNSW if it builds within --hnsw-budget)")
+		fs.IntVar(&o.Lists, "lists", o.Lists, "IVFFlat lists")
+		fs.DurationVar(&o.HNSWBudget, "hnsw-budget", o.HNSWBudget, "--index auto: the longest projected HNSW build of one table that still picks HNSW")
+		fs.IntVar(&o.HNSWTrial, "hnsw-trial", o.HNSWTrial, "--index auto: vectors in the timed HNSW trial build")
+		fs.StringVar(&o.Note, "note", "", "a note kept in the result (e.g. why the size differs from the full one)")
+		fs.Parse(os.Args[2:])
+		o.Work = scratch(*work)
+		var r *bench.PGVectorResult
+		if r, err = bench.PGVector(ctx, o); err == nil {
+			err = write(filepath.Join(*out, "pgvector.json"), r)
 		}
 	case "report":
 		fs.Parse(os.Args[2:])

@@ -20,10 +20,11 @@ import (
 
 // ScaleOptions sizes a scale run.
 type ScaleOptions struct {
-	Edges    int // ledger size for trace latency (full run: 10,000,000)
-	Traces   int // traces timed
-	Writes   int // writes timed, with and without capture
-	ScanMB   int // size of the file scanned
+	Edges    int  // ledger size for trace latency (full run: 10,000,000)
+	Reuse    bool // reuse a ledger this command bulk-loaded earlier in Work
+	Traces   int  // traces timed
+	Writes   int  // writes timed, with and without capture
+	ScanMB   int  // size of the file scanned
 	Work     string
 	Progress io.Writer
 }
@@ -85,19 +86,22 @@ const (
 
 func traceLatency(ctx context.Context, o ScaleOptions, r *ScaleResult) error {
 	path := filepath.Join(o.Work, "ledger.db")
-	os.Remove(path)
-	l, err := lineage.OpenSQLite(ctx, path) // creates the real schema
-	if err != nil {
-		return err
-	}
-	l.Close()
 	keyer, _ := subject.NewKeyer(make([]byte, subject.PepperSize))
 	subjects := (o.Edges + edgesPer - 1) / edgesPer
-	logScale(o, "trace: bulk-loading %d edges (%d subjects)", subjects*edgesPer, subjects)
-	if err := bulkLedger(ctx, path, keyer, subjects); err != nil {
-		return err
+	if !o.Reuse || !loaded(ctx, path, subjects) {
+		os.Remove(path)
+		l, err := lineage.OpenSQLite(ctx, path) // creates the real schema
+		if err != nil {
+			return err
+		}
+		l.Close()
+		logScale(o, "trace: bulk-loading %d edges (%d subjects)", subjects*edgesPer, subjects)
+		if err := bulkLedger(ctx, path, keyer, subjects); err != nil {
+			return err
+		}
 	}
-	l, err = lineage.OpenSQLite(ctx, path)
+	logScale(o, "trace: timing %d traces", o.Traces)
+	l, err := lineage.OpenSQLite(ctx, path)
 	if err != nil {
 		return err
 	}
@@ -123,6 +127,21 @@ func traceLatency(ctx context.Context, o ScaleOptions, r *ScaleResult) error {
 	r.Trace.P50Ms, r.Trace.P99Ms = percentile(lat, 0.5), percentile(lat, 0.99)
 	r.Trace.Note = "SQLite ledger bulk-loaded with the real schema (artifacts, edges; events not populated: trace does not read them); each trace is View + BuildTrace of one subject with 90 artifacts"
 	return nil
+}
+
+// loaded reports whether path holds a bulk-loaded ledger of that size.
+func loaded(ctx context.Context, path string, subjects int) bool {
+	if _, err := os.Stat(path); err != nil {
+		return false
+	}
+	db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
+	if err != nil {
+		return false
+	}
+	defer db.Close()
+	var n int
+	err = db.QueryRowContext(ctx, `SELECT count(*) FROM edges`).Scan(&n)
+	return err == nil && n == subjects*edgesPer
 }
 
 func bulkLedger(ctx context.Context, path string, k *subject.Keyer, subjects int) error {
