@@ -18,8 +18,9 @@ const (
 
 // Results is every results file of a directory.
 type Results struct {
-	Residue []*StoreResult
-	Scale   *ScaleResult
+	Residue  []*StoreResult
+	Scale    *ScaleResult
+	PGVector *PGVectorResult
 }
 
 // Load reads bench/results/*.json.
@@ -49,6 +50,11 @@ func Load(dir string) (*Results, error) {
 		case "scale":
 			r.Scale = &ScaleResult{}
 			if err := json.Unmarshal(b, r.Scale); err != nil {
+				return nil, fmt.Errorf("%s: %w", p, err)
+			}
+		case "pgvector":
+			r.PGVector = &PGVectorResult{}
+			if err := json.Unmarshal(b, r.PGVector); err != nil {
 				return nil, fmt.Errorf("%s: %w", p, err)
 			}
 		default:
@@ -110,6 +116,9 @@ func (r *Results) Markdown() string {
 		fmt.Fprintf(&b, "- Trace latency on a ledger of %d edges (%d artifacts), %d traces: p50 %s, p99 %s. %s.\n", sc.Trace.Edges, sc.Trace.Artifacts, sc.Trace.Traces, ms(sc.Trace.P50Ms), ms(sc.Trace.P99Ms), sc.Trace.Note)
 		fmt.Fprintf(&b, "- Capture overhead per write (%d writes, p50): plain %.0f µs, with capture %.0f µs, overhead %.0f µs. %s.\n", sc.Capture.Writes, sc.Capture.PlainP50Us, sc.Capture.CaptureP50Us, sc.Capture.OverheadP50Us, sc.Capture.Note)
 		fmt.Fprintf(&b, "- Physical scan of %d MiB for %d needles: %.0f MB/s on one core, against %.0f MB/s for a plain sequential read of the same file (%.0f%%).\n", sc.Scan.Bytes>>20, sc.Scan.Needles, sc.Scan.ScanMBps, sc.Scan.SeqReadMBps, sc.Scan.ScanVsReadPc)
+	}
+	if r.PGVector != nil {
+		b.WriteString(r.PGVector.markdown())
 	}
 	return b.String()
 }
