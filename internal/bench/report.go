@@ -70,14 +70,14 @@ func ms(x float64) string  { return fmt.Sprintf("%.1f ms", x) }
 // Headline is the README table: per store, native delete vs amnesia.
 func (r *Results) Headline() string {
 	var b strings.Builder
-	b.WriteString("| store | records | B0 native delete: bytes still found | B4 amnesia: bytes still found | probe power | amnesia wall time per erasure (median / p95) |\n|---|---|---|---|---|---|\n")
+	b.WriteString("| store | corpus | records erased | B0 native delete: bytes still found | B4 amnesia: bytes still found | probe power | amnesia wall time per erasure (median / p95) |\n|---|---|---|---|---|---|---|\n")
 	for _, s := range r.Residue {
 		c := cells(s)
-		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s / %s |\n", s.Store, c["B4"].Records, pct(c["B0"].PhysicalResidue), pct(c["B4"].PhysicalResidue), pct(c["B4"].ProbePower), ms(c["B4"].WallMedianMs), ms(c["B4"].WallP95Ms))
+		fmt.Fprintf(&b, "| %s | %d docs, %d subjects | %d | %s | %s | %s | %s / %s |\n", s.Store, s.Docs, s.Subjects, c["B4"].Records, pct(c["B0"].PhysicalResidue), pct(c["B4"].PhysicalResidue), pct(c["B4"].ProbePower), ms(c["B4"].WallMedianMs), ms(c["B4"].WallP95Ms))
 	}
 	if len(r.Residue) > 0 {
 		s := r.Residue[0]
-		fmt.Fprintf(&b, "\nCorpus: %d documents of %d subjects (seed %d); %d subjects erased per baseline; %s, %s. Full tables: [RESULTS.md](RESULTS.md).\n", s.Docs, s.Subjects, s.Seed, s.Sample, s.Machine, s.Date)
+		fmt.Fprintf(&b, "\nSeeded synthetic corpora (seed %d); %s, %s, measured while other benchmarks shared the machine. Full tables, B1–B5 and scale figures: [RESULTS.md](RESULTS.md).\n", s.Seed, s.Machine, s.Date)
 	}
 	return b.String()
 }
