@@ -89,6 +89,10 @@ func TestEraseAcrossPostgresAndPgvector(t *testing.T) {
 					must(t, vecs.Put(ctx, pgvector.Record{ID: key, Subject: owner.String(), Embedding: pgVector(p*10 + d), Content: text}))
 				}
 			}
+			// Statistics hold sample values (whole 16-dimension vectors,
+			// short texts) in pg_statistic: the erasure must reach them too.
+			must(t, docs.Exec(ctx, "ANALYZE "+docs.Table()))
+			must(t, vecs.Exec(ctx, "ANALYZE "+vecs.Table()))
 			target, _ := sd.Keyer.Key(cfg.Scope, "person-1@example.org")
 			v, err := l.View(ctx, cfg.Scope, target)
 			if err != nil {

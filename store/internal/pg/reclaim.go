@@ -161,6 +161,11 @@ func (r *run) full(ctx context.Context) error {
 		}
 		r.timeouts = kept
 	}
+	if ok {
+		if err := r.statistics(ctx, name, tbl); err != nil {
+			return err
+		}
+	}
 	if err := r.dropLeftovers(ctx); err != nil {
 		return err
 	}
@@ -275,4 +280,21 @@ func (r *run) exec(ctx context.Context, label, sql string) (bool, error) {
 		r.timeouts = append(r.timeouts, timeout{kind: kind, what: what, reindex: strings.HasPrefix(sql, "REINDEX")})
 		return false, nil
 	}
+}
+
+// statistics replaces the table's statistics with ones sampled from live
+// rows only (ANALYZE), then rewrites pg_statistic so the old sample values,
+// which can be whole deleted vectors or texts, leave its files. Rewriting a
+// catalog needs superuser; without it the probe, which scans pg_statistic,
+// measures what is left.
+func (r *run) statistics(ctx context.Context, name, tbl string) error {
+	if _, err := r.stmt(ctx, "ANALYZE "+name, "ANALYZE "+tbl); err != nil {
+		return err
+	}
+	if !r.t.Priv.Superuser {
+		r.step("pg_statistic not rewritten: needs superuser; statistics sampled before the delete may keep copies until autovacuum rewrites it")
+		return nil
+	}
+	_, err := r.stmt(ctx, "VACUUM FULL pg_statistic", "VACUUM FULL pg_catalog.pg_statistic")
+	return err
 }

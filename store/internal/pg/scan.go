@@ -26,15 +26,20 @@ type Relation struct {
 	Size int64  // main fork size in bytes
 }
 
-// Relations lists t's heap, its TOAST table and the TOAST index, and its
-// indexes, with their file paths and sizes.
+// Relations lists t's heap, its TOAST table and the TOAST index, its
+// indexes, and pg_statistic with its TOAST table (where ANALYZE keeps sample
+// values), with their file paths and sizes.
 func Relations(ctx context.Context, c *pgx.Conn, t Table) ([]Relation, error) {
 	rows, err := c.Query(ctx, `WITH t AS (SELECT oid, reltoastrelid FROM pg_class WHERE oid = $1::text::regclass),
 	r AS (
 		SELECT oid, 'heap' AS kind, 0 AS ord FROM t
 		UNION ALL SELECT reltoastrelid, 'toast', 1 FROM t WHERE reltoastrelid <> 0
 		UNION ALL SELECT i.indexrelid, 'toast-index', 2 FROM pg_index i, t WHERE t.reltoastrelid <> 0 AND i.indrelid = t.reltoastrelid
-		UNION ALL SELECT i.indexrelid, 'index', 3 FROM pg_index i, t WHERE i.indrelid = t.oid)
+		UNION ALL SELECT i.indexrelid, 'index', 3 FROM pg_index i, t WHERE i.indrelid = t.oid
+		-- ANALYZE keeps sample values (vectors up to ~254 dimensions, short text)
+		-- in pg_statistic and its TOAST table: copies of rows, deleted or not.
+		UNION ALL SELECT 'pg_catalog.pg_statistic'::regclass::oid, 'statistics', 4
+		UNION ALL SELECT reltoastrelid, 'statistics-toast', 5 FROM pg_class WHERE oid = 'pg_catalog.pg_statistic'::regclass AND reltoastrelid <> 0)
 	SELECT r.oid::regclass::text, r.kind, pg_relation_filepath(r.oid), pg_relation_size(r.oid)
 	FROM r ORDER BY r.ord, 1`, t.Ident())
 	if err != nil {
