@@ -55,3 +55,22 @@ func openHeld(path string) (*os.File, int64, error) {
 	fds.m[path] = &heldFile{f: f, dev: uint64(st.Dev), ino: uint64(st.Ino)}
 	return f, fi.Size(), nil
 }
+
+// releaseGone closes the held descriptors whose path no longer exists or now
+// names another inode. Holding them would keep deleted files, such as
+// recycled WAL segments full of erased bytes, alive on disk while the scan
+// could no longer see them. ScanFiles calls it after every scan.
+func releaseGone() {
+	fds.Lock()
+	defer fds.Unlock()
+	for path, h := range fds.m {
+		fi, err := os.Stat(path)
+		if err == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok && uint64(st.Dev) == h.dev && uint64(st.Ino) == h.ino {
+				continue
+			}
+		}
+		h.f.Close()
+		delete(fds.m, path)
+	}
+}

@@ -188,8 +188,10 @@ func (sc *Scanner) ScanFile(ctx context.Context, path string) error {
 	return nil
 }
 
-// Report finishes the scan.
+// Report finishes the scan, and lets go of held files that were deleted or
+// replaced meanwhile (see fdcache.go).
 func (sc *Scanner) Report() ScanReport {
+	releaseGone()
 	r := sc.rep
 	r.Found = map[string]int{}
 	for i, h := range sc.hit {

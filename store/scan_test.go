@@ -79,3 +79,25 @@ func fill(b []byte, seed uint64) {
 		binary.LittleEndian.PutUint64(b[i:], r.Uint64())
 	}
 }
+
+// A scanned file that is later deleted is not kept alive by the scanner.
+func TestScanLetsGoOfDeletedFiles(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "seg")
+	if err := os.WriteFile(path, []byte("some bytes of a WAL segment, 32+ long"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	set := NewNeedleSet(map[string]*Evidence{"k": {Needles: [][]byte{[]byte("bytes of a WAL segment")}}})
+	if _, err := ScanFiles(context.Background(), set, "t", path); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(path)
+	if _, err := ScanFiles(context.Background(), set, "t"); err != nil {
+		t.Fatal(err)
+	}
+	fds.Lock()
+	_, held := fds.m[path]
+	fds.Unlock()
+	if held {
+		t.Errorf("the scanner still holds a descriptor of a deleted file")
+	}
+}
