@@ -42,14 +42,20 @@ func TestEraseAcrossPostgresAndPgvector(t *testing.T) {
 	if pgDSN == "" || liteDSN == "" {
 		t.Skip("AMNESIA_TEST_PG_DSN and AMNESIA_TEST_PGLITE_DSN are not set: run scripts/test, which starts PostgreSQL 15 and PGlite")
 	}
-	for _, mode := range []string{"full", "delete-only"} {
+	// "full-emptied": the subject owns every row, so the erasure empties the
+	// table, and ANALYZE of an empty table keeps the old statistics.
+	for _, mode := range []string{"full", "delete-only", "full-emptied"} {
 		t.Run(mode, func(t *testing.T) {
+			reclaim, people := mode, []int{0, 1, 2}
+			if mode == "full-emptied" {
+				reclaim, people = "full", []int{1}
+			}
 			ctx := context.Background()
 			suffix := fmt.Sprintf("%d", time.Now().UnixNano()%1e9)
 			cfg := state.DefaultConfig()
 			cfg.Stores = []state.StoreConfig{
-				{Name: "pgdocs", Type: pgdoc.Type, DSN: pgDSN, Table: "saga_docs_" + suffix, Reclaim: mode},
-				{Name: "pgvec", Type: pgvector.Type, DSN: liteDSN, Table: "saga_vec_" + suffix, Dimensions: pgDim, Reclaim: mode},
+				{Name: "pgdocs", Type: pgdoc.Type, DSN: pgDSN, Table: "saga_docs_" + suffix, Reclaim: reclaim},
+				{Name: "pgvec", Type: pgvector.Type, DSN: liteDSN, Table: "saga_vec_" + suffix, Dimensions: pgDim, Reclaim: reclaim},
 			}
 			sd, err := state.Init(filepath.Join(t.TempDir(), "state"), cfg)
 			if err != nil {
@@ -76,7 +82,7 @@ func TestEraseAcrossPostgresAndPgvector(t *testing.T) {
 				vecs.Close()
 			}()
 			// Lineage as capture records it: document → embedding.
-			for p := 0; p < 3; p++ {
+			for _, p := range people {
 				owner, _ := sd.Keyer.Key(cfg.Scope, fmt.Sprintf("person-%d@example.org", p))
 				for d := 0; d < 3; d++ {
 					key := fmt.Sprintf("p%d-d%d", p, d)
@@ -111,7 +117,7 @@ func TestEraseAcrossPostgresAndPgvector(t *testing.T) {
 			for _, s := range p.DeclaredScope {
 				states[s.Name] = s.Residue + " (" + s.Evidence + ")"
 			}
-			switch mode {
+			switch reclaim {
 			case "full":
 				if !p.Complete || p.Counts.VerifiedPhysical != len(tr.Artifacts) {
 					t.Errorf("full: complete=%v counts=%+v states=%v", p.Complete, p.Counts, states)

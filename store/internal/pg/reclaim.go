@@ -283,16 +283,24 @@ func (r *run) exec(ctx context.Context, label, sql string) (bool, error) {
 }
 
 // statistics replaces the table's statistics with ones sampled from live
-// rows only (ANALYZE), then rewrites pg_statistic so the old sample values,
-// which can be whole deleted vectors or texts, leave its files. Rewriting a
-// catalog needs superuser; without it the probe, which scans pg_statistic,
-// measures what is left.
+// rows only, then rewrites pg_statistic so the old sample values, which can
+// be whole deleted vectors or texts, leave its files. ANALYZE of a table left
+// with no rows keeps the old statistics (analyze.c writes none from an empty
+// sample), so a superuser first deletes the table's rows of pg_statistic.
+// Without superuser neither is possible, and the probe, which scans
+// pg_statistic, measures what is left.
 func (r *run) statistics(ctx context.Context, name, tbl string) error {
+	if r.t.Priv.Superuser {
+		if _, err := r.c.Exec(ctx, `DELETE FROM pg_catalog.pg_statistic WHERE starelid = $1::text::regclass`, r.t.Table.Ident()); err != nil {
+			return fmt.Errorf("reclaim: clearing the statistics of %s: %s", name, sqlCause(err))
+		}
+		r.step("statistics of " + name + " cleared")
+	}
 	if _, err := r.stmt(ctx, "ANALYZE "+name, "ANALYZE "+tbl); err != nil {
 		return err
 	}
 	if !r.t.Priv.Superuser {
-		r.step("pg_statistic not rewritten: needs superuser; statistics sampled before the delete may keep copies until autovacuum rewrites it")
+		r.step("pg_statistic not rewritten: needs superuser; statistics sampled before the delete (all of them, if the table is now empty) may keep copies until autovacuum re-analyses and rewrites it")
 		return nil
 	}
 	_, err := r.stmt(ctx, "VACUUM FULL pg_statistic", "VACUUM FULL pg_catalog.pg_statistic")
