@@ -16,6 +16,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	pathpkg "path"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -143,14 +144,20 @@ type PGVectorCell struct {
 	FoundBefore  int `json:"found_before"`  // erased vectors with a needle found before deletion
 	FoundAfter   int `json:"found_after"`   // erased vectors with a needle found after
 	NeedlesAfter int `json:"needles_after"` // needles found after
-	// Where: erased vectors with a needle in pg_wal after the deletion
-	// path, and those found only outside it (heap, TOAST, index files).
-	// Measured with a second scan of pg_wal alone, when data_dir is set.
-	FoundAfterWAL      *int    `json:"found_after_in_wal,omitempty"`
-	FoundAfterRelation *int    `json:"found_after_only_in_relation_files,omitempty"`
-	ProbePower         float64 `json:"probe_power"` // found_before / vectors
-	Residue            float64 `json:"residue"`     // found_after / vectors
-	ScanBytes          int64   `json:"scan_bytes"`  // bytes read by one after-scan (median)
+	// Where, when data_dir is set: erased vectors with a needle, after the
+	// deletion path, in the database's relation files (every file under
+	// base/: heap, TOAST, indexes, free space and visibility maps) and in
+	// pg_wal, by two more scans right after the adapter's probe.
+	FoundAfterRelation *int `json:"found_after_in_relation_files,omitempty"`
+	FoundAfterWAL      *int `json:"found_after_in_wal,omitempty"`
+	// Which relations those files belong to (resolved when the baseline
+	// ends): relation (fork) -> erased vectors found after, summed over
+	// the subjects.
+	ResidueByRelation map[string]int `json:"residue_by_relation,omitempty"`
+	relFiles          map[string]int // file under base/ -> vectors found after
+	ProbePower        float64        `json:"probe_power"` // found_before / vectors
+	Residue           float64        `json:"residue"`     // found_after / vectors
+	ScanBytes         int64          `json:"scan_bytes"`  // bytes read by one after-scan (median)
 	// Amnesia baselines: what the certificates say.
 	Certificates *PGVectorCerts `json:"certificates,omitempty"`
 	Note         string         `json:"note,omitempty"`
@@ -225,6 +232,12 @@ func PGVector(ctx context.Context, o PGVectorOptions) (*PGVectorResult, error) {
 	if o.Note != "" {
 		r.res.Notes = append(r.res.Notes, o.Note)
 	}
+	r.note("Each baseline gets its own table, built the same way: created in the adapter's layout, filled with multi-row INSERTs (250 rows each, " +
+		"vectors in pgvector's binary format; PGlite's socket server loses protocol sync on COPY FROM STDIN), VACUUM (ANALYZE), then the vector index " +
+		"and the subject index. Between baselines the table is dropped and pg_wal rotated, so each table's files and WAL hold only its own history.")
+	r.note("Measurement: the adapter's ReadEvidence for every sampled subject's vectors once, before any deletion; its ProbePhysical right before and " +
+		"right after each subject's deletion path (the batch: before and after the batch). Wall time covers the deletion path only: the SQL statements " +
+		"for the native baselines; saga.Run or saga.RunBatch for amnesia, which includes its own evidence read, physical and logical probes, reclaim and certificate.")
 	defer r.dropAll()
 	if err := os.MkdirAll(o.Work, 0o700); err != nil {
 		return nil, err
@@ -747,6 +760,16 @@ type pgvMeasured struct {
 }
 
 func (r *pgvRun) measure(ctx context.Context, st *pgvector.Store, keys []string) (*pgvMeasured, error) {
+	ev, err := r.evidence(ctx, st, keys)
+	if err != nil {
+		return nil, err
+	}
+	return r.before(ctx, st, ev, keys)
+}
+
+// evidence reads the evidence of keys with the adapter (one pass over the
+// table for its shared-window check, however many keys).
+func (r *pgvRun) evidence(ctx context.Context, st *pgvector.Store, keys []string) (map[string]*store.Evidence, error) {
 	ev, err := st.ReadEvidence(ctx, keys)
 	if err != nil {
 		return nil, err
@@ -754,9 +777,31 @@ func (r *pgvRun) measure(ctx context.Context, st *pgvector.Store, keys []string)
 	if len(ev) != len(keys) {
 		return nil, fmt.Errorf("evidence for %d of %d keys", len(ev), len(keys))
 	}
-	m := &pgvMeasured{keys: keys, set: store.NewNeedleSet(ev)}
+	return ev, nil
+}
+
+// before probes for keys' needles (from ev) before their deletion.
+func (r *pgvRun) before(ctx context.Context, st *pgvector.Store, ev map[string]*store.Evidence, keys []string) (*pgvMeasured, error) {
+	sub := make(map[string]*store.Evidence, len(keys))
+	for _, k := range keys {
+		sub[k] = ev[k]
+	}
+	m := &pgvMeasured{keys: keys, set: store.NewNeedleSet(sub)}
+	var err error
 	m.before, err = st.ProbePhysical(ctx, m.set)
 	return m, err
+}
+
+// sampleEvidence reads the evidence of every sampled subject's vectors in
+// one call, before any of them is deleted.
+func (r *pgvRun) sampleEvidence(ctx context.Context, st *pgvector.Store) ([]int, map[string]*store.Evidence, error) {
+	subjects := sample(r.o.Subjects, r.o.Sample)
+	var keys []string
+	for _, s := range subjects {
+		keys = append(keys, r.keysOf(s)...)
+	}
+	ev, err := r.evidence(ctx, st, keys)
+	return subjects, ev, err
 }
 
 // after probes after the deletion path and adds the measurement to the cell.
@@ -769,18 +814,49 @@ func (r *pgvRun) after(ctx context.Context, st *pgvector.Store, c *PGVectorCell,
 	if r.res.Probe == "" {
 		r.res.Probe = after.Method
 	}
-	var wal store.ScanReport
+	var rel, wal store.ScanReport
 	if r.o.DataDir != "" {
-		// The probe has just CHECKPOINTed; the server writes no WAL meanwhile
-		// (this benchmark holds its only connection).
-		paths, err := filepath.Glob(filepath.Join(r.o.DataDir, "pg_wal", "[0-9A-F]*"))
+		// The probe has just CHECKPOINTed; the server writes nothing
+		// meanwhile (this benchmark holds its only connection).
+		var files, segs []string
+		err := filepath.WalkDir(filepath.Join(r.o.DataDir, "base"), func(p string, e os.DirEntry, err error) error {
+			if err == nil && e.Type().IsRegular() {
+				files = append(files, p)
+			}
+			return err
+		})
 		if err != nil {
 			return after, err
 		}
-		var segs []string
-		for _, p := range paths {
-			if len(filepath.Base(p)) == 24 {
-				segs = append(segs, p)
+		found := map[string]bool{} // key -> found in some relation file
+		for _, f := range files {
+			one, err := store.ScanFiles(ctx, m.set, "base", f)
+			if err != nil {
+				return after, err
+			}
+			if len(one.Found) == 0 {
+				continue
+			}
+			if c.relFiles == nil {
+				c.relFiles = map[string]int{}
+			}
+			rp, _ := filepath.Rel(filepath.Join(r.o.DataDir, "base"), f)
+			c.relFiles[filepath.ToSlash(rp)] += len(one.Found)
+			for k := range one.Found {
+				found[k] = true
+			}
+		}
+		rel.Found = map[string]int{}
+		for k := range found {
+			rel.Found[k] = 1
+		}
+		ents, err := os.ReadDir(filepath.Join(r.o.DataDir, "pg_wal"))
+		if err != nil {
+			return after, err
+		}
+		for _, e := range ents {
+			if n := e.Name(); len(n) == 24 && strings.Trim(n, "0123456789ABCDEF") == "" && e.Type().IsRegular() {
+				segs = append(segs, filepath.Join(r.o.DataDir, "pg_wal", n))
 			}
 		}
 		if wal, err = store.ScanFiles(ctx, m.set, "pg_wal", segs...); err != nil {
@@ -800,11 +876,11 @@ func (r *pgvRun) after(ctx context.Context, st *pgvector.Store, c *PGVectorCell,
 			c.FoundAfter++
 		}
 		if c.FoundAfterWAL != nil {
-			switch {
-			case wal.Found[k] > 0:
-				*c.FoundAfterWAL++
-			case after.Found[k] > 0:
+			if rel.Found[k] > 0 {
 				*c.FoundAfterRelation++
+			}
+			if wal.Found[k] > 0 {
+				*c.FoundAfterWAL++
 			}
 		}
 	}
@@ -861,7 +937,45 @@ func (r *pgvRun) baseline(ctx context.Context, i int) (*PGVectorCell, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := r.resolve(ctx, cell); err != nil {
+		return nil, err
+	}
 	return cell, r.drop(ctx, table)
+}
+
+// resolve names the relations of the files under base/ where residue was
+// found. A file whose relation is gone (rewritten or dropped since) is named
+// by its path.
+func (r *pgvRun) resolve(ctx context.Context, c *PGVectorCell) error {
+	if len(c.relFiles) == 0 {
+		return nil
+	}
+	c.ResidueByRelation = map[string]int{}
+	return r.withConn(ctx, func(conn *pgx.Conn) error {
+		var db string
+		if err := conn.QueryRow(ctx, `SELECT oid::text FROM pg_database WHERE datname = current_database()`).Scan(&db); err != nil {
+			return err
+		}
+		for f, n := range c.relFiles {
+			name := "base/" + f + " (relation gone)"
+			dir, file := pathpkg.Split(f)
+			node, fork, _ := strings.Cut(strings.SplitN(file, ".", 2)[0], "_")
+			if strings.TrimSuffix(dir, "/") == db {
+				var rel *string
+				if err := conn.QueryRow(ctx, `SELECT (SELECT oid::regclass::text FROM pg_class WHERE pg_relation_filenode(oid) = $1::oid LIMIT 1)`, node).Scan(&rel); err != nil {
+					return err
+				}
+				if rel != nil {
+					name = *rel
+					if fork != "" {
+						name += " (" + fork + ")"
+					}
+				}
+			}
+			c.ResidueByRelation[name] += n
+		}
+		return nil
+	})
 }
 
 // native runs a baseline without amnesia on the adapter's connection (the
@@ -881,8 +995,12 @@ func (r *pgvRun) native(ctx context.Context, cell *PGVectorCell, table string) e
 		stmts = append(stmts, `VACUUM FULL `+t)
 	}
 	var walls, scanned []float64
-	for _, s := range sample(r.o.Subjects, r.o.Sample) {
-		m, err := r.measure(ctx, st, r.keysOf(s))
+	subjects, ev, err := r.sampleEvidence(ctx, st)
+	if err != nil {
+		return err
+	}
+	for _, s := range subjects {
+		m, err := r.before(ctx, st, ev, r.keysOf(s))
 		if err != nil {
 			return err
 		}
@@ -935,8 +1053,12 @@ func (r *pgvRun) amnesia(ctx context.Context, cell *PGVectorCell, table, mode st
 	var results []*saga.Result
 	var walls, scanned []float64
 	if !batch {
-		for _, s := range sample(r.o.Subjects, r.o.Sample) {
-			m, err := r.measure(ctx, st, r.keysOf(s))
+		subjects, ev, err := r.sampleEvidence(ctx, st)
+		if err != nil {
+			return err
+		}
+		for _, s := range subjects {
+			m, err := r.before(ctx, st, ev, r.keysOf(s))
 			if err != nil {
 				return err
 			}
@@ -995,6 +1117,10 @@ func (r *pgvRun) amnesia(ctx context.Context, cell *PGVectorCell, table, mode st
 		return err
 	}
 	cell.Certificates = certs
+	if batch {
+		cell.Note += fmt.Sprintf("; per erasure of the batch (journal medians): evidence %.1fs, probe %.1fs; the one shared reclaim %.1fs",
+			certs.Steps["evidence"].MedianMs/1000, certs.Steps["probe"].MedianMs/1000, certs.Steps["reclaim"].TotalMs/1000)
+	}
 	return nil
 }
 
@@ -1115,7 +1241,7 @@ func (p *PGVectorResult) markdown() string {
 	pr := p.Params
 	fmt.Fprintf(&b, "\n## pgvector at scale\n\n%d vectors of dimension %d (%d subjects, %d vectors each, seed %d), %s index; %s; %s; %s. Run wall time %.0f s.\n\n",
 		pr.Vectors, pr.Dim, pr.Subjects, pr.VectorsPerSubject, pr.Seed, p.Index.Method, p.Server, p.Machine, p.Date, p.WallSeconds)
-	b.WriteString("| baseline | subjects | vectors | wall per subject | wall total | probe power | residue | certificate store residue |\n|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| baseline | subjects | vectors | wall per subject | wall total | probe power | residue | in relation files | in pg_wal | certificate store residue |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range p.Cells {
 		cert := "n/a"
 		if c.Certificates != nil {
@@ -1125,9 +1251,16 @@ func (p *PGVectorResult) markdown() string {
 			}
 			cert = strings.Join(parts, ", ")
 		}
-		fmt.Fprintf(&b, "| %s | %d | %d | %s | %s | %s | %s | %s |\n", c.Baseline, c.Subjects, c.Vectors, ms(c.WallPerSubjectMs), ms(c.WallTotalMs), pct(c.ProbePower), pct(c.Residue), cert)
+		where := func(n *int) string {
+			if n == nil || c.Vectors == 0 {
+				return "n/a"
+			}
+			return pct(float64(*n) / float64(c.Vectors))
+		}
+		fmt.Fprintf(&b, "| %s | %d | %d | %s | %s | %s | %s | %s | %s | %s |\n", c.Baseline, c.Subjects, c.Vectors, ms(c.WallPerSubjectMs), ms(c.WallTotalMs),
+			pct(c.ProbePower), pct(c.Residue), where(c.FoundAfterRelation), where(c.FoundAfterWAL), cert)
 	}
-	b.WriteString("\nResidue: share of the erased vectors with at least one window of their on-disk encoding still found by the adapter's physical probe (heap, TOAST, indexes, pg_wal) after the deletion path; probe power: share found before it. Index: " + p.Index.Note + ".\n")
+	b.WriteString("\nResidue: share of the erased vectors with at least one window of their on-disk encoding still found by the adapter's physical probe (heap, TOAST, indexes, pg_wal) after the deletion path; probe power: share found before it; in relation files / in pg_wal: share found by a scan of the database's files under base/, and of pg_wal, right after. Index: " + p.Index.Note + ".\n")
 	for _, n := range p.Notes {
 		b.WriteString("\n- " + n)
 	}
