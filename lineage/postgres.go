@@ -99,7 +99,10 @@ func (l *Postgres) initSchema(ctx context.Context) error {
 			if _, err := tx.Exec(ctx, pgSchema); err != nil {
 				return err
 			}
-			_, err := tx.Exec(ctx, `INSERT INTO meta (k, v) VALUES ('schema', $1)`, SchemaVersion)
+			if _, err := tx.Exec(ctx, `INSERT INTO meta (k, v) VALUES ('schema', $1)`, SchemaVersion); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, pgLogSchema)
 			return err
 		}
 		var v string
@@ -109,7 +112,8 @@ func (l *Postgres) initSchema(ctx context.Context) error {
 		if v != SchemaVersion {
 			return fmt.Errorf("schema %q, this amnesia reads %q", v, SchemaVersion)
 		}
-		return nil
+		_, err := tx.Exec(ctx, pgLogSchema)
+		return err
 	})
 }
 

@@ -79,7 +79,7 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open ledger: %w", err)
 	}
-	if _, err := db.ExecContext(ctx, sqliteSchema+sqliteQueueSchema); err != nil {
+	if _, err := db.ExecContext(ctx, sqliteSchema+sqliteQueueSchema+sqliteLogSchema); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open ledger %s: %w", path, err)
 	}

@@ -1,0 +1,211 @@
+package lineage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// The transparency log's tables, created (idempotently) on open under the
+// ledger's lock, so a ledger written before the log existed gains an empty
+// log. Leaves and hashes are append-only, enforced by triggers.
+const pgLogSchema = `
+CREATE TABLE IF NOT EXISTS tlog_leaves (idx BIGINT PRIMARY KEY, data BYTEA NOT NULL, hash TEXT NOT NULL UNIQUE);
+CREATE TABLE IF NOT EXISTS tlog_hashes (id BIGINT PRIMARY KEY, hash BYTEA NOT NULL);
+CREATE TABLE IF NOT EXISTS tlog_checkpoints (size BIGINT PRIMARY KEY, note BYTEA NOT NULL);
+CREATE OR REPLACE FUNCTION amnesia_tlog_append_only() RETURNS trigger LANGUAGE plpgsql AS
+	$$BEGIN RAISE EXCEPTION 'amnesia transparency log is append-only'; END$$;
+CREATE OR REPLACE TRIGGER tlog_leaves_append_only BEFORE UPDATE OR DELETE ON tlog_leaves
+	FOR EACH ROW EXECUTE FUNCTION amnesia_tlog_append_only();
+CREATE OR REPLACE TRIGGER tlog_leaves_no_truncate BEFORE TRUNCATE ON tlog_leaves
+	FOR EACH STATEMENT EXECUTE FUNCTION amnesia_tlog_append_only();
+CREATE OR REPLACE TRIGGER tlog_hashes_append_only BEFORE UPDATE OR DELETE ON tlog_hashes
+	FOR EACH ROW EXECUTE FUNCTION amnesia_tlog_append_only();
+CREATE OR REPLACE TRIGGER tlog_hashes_no_truncate BEFORE TRUNCATE ON tlog_hashes
+	FOR EACH STATEMENT EXECUTE FUNCTION amnesia_tlog_append_only();
+`
+
+var _ LogStore = (*Postgres)(nil)
+
+// LogAppend implements LogStore.
+func (l *Postgres) LogAppend(ctx context.Context, data []byte) (int64, bool, error) {
+	var idx int64
+	var existed bool
+	err := l.inTx(ctx, "log append", true, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `SELECT idx FROM tlog_leaves WHERE hash = $1`, leafKey(data)).Scan(&idx)
+		if err == nil {
+			existed = true
+			return nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM tlog_leaves`).Scan(&idx); err != nil {
+			return err
+		}
+		hs, err := storedHashes(idx, data, func(ids []int64) ([]tlog.Hash, error) { return pgHashes(ctx, tx, ids) })
+		if err != nil {
+			return err
+		}
+		first := tlog.StoredHashIndex(0, idx)
+		ids := make([]int64, len(hs))
+		bs := make([][]byte, len(hs))
+		for i, h := range hs {
+			ids[i], bs[i] = first+int64(i), append([]byte(nil), h[:]...)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO tlog_hashes (id, hash) SELECT * FROM unnest($1::bigint[], $2::bytea[])`, ids, bs); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO tlog_leaves (idx, data, hash) VALUES ($1, $2, $3)`, idx, data, leafKey(data))
+		return err
+	})
+	return idx, existed, err
+}
+
+type pgQuerier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+func pgHashes(ctx context.Context, q pgQuerier, ids []int64) ([]tlog.Hash, error) {
+	rows, err := q.Query(ctx, `SELECT id, hash FROM tlog_hashes WHERE id = ANY($1)`, ids)
+	if err != nil {
+		return nil, err
+	}
+	got := map[int64][]byte{}
+	for rows.Next() {
+		var id int64
+		var h []byte
+		if err := rows.Scan(&id, &h); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		got[id] = h
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]tlog.Hash, len(ids))
+	for i, id := range ids {
+		b, ok := got[id]
+		if !ok {
+			return nil, fmt.Errorf("%w: stored hash %d is missing", ErrLogCorrupt, id)
+		}
+		h, err := toHash(b)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = h
+	}
+	return out, nil
+}
+
+// ReadHashes implements LogStore.
+func (l *Postgres) ReadHashes(ctx context.Context, ids []int64) ([]tlog.Hash, error) {
+	var out []tlog.Hash
+	err := l.pool.with(ctx, func(c *pgx.Conn) error {
+		var err error
+		out, err = pgHashes(ctx, c, ids)
+		return err
+	})
+	return out, err
+}
+
+// LogSize implements LogStore.
+func (l *Postgres) LogSize(ctx context.Context) (int64, error) {
+	var n int64
+	err := l.pool.with(ctx, func(c *pgx.Conn) error {
+		return c.QueryRow(ctx, `SELECT count(*) FROM tlog_leaves`).Scan(&n)
+	})
+	return n, err
+}
+
+// LogLeaves implements LogStore.
+func (l *Postgres) LogLeaves(ctx context.Context, from, to int64) ([][]byte, error) {
+	if to-from > maxLogRead {
+		return nil, fmt.Errorf("log leaves: at most %d per read", maxLogRead)
+	}
+	var out [][]byte
+	err := l.pool.with(ctx, func(c *pgx.Conn) error {
+		rows, err := c.Query(ctx, `SELECT idx, data FROM tlog_leaves WHERE idx >= $1 AND idx < $2 ORDER BY idx`, from, to)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var idx int64
+			var d []byte
+			if err := rows.Scan(&idx, &d); err != nil {
+				return err
+			}
+			if idx != from+int64(len(out)) {
+				return fmt.Errorf("%w: leaf %d is missing", ErrLogCorrupt, from+int64(len(out)))
+			}
+			out = append(out, d)
+		}
+		return rows.Err()
+	})
+	if err == nil && int64(len(out)) != to-from {
+		err = fmt.Errorf("%w: leaves %d..%d: %d found", ErrLogCorrupt, from, to, len(out))
+	}
+	return out, err
+}
+
+// LogOrigin implements LogStore.
+func (l *Postgres) LogOrigin(ctx context.Context, proposed string) (string, error) {
+	var v string
+	err := l.inTx(ctx, "log origin", true, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO meta (k, v) VALUES ('tlog_origin', $1) ON CONFLICT (k) DO NOTHING`, proposed); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, `SELECT v FROM meta WHERE k = 'tlog_origin'`).Scan(&v)
+	})
+	return v, err
+}
+
+// SaveCheckpoint implements LogStore.
+func (l *Postgres) SaveCheckpoint(ctx context.Context, size int64, note []byte) error {
+	return l.inTx(ctx, "save checkpoint", true, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO tlog_checkpoints (size, note) VALUES ($1, $2) ON CONFLICT (size) DO UPDATE SET note = excluded.note`, size, note)
+		return err
+	})
+}
+
+// Checkpoint implements LogStore.
+func (l *Postgres) Checkpoint(ctx context.Context, size int64) ([]byte, error) {
+	var b []byte
+	err := l.pool.with(ctx, func(c *pgx.Conn) error {
+		if size < 0 {
+			return c.QueryRow(ctx, `SELECT note FROM tlog_checkpoints ORDER BY size DESC LIMIT 1`).Scan(&b)
+		}
+		return c.QueryRow(ctx, `SELECT note FROM tlog_checkpoints WHERE size = $1`, size).Scan(&b)
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrNoCheckpoint
+	}
+	return b, err
+}
+
+// Checkpoints implements LogStore.
+func (l *Postgres) Checkpoints(ctx context.Context) ([][]byte, error) {
+	var out [][]byte
+	err := l.pool.with(ctx, func(c *pgx.Conn) error {
+		rows, err := c.Query(ctx, `SELECT note FROM tlog_checkpoints ORDER BY size`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var b []byte
+			if err := rows.Scan(&b); err != nil {
+				return err
+			}
+			out = append(out, b)
+		}
+		return rows.Err()
+	})
+	return out, err
+}

@@ -1,0 +1,209 @@
+package lineage
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// The transparency log's tables. They are created on open, so a ledger
+// written before the log existed gains an empty log.
+const sqliteLogSchema = `
+CREATE TABLE IF NOT EXISTS tlog_leaves (
+	idx  INTEGER PRIMARY KEY,
+	data BLOB NOT NULL,
+	hash TEXT NOT NULL UNIQUE
+);
+CREATE TABLE IF NOT EXISTS tlog_hashes (
+	id   INTEGER PRIMARY KEY,
+	hash BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS tlog_checkpoints (
+	size INTEGER PRIMARY KEY,
+	note BLOB NOT NULL
+);
+CREATE TRIGGER IF NOT EXISTS tlog_leaves_append_only BEFORE UPDATE ON tlog_leaves
+	BEGIN SELECT RAISE(ABORT, 'amnesia transparency log leaves are append-only'); END;
+CREATE TRIGGER IF NOT EXISTS tlog_leaves_no_delete BEFORE DELETE ON tlog_leaves
+	BEGIN SELECT RAISE(ABORT, 'amnesia transparency log leaves are append-only'); END;
+CREATE TRIGGER IF NOT EXISTS tlog_hashes_append_only BEFORE UPDATE ON tlog_hashes
+	BEGIN SELECT RAISE(ABORT, 'amnesia transparency log hashes are append-only'); END;
+CREATE TRIGGER IF NOT EXISTS tlog_hashes_no_delete BEFORE DELETE ON tlog_hashes
+	BEGIN SELECT RAISE(ABORT, 'amnesia transparency log hashes are append-only'); END;
+`
+
+var _ LogStore = (*SQLite)(nil)
+
+// LogAppend implements LogStore.
+func (l *SQLite) LogAppend(ctx context.Context, data []byte) (int64, bool, error) {
+	var idx int64
+	var existed bool
+	err := l.inTx(ctx, "log append", func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, `SELECT idx FROM tlog_leaves WHERE hash = ?`, leafKey(data)).Scan(&idx)
+		if err == nil {
+			existed = true
+			return nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM tlog_leaves`).Scan(&idx); err != nil {
+			return err
+		}
+		hs, err := storedHashes(idx, data, func(ids []int64) ([]tlog.Hash, error) { return sqliteHashes(ctx, tx, ids) })
+		if err != nil {
+			return err
+		}
+		first := tlog.StoredHashIndex(0, idx)
+		for i, h := range hs {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO tlog_hashes (id, hash) VALUES (?, ?)`, first+int64(i), h[:]); err != nil {
+				return err
+			}
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO tlog_leaves (idx, data, hash) VALUES (?, ?, ?)`, idx, data, leafKey(data))
+		return err
+	})
+	return idx, existed, err
+}
+
+func sqliteHashes(ctx context.Context, q sqlQuerier, ids []int64) ([]tlog.Hash, error) {
+	out := make([]tlog.Hash, len(ids))
+	for start := 0; start < len(ids); start += 500 {
+		end := min(start+500, len(ids))
+		chunk := ids[start:end]
+		args := make([]any, len(chunk))
+		for i, id := range chunk {
+			args[i] = id
+		}
+		rows, err := q.QueryContext(ctx, `SELECT id, hash FROM tlog_hashes WHERE id IN (?`+strings.Repeat(",?", len(chunk)-1)+`)`, args...)
+		if err != nil {
+			return nil, err
+		}
+		got := map[int64][]byte{}
+		for rows.Next() {
+			var id int64
+			var h []byte
+			if err := rows.Scan(&id, &h); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			got[id] = h
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+		for i, id := range chunk {
+			b, ok := got[id]
+			if !ok {
+				return nil, fmt.Errorf("%w: stored hash %d is missing", ErrLogCorrupt, id)
+			}
+			h, err := toHash(b)
+			if err != nil {
+				return nil, err
+			}
+			out[start+i] = h
+		}
+	}
+	return out, nil
+}
+
+// ReadHashes implements LogStore (and tlog.HashReader with a context).
+func (l *SQLite) ReadHashes(ctx context.Context, ids []int64) ([]tlog.Hash, error) {
+	return sqliteHashes(ctx, l.db, ids)
+}
+
+// LogSize implements LogStore.
+func (l *SQLite) LogSize(ctx context.Context) (int64, error) {
+	var n int64
+	err := l.db.QueryRowContext(ctx, `SELECT count(*) FROM tlog_leaves`).Scan(&n)
+	return n, err
+}
+
+// LogLeaves implements LogStore.
+func (l *SQLite) LogLeaves(ctx context.Context, from, to int64) ([][]byte, error) {
+	if to-from > maxLogRead {
+		return nil, fmt.Errorf("log leaves: at most %d per read", maxLogRead)
+	}
+	rows, err := l.db.QueryContext(ctx, `SELECT idx, data FROM tlog_leaves WHERE idx >= ? AND idx < ? ORDER BY idx`, from, to)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out [][]byte
+	for rows.Next() {
+		var idx int64
+		var d []byte
+		if err := rows.Scan(&idx, &d); err != nil {
+			return nil, err
+		}
+		if idx != from+int64(len(out)) {
+			return nil, fmt.Errorf("%w: leaf %d is missing", ErrLogCorrupt, from+int64(len(out)))
+		}
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if int64(len(out)) != to-from {
+		return nil, fmt.Errorf("%w: leaves %d..%d: %d found", ErrLogCorrupt, from, to, len(out))
+	}
+	return out, nil
+}
+
+// LogOrigin implements LogStore.
+func (l *SQLite) LogOrigin(ctx context.Context, proposed string) (string, error) {
+	var v string
+	err := l.inTx(ctx, "log origin", func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO meta (k, v) VALUES ('tlog_origin', ?)`, proposed); err != nil {
+			return err
+		}
+		return tx.QueryRowContext(ctx, `SELECT v FROM meta WHERE k = 'tlog_origin'`).Scan(&v)
+	})
+	return v, err
+}
+
+// SaveCheckpoint implements LogStore.
+func (l *SQLite) SaveCheckpoint(ctx context.Context, size int64, note []byte) error {
+	return l.inTx(ctx, "save checkpoint", func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO tlog_checkpoints (size, note) VALUES (?, ?) ON CONFLICT (size) DO UPDATE SET note = excluded.note`, size, note)
+		return err
+	})
+}
+
+// Checkpoint implements LogStore.
+func (l *SQLite) Checkpoint(ctx context.Context, size int64) ([]byte, error) {
+	var b []byte
+	var err error
+	if size < 0 {
+		err = l.db.QueryRowContext(ctx, `SELECT note FROM tlog_checkpoints ORDER BY size DESC LIMIT 1`).Scan(&b)
+	} else {
+		err = l.db.QueryRowContext(ctx, `SELECT note FROM tlog_checkpoints WHERE size = ?`, size).Scan(&b)
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNoCheckpoint
+	}
+	return b, err
+}
+
+// Checkpoints implements LogStore.
+func (l *SQLite) Checkpoints(ctx context.Context) ([][]byte, error) {
+	rows, err := l.db.QueryContext(ctx, `SELECT note FROM tlog_checkpoints ORDER BY size`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out [][]byte
+	for rows.Next() {
+		var b []byte
+		if err := rows.Scan(&b); err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, rows.Err()
+}

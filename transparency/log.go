@@ -1,0 +1,252 @@
+package transparency
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+
+	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/amnesia-dev/amnesia/lineage"
+)
+
+// Leaf texts. Each is a few lines of ids and digests, never personal data;
+// the first line names the kind and its version.
+const (
+	eventLeafV1       = "amnesia/event/v1"
+	certificateLeafV1 = "amnesia/certificate/v1"
+	anchorLeafV1      = "amnesia/anchor/v1"
+)
+
+func leafText(fields ...string) ([]byte, error) {
+	for _, f := range fields {
+		if f == "" || strings.ContainsAny(f, "\n\r") {
+			return nil, fmt.Errorf("leaf: %w: empty field or a field with a line break", ErrMalformed)
+		}
+	}
+	return []byte(strings.Join(fields, "\n") + "\n"), nil
+}
+
+// EventLeaf is the leaf of an erasure event: its kind ("erasure-started",
+// …), the erasure id and a digest of what the event is about (the trace id).
+func EventLeaf(kind, erasure, digest string) ([]byte, error) {
+	return leafText(eventLeafV1, kind, erasure, digest)
+}
+
+// CertificateLeaf is the leaf of a certificate: its id and the SHA-256 (hex)
+// of the signed DSSE payload, so a verifier recomputes it from the
+// certificate alone.
+func CertificateLeaf(certificateID string, payload []byte) ([]byte, error) {
+	sum := sha256.Sum256(payload)
+	return leafText(certificateLeafV1, certificateID, hex.EncodeToString(sum[:]))
+}
+
+// AnchorLeaf is the leaf recording an RFC 3161 timestamp token obtained over
+// the checkpoint of a tree of size leaves: the token's SHA-256 (hex).
+func AnchorLeaf(size int64, token []byte) ([]byte, error) {
+	sum := sha256.Sum256(token)
+	return leafText(anchorLeafV1, fmt.Sprint(size), hex.EncodeToString(sum[:]))
+}
+
+// LeafKind returns the kind line of a leaf ("amnesia/event/v1", …).
+func LeafKind(leaf []byte) string {
+	k, _, _ := strings.Cut(string(leaf), "\n")
+	return k
+}
+
+// Log is the writer's view of the log: it appends leaves, signs checkpoints
+// with the log key and serves proofs. Storage is the ledger's.
+type Log struct {
+	store    lineage.LogStore
+	signer   note.Signer
+	verifier note.Verifier
+	origin   string
+}
+
+// DefaultOrigin is the origin a log takes on first use when none is
+// configured: unique to the key that first signed it.
+func DefaultOrigin(pub ed25519.PublicKey) string {
+	sum := sha256.Sum256(pub)
+	return "amnesia.local/log/" + hex.EncodeToString(sum[:8])
+}
+
+// Open returns the log kept in store, signed by priv. Its origin is fixed on
+// first use (proposed, or DefaultOrigin when empty) and read back after.
+func Open(ctx context.Context, store lineage.LogStore, priv ed25519.PrivateKey, proposed string) (*Log, error) {
+	if len(priv) != ed25519.PrivateKeySize {
+		return nil, fmt.Errorf("open log: %d-byte key, want an Ed25519 private key", len(priv))
+	}
+	pub := priv.Public().(ed25519.PublicKey)
+	if proposed == "" {
+		proposed = DefaultOrigin(pub)
+	}
+	if err := checkOrigin(proposed); err != nil {
+		return nil, err
+	}
+	origin, err := store.LogOrigin(ctx, proposed)
+	if err != nil {
+		return nil, fmt.Errorf("open log: %w", err)
+	}
+	s, err := NewSigner(origin, priv)
+	if err != nil {
+		return nil, err
+	}
+	v, err := NewVerifier(origin, pub)
+	if err != nil {
+		return nil, err
+	}
+	return &Log{store: store, signer: s, verifier: v, origin: origin}, nil
+}
+
+// Origin returns the log's origin.
+func (l *Log) Origin() string { return l.origin }
+
+// Verifier returns the log key's note verifier.
+func (l *Log) Verifier() note.Verifier { return l.verifier }
+
+// Append appends leaf (idempotently: an equal leaf keeps its index).
+func (l *Log) Append(ctx context.Context, leaf []byte) (int64, error) {
+	i, _, err := l.store.LogAppend(ctx, leaf)
+	if err != nil {
+		return 0, fmt.Errorf("log append: %w", err)
+	}
+	return i, nil
+}
+
+func (l *Log) reader(ctx context.Context) tlog.HashReader {
+	return tlog.HashReaderFunc(func(ids []int64) ([]tlog.Hash, error) { return l.store.ReadHashes(ctx, ids) })
+}
+
+// Checkpoint signs and stores a checkpoint of the log as it is now, or
+// returns the one stored for its size, and returns it.
+func (l *Log) Checkpoint(ctx context.Context) (*Signed, error) {
+	n, err := l.store.LogSize(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	if raw, err := l.store.Checkpoint(ctx, n); err == nil {
+		return OpenCheckpoint(raw, l.verifier)
+	} else if !errors.Is(err, lineage.ErrNoCheckpoint) {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	h, err := tlog.TreeHash(n, l.reader(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: tree hash of %d leaves: %w", n, err)
+	}
+	raw, err := Sign(Checkpoint{Origin: l.origin, Size: n, Hash: h}, l.signer)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.store.SaveCheckpoint(ctx, n, raw); err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	return OpenCheckpoint(raw, l.verifier)
+}
+
+// Latest returns the newest stored checkpoint without signing a new one;
+// lineage.ErrNoCheckpoint if there is none.
+func (l *Log) Latest(ctx context.Context) (*Signed, error) {
+	raw, err := l.store.Checkpoint(ctx, -1)
+	if err != nil {
+		return nil, err
+	}
+	return OpenCheckpoint(raw, l.verifier)
+}
+
+// AddSignatures stores signed, a checkpoint the log already signed with more
+// signature lines (witness cosignatures), in place of the stored one. The
+// body and the log's own signature must be the stored ones.
+func (l *Log) AddSignatures(ctx context.Context, signed []byte) (*Signed, error) {
+	s, err := OpenCheckpoint(signed, l.verifier)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := l.store.Checkpoint(ctx, s.Size)
+	if err != nil {
+		return nil, fmt.Errorf("add signatures: the log has no checkpoint of size %d: %w", s.Size, err)
+	}
+	old, err := OpenCheckpoint(raw, l.verifier)
+	if err != nil {
+		return nil, fmt.Errorf("add signatures: stored checkpoint: %w", err)
+	}
+	if old.Note.Text != s.Note.Text {
+		return nil, fmt.Errorf("add signatures: %w: the checkpoint of size %d differs from the log's", ErrProof, s.Size)
+	}
+	// Keep every signature line the stored one had, then add the new ones.
+	merged := mergeSignatures(raw, signed)
+	if _, err := OpenCheckpoint(merged, l.verifier); err != nil {
+		return nil, err
+	}
+	if err := l.store.SaveCheckpoint(ctx, s.Size, merged); err != nil {
+		return nil, err
+	}
+	return OpenCheckpoint(merged, l.verifier)
+}
+
+// mergeSignatures returns a with the signature lines of b it lacks appended.
+func mergeSignatures(a, b []byte) []byte {
+	have := map[string]bool{}
+	for _, line := range sigLines(a) {
+		have[line] = true
+	}
+	out := append([]byte(nil), a...)
+	for _, line := range sigLines(b) {
+		if !have[line] {
+			out = append(out, line+"\n"...)
+			have[line] = true
+		}
+	}
+	return out
+}
+
+func sigLines(signed []byte) []string {
+	_, sigs, ok := strings.Cut(string(signed), "\n\n")
+	if !ok {
+		return nil
+	}
+	return strings.Split(strings.TrimSuffix(sigs, "\n"), "\n")
+}
+
+// InclusionProof proves leaf index in the tree of size leaves.
+func (l *Log) InclusionProof(ctx context.Context, index, size int64) (tlog.RecordProof, error) {
+	p, err := tlog.ProveRecord(size, index, l.reader(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("inclusion proof of %d in %d: %w", index, size, err)
+	}
+	return p, nil
+}
+
+// ConsistencyProof proves that the tree of size newer extends that of older.
+func (l *Log) ConsistencyProof(ctx context.Context, older, newer int64) (tlog.TreeProof, error) {
+	if older == 0 || older == newer {
+		return tlog.TreeProof{}, nil
+	}
+	p, err := tlog.ProveTree(newer, older, l.reader(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("consistency proof of %d in %d: %w", older, newer, err)
+	}
+	return p, nil
+}
+
+// Leaves returns leaves [from, to).
+func (l *Log) Leaves(ctx context.Context, from, to int64) ([][]byte, error) {
+	var out [][]byte
+	for i := from; i < to; {
+		end := min(to, i+4096)
+		ls, err := l.store.LogLeaves(ctx, i, end)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ls...)
+		i = end
+	}
+	return out, nil
+}
+
+// Size returns the number of leaves.
+func (l *Log) Size(ctx context.Context) (int64, error) { return l.store.LogSize(ctx) }
