@@ -198,3 +198,13 @@ func intotoReason(err error) string {
 	}
 	return "invalid statement"
 }
+
+// Payload returns the decoded payload of a DSSE envelope WITHOUT verifying
+// it. Errors wrap ErrMalformed.
+func Payload(envelope []byte) ([]byte, error) {
+	_, payload, err := decodeEnvelope(envelope)
+	if err != nil {
+		return nil, fmt.Errorf("certificate payload: %w: %w", err, ErrMalformed)
+	}
+	return payload, nil
+}

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/amnesia-dev/amnesia/certificate"
 )
 
 // run executes the CLI in-process and returns stdout, stderr and the exit code.
@@ -77,16 +79,29 @@ func TestVerifyExitCodes(t *testing.T) {
 	if _, errOut, code := runCLI(t, "", "verify", cert, "--public-key", pub); code != exitOK {
 		t.Fatalf("verify of a good certificate: exit %d: %s", code, errOut)
 	}
-	env, _ := os.ReadFile(cert)
+	data, _ := os.ReadFile(cert)
+	b, err := certificate.DecodeBundle(data)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var e map[string]any
-	if err := json.Unmarshal(env, &e); err != nil {
+	if err := json.Unmarshal(b.DSSEEnvelope, &e); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	write := func(name string, v any) string {
+	// rebundle writes b with changes, in the canonical form, so that only
+	// the change is wrong.
+	rebundle := func(name string, change func(*certificate.Bundle)) string {
+		c := *b
+		le := *b.LogEntry
+		c.LogEntry = &le
+		change(&c)
+		out, err := certificate.EncodeBundle(&c)
+		if err != nil {
+			t.Fatal(err)
+		}
 		p := filepath.Join(dir, name)
-		b, _ := json.Marshal(v)
-		os.WriteFile(p, b, 0o600)
+		os.WriteFile(p, out, 0o600)
 		return p
 	}
 	payload, _ := base64.StdEncoding.DecodeString(e["payload"].(string))
@@ -95,16 +110,38 @@ func TestVerifyExitCodes(t *testing.T) {
 		tampered[k] = v
 	}
 	tampered["payload"] = base64.StdEncoding.EncodeToString(bytes.Replace(payload, []byte(`"complete":true`), []byte(`"complete":false`), 1))
+	tamperedEnv, _ := json.Marshal(tampered)
+	bare := filepath.Join(dir, "bare.json")
+	os.WriteFile(bare, b.DSSEEnvelope, 0o600)
 	// A key that did not sign it: the demo of another run.
 	other := demoReport(t)["public_key"].(string)
 	garbage := filepath.Join(dir, "garbage.json")
 	os.WriteFile(garbage, []byte("not a certificate"), 0o600)
+	edited := filepath.Join(dir, "edited.json")
+	os.WriteFile(edited, bytes.Replace(data, []byte(`"logIndex": `), []byte(`"logIndex":  `), 1), 0o600)
+	proof := append([]string(nil), b.LogEntry.InclusionProof...)
+	if len(proof) > 0 {
+		proof[0] = base64.StdEncoding.EncodeToString(make([]byte, 32))
+	}
+	// The checkpoint with its root hash changed (still canonical base64).
+	cpLines := strings.Split(b.LogEntry.Checkpoint, "\n")
+	root, _ := base64.StdEncoding.DecodeString(cpLines[2])
+	root[0] ^= 1
+	cpLines[2] = base64.StdEncoding.EncodeToString(root)
+	badCheckpoint := strings.Join(cpLines, "\n")
 	for _, tc := range []struct {
 		name string
 		args []string
 		want int
 	}{
-		{"tampered payload", []string{"verify", write("tampered.json", tampered), "--public-key", pub}, exitCertTampered},
+		{"bare envelope", []string{"verify", bare, "--public-key", pub}, exitNotLogged},
+		{"not canonical", []string{"verify", edited, "--public-key", pub}, exitCertInvalid},
+		{"wrong log index", []string{"verify", rebundle("index.json", func(c *certificate.Bundle) { c.LogEntry.LogIndex += 1 }), "--public-key", pub}, exitNotLogged},
+		{"checkpoint edited", []string{"verify", rebundle("cp.json", func(c *certificate.Bundle) { c.LogEntry.Checkpoint = badCheckpoint }), "--public-key", pub}, exitCheckpoint},
+		{"inclusion proof edited", []string{"verify", rebundle("proof.json", func(c *certificate.Bundle) { c.LogEntry.InclusionProof = proof }), "--public-key", pub}, exitNotLogged},
+		{"key retired before issue", []string{"verify", cert, "--public-key", pub + "@2000-01-01T00:00:00Z"}, exitKeyRetired},
+		{"key retired after issue", []string{"verify", cert, "--public-key", pub + "@2999-01-01T00:00:00Z"}, exitOK},
+		{"tampered payload", []string{"verify", rebundle("tampered.json", func(c *certificate.Bundle) { c.DSSEEnvelope = tamperedEnv }), "--public-key", pub}, exitCertTampered},
 		{"wrong key", []string{"verify", cert, "--public-key", other}, exitWrongKey},
 		{"malformed", []string{"verify", garbage, "--public-key", pub}, exitCertInvalid},
 		{"no key", []string{"verify", cert}, exitUsage},
@@ -115,8 +152,8 @@ func TestVerifyExitCodes(t *testing.T) {
 			if code != tc.want {
 				t.Errorf("exit %d, want %d (stderr %q)", code, tc.want, errOut)
 			}
-			if strings.Contains(out, "VALID") {
-				t.Errorf("printed VALID for a bad certificate")
+			if strings.Contains(out, "VALID") != (tc.want == exitOK) {
+				t.Errorf("exit %d, printed %q", code, out)
 			}
 		})
 	}

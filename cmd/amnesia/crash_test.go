@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -332,8 +333,21 @@ func checkCertificateDigest(t *testing.T, j []journalEntry, certPath string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum := sha256.Sum256(b); cr.SHA256 != hex.EncodeToString(sum[:]) {
-		t.Errorf("published certificate has sha256 %x, the journal's certificate step recorded %q", sum, cr.SHA256)
+	// The journal holds the digest of the signed envelope as Sign formats
+	// it; the bundle holds that envelope re-indented.
+	var bundle struct {
+		DSSEEnvelope json.RawMessage `json:"dsseEnvelope"`
+	}
+	if err := json.Unmarshal(b, &bundle); err != nil {
+		t.Fatalf("certificate %s is not a bundle: %v", certPath, err)
+	}
+	var env bytes.Buffer
+	if err := json.Indent(&env, bundle.DSSEEnvelope, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	env.WriteByte('\n')
+	if sum := sha256.Sum256(env.Bytes()); cr.SHA256 != hex.EncodeToString(sum[:]) {
+		t.Errorf("published certificate's envelope has sha256 %x, the journal's certificate step recorded %q", sum, cr.SHA256)
 	}
 }
 

@@ -266,13 +266,22 @@ func singleCertificate(t *testing.T, stateDir string) (string, map[string]any) {
 	return cs[0], certificatePayload(t, cs[0])
 }
 
-// certificatePayload decodes the DSSE envelope at path and parses its payload.
+// certificatePayload decodes the DSSE envelope of the bundle at path and
+// parses its payload.
 func certificatePayload(t *testing.T, path string) map[string]any {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	var bundle struct {
+		MediaType    string          `json:"mediaType"`
+		DSSEEnvelope json.RawMessage `json:"dsseEnvelope"`
+	}
+	if err := json.Unmarshal(b, &bundle); err != nil || bundle.MediaType == "" {
+		t.Fatalf("certificate %s is not a bundle: %v", path, err)
+	}
+	b = bundle.DSSEEnvelope
 	var env struct {
 		PayloadType string `json:"payloadType"`
 		Payload     string `json:"payload"`

@@ -14,6 +14,7 @@ import (
 	"github.com/amnesia-dev/amnesia/internal/saga"
 	"github.com/amnesia-dev/amnesia/internal/state"
 	"github.com/amnesia-dev/amnesia/lineage"
+	"github.com/amnesia-dev/amnesia/transparency"
 )
 
 // Exit codes. They are part of the CLI's contract; see `amnesia --help`.
@@ -29,6 +30,12 @@ const (
 	exitCertInvalid  = 10
 	exitCertTampered = 11
 	exitWrongKey     = 12
+	exitNotLogged    = 13
+	exitCheckpoint   = 14
+	exitTimestamp    = 15
+	exitWitnesses    = 16
+	exitKeyRetired   = 17
+	exitLogTampered  = 18
 )
 
 const exitCodesHelp = `Exit codes:
@@ -43,6 +50,12 @@ const exitCodesHelp = `Exit codes:
   10  verify: not a valid certificate (malformed, or not schema v1)
   11  verify: signature does not match the content (tampered)
   12  verify: not signed by the given public key
+  13  verify: no transparency log proof, or the inclusion proof does not verify
+  14  verify: the checkpoint is malformed or not signed by a trusted key
+  15  verify: the timestamp does not verify, or is required and missing
+  16  verify: fewer witness cosignatures than required
+  17  verify: the certificate was issued after its key was retired
+  18  audit: the log does not recompute, or is not consistent with a saved checkpoint
 `
 
 // exitError carries an exit code through cobra.
@@ -69,6 +82,18 @@ func exitCode(err error) int {
 		return exitErased
 	case errors.Is(err, saga.ErrStaleTrace):
 		return exitStaleTrace
+	case errors.Is(err, certificate.ErrNotLogged), errors.Is(err, certificate.ErrInclusion):
+		return exitNotLogged
+	case errors.Is(err, certificate.ErrCheckpoint):
+		return exitCheckpoint
+	case errors.Is(err, certificate.ErrTimestamp):
+		return exitTimestamp
+	case errors.Is(err, certificate.ErrWitnesses):
+		return exitWitnesses
+	case errors.Is(err, certificate.ErrKeyRetired):
+		return exitKeyRetired
+	case errors.Is(err, transparency.ErrProof), errors.Is(err, transparency.ErrCheckpointSignature):
+		return exitLogTampered
 	case errors.Is(err, certificate.ErrWrongKey):
 		return exitWrongKey
 	case errors.Is(err, certificate.ErrSignature):

@@ -273,7 +273,7 @@ func verifyFiles(ctx context.Context, certPath, pubPath string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if _, err := certificate.Verify(ctx, env, pub); err != nil {
+	if _, err := certificate.VerifyBundle(ctx, env, certificate.VerifyOptions{Keys: []certificate.TrustedKey{{Public: pub}}}); err != nil {
 		return false, err
 	}
 	return true, nil

@@ -32,6 +32,7 @@ import (
 	"github.com/amnesia-dev/amnesia/internal/state"
 	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/store"
+	"github.com/amnesia-dev/amnesia/transparency"
 )
 
 // ErrStaleTrace: the ledger changed since the trace was taken.
@@ -75,6 +76,7 @@ type runner struct {
 	ev      map[string]map[string]*store.Evidence
 	failed  map[string]string // store -> "step: error"
 	resumed bool
+	tlog    *transparency.Log
 }
 
 // Run runs or resumes the erasure. A new erasure (no journal yet) is refused

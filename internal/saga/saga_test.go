@@ -151,7 +151,7 @@ func TestEraseVerifiesPhysically(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := certificate.Verify(ctx, env, pub); err != nil {
+	if _, err := certificate.VerifyBundle(ctx, env, certificate.VerifyOptions{Keys: []certificate.TrustedKey{{Public: pub}}}); err != nil {
 		t.Errorf("certificate does not verify: %v", err)
 	}
 	// Evidence is destroyed once the certificate is published.

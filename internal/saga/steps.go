@@ -12,6 +12,7 @@ import (
 	"github.com/amnesia-dev/amnesia/internal/state"
 	"github.com/amnesia-dev/amnesia/store"
 	"github.com/amnesia-dev/amnesia/subject"
+	"github.com/amnesia-dev/amnesia/transparency"
 )
 
 func subjectKey(s string) (subject.Key, error) { return subject.ParseKey(s) }
@@ -97,7 +98,20 @@ func (r *runner) before(ctx context.Context) (*results, error) {
 		for _, a := range t.Artifacts {
 			ids = append(ids, a.ID)
 		}
-		return map[string]int{"artifacts": len(ids)}, r.Ledger.Suppress(ctx, r.id, ids)
+		if err := r.Ledger.Suppress(ctx, r.id, ids); err != nil {
+			return nil, err
+		}
+		// The erasure's start is an event of the transparency log.
+		leaf, err := transparency.EventLeaf("erasure-started", r.id, t.ID)
+		if err != nil {
+			return nil, err
+		}
+		lg, err := r.transparencyLog(ctx)
+		if err != nil {
+			return nil, err
+		}
+		idx, err := lg.Append(ctx, leaf)
+		return map[string]int64{"artifacts": int64(len(ids)), "log_index": idx}, err
 	}); err != nil {
 		return nil, err
 	}
@@ -178,7 +192,7 @@ func (r *runner) after(ctx context.Context, res *results) (*certificate.Statemen
 		if err != nil {
 			return nil, err
 		}
-		return nil, r.publish(env, cr.SHA256)
+		return nil, r.publish(ctx, env, cr.SHA256)
 	}); err != nil {
 		return nil, err
 	}
@@ -278,12 +292,19 @@ func (r *runner) probe(ctx context.Context, st string) (any, error) {
 
 // publish writes the certificate to certificates/ and destroys the sealed
 // evidence. Idempotent.
-func (r *runner) publish(env []byte, sum string) error {
+// publish appends the certificate to the transparency log (idempotently: a
+// resumed publish finds its leaf), signs a checkpoint, proves the leaf in it
+// and writes the bundle.
+func (r *runner) publish(ctx context.Context, env []byte, sum string) error {
 	got := sha256.Sum256(env)
 	if hex.EncodeToString(got[:]) != sum {
 		return fmt.Errorf("publish: certificate does not match the digest journaled when it was signed")
 	}
-	if err := state.WriteFileAtomic(r.Dir.CertificatePath(r.id), env); err != nil {
+	bundle, err := r.logCertificate(ctx, env)
+	if err != nil {
+		return fmt.Errorf("publish: %w", err)
+	}
+	if err := state.WriteFileAtomic(r.Dir.CertificatePath(r.id), bundle); err != nil {
 		return err
 	}
 	for _, st := range r.stores {

@@ -18,11 +18,15 @@ import (
 // Config is amnesia.yaml. Values may reference environment variables as
 // $VAR or ${VAR}; relative store paths are relative to the state directory.
 type Config struct {
-	Version     int           `yaml:"version"`
-	Scope       string        `yaml:"scope"`
-	Validity    string        `yaml:"certificate_validity"` // Go duration, e.g. 8760h
-	Stores      []StoreConfig `yaml:"stores"`
-	Ledger      string        `yaml:"ledger,omitempty"` // PostgreSQL URL (shared) or SQLite path; default ledger.db in the state dir
+	Version  int           `yaml:"version"`
+	Scope    string        `yaml:"scope"`
+	Validity string        `yaml:"certificate_validity"` // Go duration, e.g. 8760h
+	Stores   []StoreConfig `yaml:"stores"`
+	Ledger   string        `yaml:"ledger,omitempty"` // PostgreSQL URL (shared) or SQLite path; default ledger.db in the state dir
+	// LogOrigin names the transparency log in its checkpoints (C2SP
+	// origin). Default: amnesia.local/log/<digest of the first signing key>.
+	// It is fixed in the ledger on first use; changing it later has no effect.
+	LogOrigin   string `yaml:"log_origin,omitempty"`
 	dir         string
 	validityDur time.Duration
 }

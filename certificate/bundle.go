@@ -1,0 +1,291 @@
+package certificate
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/amnesia-dev/amnesia/transparency"
+)
+
+// BundleMediaType names the certificate file format: the signed DSSE
+// envelope with the proof that it is in the transparency log.
+const BundleMediaType = "application/vnd.amnesia.certificate.v1+json"
+
+// Bundle is a certificate as amnesia publishes it.
+type Bundle struct {
+	MediaType    string          `json:"mediaType"`
+	DSSEEnvelope json.RawMessage `json:"dsseEnvelope"`
+	LogEntry     *LogEntry       `json:"logEntry"`
+}
+
+// LogEntry places the certificate in the transparency log.
+type LogEntry struct {
+	// LogIndex is the index of the certificate's leaf
+	// (transparency.CertificateLeaf of its id and payload).
+	LogIndex int64 `json:"logIndex"`
+	// InclusionProof proves the leaf in the tree of Checkpoint: base64 hashes.
+	InclusionProof []string `json:"inclusionProof"`
+	// Checkpoint is the signed checkpoint (C2SP signed note) the proof is
+	// against, with any witness cosignatures.
+	Checkpoint string `json:"checkpoint"`
+	// Timestamp is an RFC 3161 timestamp token (DER, base64) over the
+	// checkpoint's signed body, when the log was anchored at a TSA.
+	Timestamp string `json:"timestamp,omitempty"`
+}
+
+// More verification errors, for bundles.
+var (
+	// ErrNotLogged: the file is a bare envelope, with no log proof.
+	ErrNotLogged = errors.New("certificate carries no transparency log proof")
+	// ErrInclusion: the inclusion proof does not place the certificate in
+	// the checkpoint's tree.
+	ErrInclusion = errors.New("inclusion proof does not verify")
+	// ErrCheckpoint: the checkpoint is malformed or not signed by a trusted
+	// key under the log's name.
+	ErrCheckpoint = errors.New("checkpoint does not verify")
+	// ErrTimestamp: the timestamp token does not verify.
+	ErrTimestamp = errors.New("timestamp does not verify")
+	// ErrWitnesses: fewer valid witness cosignatures than required.
+	ErrWitnesses = errors.New("not enough witness cosignatures")
+	// ErrKeyRetired: the certificate was issued after its key was retired.
+	ErrKeyRetired = errors.New("signing key retired")
+)
+
+// EncodeBundle formats b for a file: two-space indent, no HTML escaping,
+// trailing newline. It is the only form VerifyBundle accepts, so that any
+// change to a published file is detected.
+func EncodeBundle(b *Bundle) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(b); err != nil {
+		return nil, fmt.Errorf("encode bundle: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// IsBundle reports whether data looks like a bundle rather than a bare
+// envelope (it has a mediaType member).
+func IsBundle(data []byte) bool {
+	var probe struct {
+		MediaType *string `json:"mediaType"`
+	}
+	return json.Unmarshal(data, &probe) == nil && probe.MediaType != nil
+}
+
+// DecodeBundle parses a bundle strictly: known members only, the media type
+// of v1, the canonical encoding of EncodeBundle. Errors wrap ErrMalformed.
+func DecodeBundle(data []byte) (*Bundle, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var b Bundle
+	if err := dec.Decode(&b); err != nil {
+		return nil, fmt.Errorf("bundle is not a JSON object of the v1 form: %w", ErrMalformed)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("data after the bundle: %w", ErrMalformed)
+	}
+	if b.MediaType != BundleMediaType {
+		return nil, fmt.Errorf("bundle mediaType is not %s: %w", BundleMediaType, ErrMalformed)
+	}
+	if len(b.DSSEEnvelope) == 0 || b.LogEntry == nil {
+		return nil, fmt.Errorf("bundle lacks dsseEnvelope or logEntry: %w", ErrMalformed)
+	}
+	canon, err := EncodeBundle(&b)
+	if err != nil || !bytes.Equal(canon, data) {
+		return nil, fmt.Errorf("bundle is not in its canonical encoding (was it edited?): %w", ErrMalformed)
+	}
+	return &b, nil
+}
+
+// TrustedKey is a certificate and log key the verifier trusts, from the
+// time it was created until it was retired (zero: not retired).
+type TrustedKey struct {
+	Public  ed25519.PublicKey
+	Retired time.Time
+}
+
+// VerifyOptions say what VerifyBundle requires beyond the signature.
+type VerifyOptions struct {
+	// Keys: the signing keys to trust; the certificate's key id picks one.
+	Keys []TrustedKey
+	// Witnesses and MinWitnesses: at least MinWitnesses of these verifiers
+	// (C2SP cosignature keys) must have cosigned the checkpoint.
+	Witnesses    []note.Verifier
+	MinWitnesses int
+	// Timestamp verifies an RFC 3161 token over message and returns its
+	// time. When nil a token present in the bundle is not checked, and the
+	// result says so.
+	Timestamp func(token, message []byte) (time.Time, error)
+	// RequireTimestamp fails a bundle without a token.
+	RequireTimestamp bool
+}
+
+// Checked is what VerifyBundle established.
+type Checked struct {
+	Statement  *Statement
+	KeyID      string
+	LogIndex   int64
+	Checkpoint transparency.Checkpoint
+	// Witnesses names the witness keys whose cosignatures verified.
+	Witnesses []string
+	// Unchecked counts signature lines on the checkpoint by keys not given.
+	Unchecked int
+	// Timestamp is the token's time when one was checked; TimestampNote
+	// says why none was.
+	Timestamp     time.Time
+	TimestampNote string
+}
+
+// VerifyBundle checks a published certificate offline, in this order: the
+// bundle's form; the DSSE signature by a trusted key and the schema
+// (Verify); the key's retirement; the checkpoint's signature by a trusted
+// key named by the log's origin; the inclusion proof of the certificate's
+// leaf; witness cosignatures; the timestamp. Each failure wraps its own
+// error: ErrMalformed, ErrWrongKey, ErrSignature, ErrSchema, ErrKeyRetired,
+// ErrCheckpoint, ErrInclusion, ErrWitnesses, ErrTimestamp.
+func VerifyBundle(ctx context.Context, data []byte, o VerifyOptions) (*Checked, error) {
+	if !IsBundle(data) {
+		if _, err := decodeEnvelopeOnly(data); err != nil {
+			return nil, fmt.Errorf("verify certificate: %w: %w", err, ErrMalformed)
+		}
+		return nil, fmt.Errorf("verify certificate: a bare DSSE envelope: %w", ErrNotLogged)
+	}
+	b, err := DecodeBundle(data)
+	if err != nil {
+		return nil, fmt.Errorf("verify certificate: %w", err)
+	}
+	if len(o.Keys) == 0 {
+		return nil, errors.New("verify certificate: no trusted key given")
+	}
+	env, payload, err := decodeEnvelope(b.DSSEEnvelope)
+	if err != nil {
+		return nil, fmt.Errorf("verify certificate: %w: %w", err, ErrMalformed)
+	}
+	// The trusted key the envelope names.
+	var key *TrustedKey
+	for i := range o.Keys {
+		id := KeyID(o.Keys[i].Public)
+		for _, s := range env.Signatures {
+			if s.KeyID == id && key == nil {
+				key = &o.Keys[i]
+			}
+		}
+	}
+	if key == nil {
+		return nil, fmt.Errorf("verify certificate: no signature is by a trusted key: %w", ErrWrongKey)
+	}
+	st, err := Verify(ctx, b.DSSEEnvelope, key.Public)
+	if err != nil {
+		return nil, err
+	}
+	v := &Checked{Statement: st, KeyID: KeyID(key.Public), LogIndex: b.LogEntry.LogIndex}
+	if !key.Retired.IsZero() {
+		issued, err := time.Parse(time.RFC3339, st.Predicate.IssuedAt)
+		if err != nil || !issued.Before(key.Retired) {
+			return nil, fmt.Errorf("verify certificate: issued %s by key %s, retired from %s: %w", st.Predicate.IssuedAt, v.KeyID, key.Retired.UTC().Format(time.RFC3339), ErrKeyRetired)
+		}
+	}
+
+	// The checkpoint, signed under the log's origin by a trusted key.
+	cpText := []byte(b.LogEntry.Checkpoint)
+	body, _, ok := bytes.Cut(cpText, []byte("\n\n"))
+	if !ok {
+		return nil, fmt.Errorf("verify certificate: checkpoint is not a signed note: %w", ErrCheckpoint)
+	}
+	cp0, err := transparency.ParseCheckpoint(append(body, '\n'))
+	if err != nil {
+		return nil, fmt.Errorf("verify certificate: %v: %w", err, ErrCheckpoint)
+	}
+	var logKeys []note.Verifier
+	for _, k := range o.Keys {
+		lv, err := transparency.NewVerifier(cp0.Origin, k.Public)
+		if err != nil {
+			return nil, fmt.Errorf("verify certificate: %v: %w", err, ErrCheckpoint)
+		}
+		logKeys = append(logKeys, lv)
+	}
+	known := append(append([]note.Verifier(nil), logKeys...), o.Witnesses...)
+	n, err := note.Open(cpText, note.VerifierList(known...))
+	if err != nil {
+		return nil, fmt.Errorf("verify certificate: checkpoint: %v: %w", err, ErrCheckpoint)
+	}
+	byLog := false
+	for _, s := range n.Sigs {
+		for _, lk := range logKeys {
+			if s.Name == lk.Name() && s.Hash == lk.KeyHash() {
+				byLog = true
+			}
+		}
+	}
+	if !byLog {
+		return nil, fmt.Errorf("verify certificate: checkpoint is not signed by a trusted key as %s: %w", cp0.Origin, ErrCheckpoint)
+	}
+	v.Checkpoint = cp0
+	v.Unchecked = len(n.UnverifiedSigs)
+
+	// The certificate's leaf in that tree.
+	proof, err := transparency.DecodeProof(b.LogEntry.InclusionProof)
+	if err != nil {
+		return nil, fmt.Errorf("verify certificate: %v: %w", err, ErrInclusion)
+	}
+	leaf, err := transparency.CertificateLeaf(st.Predicate.CertificateID, payload)
+	if err != nil {
+		return nil, fmt.Errorf("verify certificate: %v: %w", err, ErrInclusion)
+	}
+	if err := transparency.VerifyInclusion(leaf, b.LogEntry.LogIndex, proof, cp0); err != nil {
+		return nil, fmt.Errorf("verify certificate: %v: %w", err, ErrInclusion)
+	}
+
+	// Witnesses.
+	for _, s := range n.Sigs {
+		for _, w := range o.Witnesses {
+			if s.Name == w.Name() && s.Hash == w.KeyHash() {
+				v.Witnesses = append(v.Witnesses, w.Name())
+			}
+		}
+	}
+	if len(v.Witnesses) < o.MinWitnesses {
+		return nil, fmt.Errorf("verify certificate: %d of the %d required witness cosignatures: %w", len(v.Witnesses), o.MinWitnesses, ErrWitnesses)
+	}
+
+	// Timestamp over the checkpoint's signed body.
+	switch {
+	case b.LogEntry.Timestamp == "" && o.RequireTimestamp:
+		return nil, fmt.Errorf("verify certificate: no timestamp, and one is required: %w", ErrTimestamp)
+	case b.LogEntry.Timestamp == "":
+		v.TimestampNote = "no timestamp"
+	case o.Timestamp == nil:
+		v.TimestampNote = "a timestamp is present but was not checked (no TSA root given)"
+	default:
+		tok, err := base64.StdEncoding.Strict().DecodeString(b.LogEntry.Timestamp)
+		if err != nil {
+			return nil, fmt.Errorf("verify certificate: timestamp is not base64: %w", ErrTimestamp)
+		}
+		at, err := o.Timestamp(tok, cp0.Body())
+		if err != nil {
+			return nil, fmt.Errorf("verify certificate: %v: %w", err, ErrTimestamp)
+		}
+		v.Timestamp = at
+	}
+	return v, nil
+}
+
+// decodeEnvelopeOnly checks that data is at least a DSSE envelope.
+func decodeEnvelopeOnly(data []byte) (*Statement, error) {
+	_, payload, err := decodeEnvelope(data)
+	if err != nil {
+		return nil, err
+	}
+	return decodeStatement(payload)
+}
