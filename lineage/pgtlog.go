@@ -7,6 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/amnesia-dev/amnesia/transparency"
 )
 
 // The transparency log's tables, created (idempotently) on open under the
@@ -16,6 +18,7 @@ const pgLogSchema = `
 CREATE TABLE IF NOT EXISTS tlog_leaves (idx BIGINT PRIMARY KEY, data BYTEA NOT NULL, hash TEXT NOT NULL UNIQUE);
 CREATE TABLE IF NOT EXISTS tlog_hashes (id BIGINT PRIMARY KEY, hash BYTEA NOT NULL);
 CREATE TABLE IF NOT EXISTS tlog_checkpoints (size BIGINT PRIMARY KEY, note BYTEA NOT NULL);
+CREATE TABLE IF NOT EXISTS tlog_timestamps (size BIGINT PRIMARY KEY, token BYTEA NOT NULL);
 CREATE OR REPLACE FUNCTION amnesia_tlog_append_only() RETURNS trigger LANGUAGE plpgsql AS
 	$$BEGIN RAISE EXCEPTION 'amnesia transparency log is append-only'; END$$;
 CREATE OR REPLACE TRIGGER tlog_leaves_append_only BEFORE UPDATE OR DELETE ON tlog_leaves
@@ -28,9 +31,9 @@ CREATE OR REPLACE TRIGGER tlog_hashes_no_truncate BEFORE TRUNCATE ON tlog_hashes
 	FOR EACH STATEMENT EXECUTE FUNCTION amnesia_tlog_append_only();
 `
 
-var _ LogStore = (*Postgres)(nil)
+var _ transparency.Store = (*Postgres)(nil)
 
-// LogAppend implements LogStore.
+// LogAppend implements transparency.Store.
 func (l *Postgres) LogAppend(ctx context.Context, data []byte) (int64, bool, error) {
 	var idx int64
 	var existed bool
@@ -103,7 +106,7 @@ func pgHashes(ctx context.Context, q pgQuerier, ids []int64) ([]tlog.Hash, error
 	return out, nil
 }
 
-// ReadHashes implements LogStore.
+// ReadHashes implements transparency.Store.
 func (l *Postgres) ReadHashes(ctx context.Context, ids []int64) ([]tlog.Hash, error) {
 	var out []tlog.Hash
 	err := l.pool.with(ctx, func(c *pgx.Conn) error {
@@ -114,7 +117,7 @@ func (l *Postgres) ReadHashes(ctx context.Context, ids []int64) ([]tlog.Hash, er
 	return out, err
 }
 
-// LogSize implements LogStore.
+// LogSize implements transparency.Store.
 func (l *Postgres) LogSize(ctx context.Context) (int64, error) {
 	var n int64
 	err := l.pool.with(ctx, func(c *pgx.Conn) error {
@@ -123,7 +126,7 @@ func (l *Postgres) LogSize(ctx context.Context) (int64, error) {
 	return n, err
 }
 
-// LogLeaves implements LogStore.
+// LogLeaves implements transparency.Store.
 func (l *Postgres) LogLeaves(ctx context.Context, from, to int64) ([][]byte, error) {
 	if to-from > maxLogRead {
 		return nil, fmt.Errorf("log leaves: at most %d per read", maxLogRead)
@@ -154,7 +157,7 @@ func (l *Postgres) LogLeaves(ctx context.Context, from, to int64) ([][]byte, err
 	return out, err
 }
 
-// LogOrigin implements LogStore.
+// LogOrigin implements transparency.Store.
 func (l *Postgres) LogOrigin(ctx context.Context, proposed string) (string, error) {
 	var v string
 	err := l.inTx(ctx, "log origin", true, func(tx pgx.Tx) error {
@@ -166,7 +169,7 @@ func (l *Postgres) LogOrigin(ctx context.Context, proposed string) (string, erro
 	return v, err
 }
 
-// SaveCheckpoint implements LogStore.
+// SaveCheckpoint implements transparency.Store.
 func (l *Postgres) SaveCheckpoint(ctx context.Context, size int64, note []byte) error {
 	return l.inTx(ctx, "save checkpoint", true, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `INSERT INTO tlog_checkpoints (size, note) VALUES ($1, $2) ON CONFLICT (size) DO UPDATE SET note = excluded.note`, size, note)
@@ -174,7 +177,7 @@ func (l *Postgres) SaveCheckpoint(ctx context.Context, size int64, note []byte) 
 	})
 }
 
-// Checkpoint implements LogStore.
+// Checkpoint implements transparency.Store.
 func (l *Postgres) Checkpoint(ctx context.Context, size int64) ([]byte, error) {
 	var b []byte
 	err := l.pool.with(ctx, func(c *pgx.Conn) error {
@@ -189,7 +192,7 @@ func (l *Postgres) Checkpoint(ctx context.Context, size int64) ([]byte, error) {
 	return b, err
 }
 
-// Checkpoints implements LogStore.
+// Checkpoints implements transparency.Store.
 func (l *Postgres) Checkpoints(ctx context.Context) ([][]byte, error) {
 	var out [][]byte
 	err := l.pool.with(ctx, func(c *pgx.Conn) error {
@@ -208,4 +211,24 @@ func (l *Postgres) Checkpoints(ctx context.Context) ([][]byte, error) {
 		return rows.Err()
 	})
 	return out, err
+}
+
+// SaveTimestamp implements transparency.Store.
+func (l *Postgres) SaveTimestamp(ctx context.Context, size int64, token []byte) error {
+	return l.inTx(ctx, "save timestamp", true, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO tlog_timestamps (size, token) VALUES ($1, $2) ON CONFLICT (size) DO UPDATE SET token = excluded.token`, size, token)
+		return err
+	})
+}
+
+// Timestamp implements transparency.Store.
+func (l *Postgres) Timestamp(ctx context.Context, size int64) ([]byte, error) {
+	var b []byte
+	err := l.pool.with(ctx, func(c *pgx.Conn) error {
+		return c.QueryRow(ctx, `SELECT token FROM tlog_timestamps WHERE size = $1`, size).Scan(&b)
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrNoCheckpoint
+	}
+	return b, err
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/amnesia-dev/amnesia/transparency"
 )
 
 // The transparency log's tables. They are created on open, so a ledger
@@ -26,6 +28,10 @@ CREATE TABLE IF NOT EXISTS tlog_checkpoints (
 	size INTEGER PRIMARY KEY,
 	note BLOB NOT NULL
 );
+CREATE TABLE IF NOT EXISTS tlog_timestamps (
+	size  INTEGER PRIMARY KEY,
+	token BLOB NOT NULL
+);
 CREATE TRIGGER IF NOT EXISTS tlog_leaves_append_only BEFORE UPDATE ON tlog_leaves
 	BEGIN SELECT RAISE(ABORT, 'amnesia transparency log leaves are append-only'); END;
 CREATE TRIGGER IF NOT EXISTS tlog_leaves_no_delete BEFORE DELETE ON tlog_leaves
@@ -36,9 +42,9 @@ CREATE TRIGGER IF NOT EXISTS tlog_hashes_no_delete BEFORE DELETE ON tlog_hashes
 	BEGIN SELECT RAISE(ABORT, 'amnesia transparency log hashes are append-only'); END;
 `
 
-var _ LogStore = (*SQLite)(nil)
+var _ transparency.Store = (*SQLite)(nil)
 
-// LogAppend implements LogStore.
+// LogAppend implements transparency.Store.
 func (l *SQLite) LogAppend(ctx context.Context, data []byte) (int64, bool, error) {
 	var idx int64
 	var existed bool
@@ -112,19 +118,19 @@ func sqliteHashes(ctx context.Context, q sqlQuerier, ids []int64) ([]tlog.Hash, 
 	return out, nil
 }
 
-// ReadHashes implements LogStore (and tlog.HashReader with a context).
+// ReadHashes implements transparency.Store (and tlog.HashReader with a context).
 func (l *SQLite) ReadHashes(ctx context.Context, ids []int64) ([]tlog.Hash, error) {
 	return sqliteHashes(ctx, l.db, ids)
 }
 
-// LogSize implements LogStore.
+// LogSize implements transparency.Store.
 func (l *SQLite) LogSize(ctx context.Context) (int64, error) {
 	var n int64
 	err := l.db.QueryRowContext(ctx, `SELECT count(*) FROM tlog_leaves`).Scan(&n)
 	return n, err
 }
 
-// LogLeaves implements LogStore.
+// LogLeaves implements transparency.Store.
 func (l *SQLite) LogLeaves(ctx context.Context, from, to int64) ([][]byte, error) {
 	if to-from > maxLogRead {
 		return nil, fmt.Errorf("log leaves: at most %d per read", maxLogRead)
@@ -155,7 +161,7 @@ func (l *SQLite) LogLeaves(ctx context.Context, from, to int64) ([][]byte, error
 	return out, nil
 }
 
-// LogOrigin implements LogStore.
+// LogOrigin implements transparency.Store.
 func (l *SQLite) LogOrigin(ctx context.Context, proposed string) (string, error) {
 	var v string
 	err := l.inTx(ctx, "log origin", func(tx *sql.Tx) error {
@@ -167,7 +173,7 @@ func (l *SQLite) LogOrigin(ctx context.Context, proposed string) (string, error)
 	return v, err
 }
 
-// SaveCheckpoint implements LogStore.
+// SaveCheckpoint implements transparency.Store.
 func (l *SQLite) SaveCheckpoint(ctx context.Context, size int64, note []byte) error {
 	return l.inTx(ctx, "save checkpoint", func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO tlog_checkpoints (size, note) VALUES (?, ?) ON CONFLICT (size) DO UPDATE SET note = excluded.note`, size, note)
@@ -175,7 +181,7 @@ func (l *SQLite) SaveCheckpoint(ctx context.Context, size int64, note []byte) er
 	})
 }
 
-// Checkpoint implements LogStore.
+// Checkpoint implements transparency.Store.
 func (l *SQLite) Checkpoint(ctx context.Context, size int64) ([]byte, error) {
 	var b []byte
 	var err error
@@ -190,7 +196,7 @@ func (l *SQLite) Checkpoint(ctx context.Context, size int64) ([]byte, error) {
 	return b, err
 }
 
-// Checkpoints implements LogStore.
+// Checkpoints implements transparency.Store.
 func (l *SQLite) Checkpoints(ctx context.Context) ([][]byte, error) {
 	rows, err := l.db.QueryContext(ctx, `SELECT note FROM tlog_checkpoints ORDER BY size`)
 	if err != nil {
@@ -206,4 +212,22 @@ func (l *SQLite) Checkpoints(ctx context.Context) ([][]byte, error) {
 		out = append(out, b)
 	}
 	return out, rows.Err()
+}
+
+// SaveTimestamp implements transparency.Store.
+func (l *SQLite) SaveTimestamp(ctx context.Context, size int64, token []byte) error {
+	return l.inTx(ctx, "save timestamp", func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO tlog_timestamps (size, token) VALUES (?, ?) ON CONFLICT (size) DO UPDATE SET token = excluded.token`, size, token)
+		return err
+	})
+}
+
+// Timestamp implements transparency.Store.
+func (l *SQLite) Timestamp(ctx context.Context, size int64) ([]byte, error) {
+	var b []byte
+	err := l.db.QueryRowContext(ctx, `SELECT token FROM tlog_timestamps WHERE size = ?`, size).Scan(&b)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNoCheckpoint
+	}
+	return b, err
 }

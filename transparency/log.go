@@ -11,8 +11,6 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
-
-	"github.com/amnesia-dev/amnesia/lineage"
 )
 
 // Leaf texts. Each is a few lines of ids and digests, never personal data;
@@ -62,7 +60,7 @@ func LeafKind(leaf []byte) string {
 // Log is the writer's view of the log: it appends leaves, signs checkpoints
 // with the log key and serves proofs. Storage is the ledger's.
 type Log struct {
-	store    lineage.LogStore
+	store    Store
 	signer   note.Signer
 	verifier note.Verifier
 	origin   string
@@ -77,7 +75,7 @@ func DefaultOrigin(pub ed25519.PublicKey) string {
 
 // Open returns the log kept in store, signed by priv. Its origin is fixed on
 // first use (proposed, or DefaultOrigin when empty) and read back after.
-func Open(ctx context.Context, store lineage.LogStore, priv ed25519.PrivateKey, proposed string) (*Log, error) {
+func Open(ctx context.Context, store Store, priv ed25519.PrivateKey, proposed string) (*Log, error) {
 	if len(priv) != ed25519.PrivateKeySize {
 		return nil, fmt.Errorf("open log: %d-byte key, want an Ed25519 private key", len(priv))
 	}
@@ -131,7 +129,7 @@ func (l *Log) Checkpoint(ctx context.Context) (*Signed, error) {
 	}
 	if raw, err := l.store.Checkpoint(ctx, n); err == nil {
 		return OpenCheckpoint(raw, l.verifier)
-	} else if !errors.Is(err, lineage.ErrNoCheckpoint) {
+	} else if !errors.Is(err, ErrNoCheckpoint) {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
 	h, err := tlog.TreeHash(n, l.reader(ctx))
@@ -149,7 +147,7 @@ func (l *Log) Checkpoint(ctx context.Context) (*Signed, error) {
 }
 
 // Latest returns the newest stored checkpoint without signing a new one;
-// lineage.ErrNoCheckpoint if there is none.
+// ErrNoCheckpoint if there is none.
 func (l *Log) Latest(ctx context.Context) (*Signed, error) {
 	raw, err := l.store.Checkpoint(ctx, -1)
 	if err != nil {
@@ -250,3 +248,29 @@ func (l *Log) Leaves(ctx context.Context, from, to int64) ([][]byte, error) {
 
 // Size returns the number of leaves.
 func (l *Log) Size(ctx context.Context) (int64, error) { return l.store.LogSize(ctx) }
+
+// Anchor records an RFC 3161 token obtained over the signed body of the
+// checkpoint of size: the token is stored with the checkpoint and its
+// digest becomes a leaf (AnchorLeaf). It returns the leaf's index.
+func (l *Log) Anchor(ctx context.Context, size int64, token []byte) (int64, error) {
+	if _, err := l.store.Checkpoint(ctx, size); err != nil {
+		return 0, fmt.Errorf("anchor: no checkpoint of size %d: %w", size, err)
+	}
+	if err := l.store.SaveTimestamp(ctx, size, token); err != nil {
+		return 0, fmt.Errorf("anchor: %w", err)
+	}
+	leaf, err := AnchorLeaf(size, token)
+	if err != nil {
+		return 0, err
+	}
+	return l.Append(ctx, leaf)
+}
+
+// Timestamp returns the token recorded for the checkpoint of size, or nil.
+func (l *Log) Timestamp(ctx context.Context, size int64) ([]byte, error) {
+	t, err := l.store.Timestamp(ctx, size)
+	if errors.Is(err, ErrNoCheckpoint) {
+		return nil, nil
+	}
+	return t, err
+}
