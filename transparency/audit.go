@@ -18,14 +18,14 @@ type Report struct {
 
 // Audit recomputes the whole log from its leaves, without trusting the
 // stored tree: every stored hash must be the one the leaves give, every
-// stored checkpoint must be signed by the log key and name the recomputed
-// root of its size. With since (a signed checkpoint saved earlier by the
+// stored checkpoint must be signed by a log key (the current one or one
+// given to Open as earlier) and name the recomputed root of its size. With since (a signed checkpoint saved earlier by the
 // auditor) it also proves that the log still extends that checkpoint, which
 // catches a truncated or rewritten log whatever the operator stored.
 func (l *Log) Audit(ctx context.Context, since []byte) (*Report, error) {
 	var saved *Signed
 	if since != nil {
-		s, err := OpenCheckpoint(since, l.verifier)
+		s, err := OpenCheckpoint(since, l.verifiers...)
 		if err != nil {
 			return nil, fmt.Errorf("saved checkpoint: %w", err)
 		}
@@ -103,7 +103,7 @@ func (l *Log) Audit(ctx context.Context, since []byte) (*Report, error) {
 		return nil, err
 	}
 	for _, raw := range cps {
-		s, err := OpenCheckpoint(raw, l.verifier)
+		s, err := OpenCheckpoint(raw, l.verifiers...)
 		if err != nil {
 			return nil, fmt.Errorf("audit: stored checkpoint: %w", err)
 		}

@@ -167,17 +167,28 @@ type Signed struct {
 	Raw  []byte     // the signed note as given
 }
 
-// OpenCheckpoint parses a signed checkpoint and checks that the log key
-// (origin named as the checkpoint's first line) signed it. Signatures by
-// other keys (witness cosignatures) are kept in Note.UnverifiedSigs for
-// the caller to check with their own verifiers.
-func OpenCheckpoint(signed []byte, logKey note.Verifier) (*Signed, error) {
-	n, err := note.Open(signed, note.VerifierList(logKey))
+// OpenCheckpoint parses a signed checkpoint and checks that a log key
+// (named as the checkpoint's first line, the origin) signed it. logKeys are
+// the log's keys: the current one and, after a key rotation, the earlier
+// ones, all under the same name; a signature by any one of them suffices.
+// Signatures by other keys (witness cosignatures) are kept in
+// Note.UnverifiedSigs for the caller to check with their own verifiers.
+func OpenCheckpoint(signed []byte, logKeys ...note.Verifier) (*Signed, error) {
+	if len(logKeys) == 0 {
+		return nil, fmt.Errorf("checkpoint: no log key given: %w", ErrCheckpointSignature)
+	}
+	name := logKeys[0].Name()
+	for _, k := range logKeys[1:] {
+		if k.Name() != name {
+			return nil, fmt.Errorf("checkpoint: log keys named %q and %q: one log has one name", name, k.Name())
+		}
+	}
+	n, err := note.Open(signed, note.VerifierList(logKeys...))
 	if err != nil {
 		var unk *note.UnverifiedNoteError
 		switch {
 		case errors.As(err, &unk):
-			return nil, fmt.Errorf("checkpoint: no signature by the log key %s: %w", logKey.Name(), ErrCheckpointSignature)
+			return nil, fmt.Errorf("checkpoint: no signature by the log key %s: %w", name, ErrCheckpointSignature)
 		default:
 			var inv *note.InvalidSignatureError
 			if errors.As(err, &inv) {
@@ -190,8 +201,8 @@ func OpenCheckpoint(signed []byte, logKey note.Verifier) (*Signed, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.Origin != logKey.Name() {
-		return nil, fmt.Errorf("checkpoint: origin %q is not the log key's name %q: %w", c.Origin, logKey.Name(), ErrCheckpointSignature)
+	if c.Origin != name {
+		return nil, fmt.Errorf("checkpoint: origin %q is not the log key's name %q: %w", c.Origin, name, ErrCheckpointSignature)
 	}
 	return &Signed{Checkpoint: c, Note: n, Raw: append([]byte(nil), signed...)}, nil
 }

@@ -60,10 +60,11 @@ func LeafKind(leaf []byte) string {
 // Log is the writer's view of the log: it appends leaves, signs checkpoints
 // with the log key and serves proofs. Storage is the ledger's.
 type Log struct {
-	store    Store
-	signer   note.Signer
-	verifier note.Verifier
-	origin   string
+	store     Store
+	signer    note.Signer
+	verifier  note.Verifier   // the current key's
+	verifiers []note.Verifier // the current key's, then the earlier keys'
+	origin    string
 }
 
 // DefaultOrigin is the origin a log takes on first use when none is
@@ -75,7 +76,10 @@ func DefaultOrigin(pub ed25519.PublicKey) string {
 
 // Open returns the log kept in store, signed by priv. Its origin is fixed on
 // first use (proposed, or DefaultOrigin when empty) and read back after.
-func Open(ctx context.Context, store Store, priv ed25519.PrivateKey, proposed string) (*Log, error) {
+// earlier are the public keys that signed the log before priv (a key
+// rotation): checkpoints they signed still verify, new ones are signed by
+// priv only. Keys equal to priv's are ignored.
+func Open(ctx context.Context, store Store, priv ed25519.PrivateKey, proposed string, earlier ...ed25519.PublicKey) (*Log, error) {
 	if len(priv) != ed25519.PrivateKeySize {
 		return nil, fmt.Errorf("open log: %d-byte key, want an Ed25519 private key", len(priv))
 	}
@@ -98,14 +102,37 @@ func Open(ctx context.Context, store Store, priv ed25519.PrivateKey, proposed st
 	if err != nil {
 		return nil, err
 	}
-	return &Log{store: store, signer: s, verifier: v, origin: origin}, nil
+	vs := []note.Verifier{v}
+	seen := map[string]bool{string(pub): true}
+	for _, k := range earlier {
+		if seen[string(k)] {
+			continue
+		}
+		seen[string(k)] = true
+		ev, err := NewVerifier(origin, k)
+		if err != nil {
+			return nil, fmt.Errorf("open log: earlier key: %w", err)
+		}
+		for _, o := range vs {
+			if o.KeyHash() == ev.KeyHash() {
+				return nil, fmt.Errorf("open log: two keys share the signed-note key hash %08x", ev.KeyHash())
+			}
+		}
+		vs = append(vs, ev)
+	}
+	return &Log{store: store, signer: s, verifier: v, verifiers: vs, origin: origin}, nil
 }
 
 // Origin returns the log's origin.
 func (l *Log) Origin() string { return l.origin }
 
-// Verifier returns the log key's note verifier.
+// Verifier returns the note verifier of the log's current key, the one
+// that signs new checkpoints.
 func (l *Log) Verifier() note.Verifier { return l.verifier }
+
+// Verifiers returns the note verifiers of every key the log trusts: the
+// current key's first, then those of the earlier keys given to Open.
+func (l *Log) Verifiers() []note.Verifier { return append([]note.Verifier(nil), l.verifiers...) }
 
 // Append appends leaf (idempotently: an equal leaf keeps its index).
 func (l *Log) Append(ctx context.Context, leaf []byte) (int64, error) {
@@ -128,7 +155,7 @@ func (l *Log) Checkpoint(ctx context.Context) (*Signed, error) {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
 	if raw, err := l.store.Checkpoint(ctx, n); err == nil {
-		return OpenCheckpoint(raw, l.verifier)
+		return OpenCheckpoint(raw, l.verifiers...)
 	} else if !errors.Is(err, ErrNoCheckpoint) {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
@@ -143,7 +170,7 @@ func (l *Log) Checkpoint(ctx context.Context) (*Signed, error) {
 	if err := l.store.SaveCheckpoint(ctx, n, raw); err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
-	return OpenCheckpoint(raw, l.verifier)
+	return OpenCheckpoint(raw, l.verifiers...)
 }
 
 // Latest returns the newest stored checkpoint without signing a new one;
@@ -153,14 +180,14 @@ func (l *Log) Latest(ctx context.Context) (*Signed, error) {
 	if err != nil {
 		return nil, err
 	}
-	return OpenCheckpoint(raw, l.verifier)
+	return OpenCheckpoint(raw, l.verifiers...)
 }
 
 // AddSignatures stores signed, a checkpoint the log already signed with more
 // signature lines (witness cosignatures), in place of the stored one. The
 // body and the log's own signature must be the stored ones.
 func (l *Log) AddSignatures(ctx context.Context, signed []byte) (*Signed, error) {
-	s, err := OpenCheckpoint(signed, l.verifier)
+	s, err := OpenCheckpoint(signed, l.verifiers...)
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +195,7 @@ func (l *Log) AddSignatures(ctx context.Context, signed []byte) (*Signed, error)
 	if err != nil {
 		return nil, fmt.Errorf("add signatures: the log has no checkpoint of size %d: %w", s.Size, err)
 	}
-	old, err := OpenCheckpoint(raw, l.verifier)
+	old, err := OpenCheckpoint(raw, l.verifiers...)
 	if err != nil {
 		return nil, fmt.Errorf("add signatures: stored checkpoint: %w", err)
 	}
@@ -177,13 +204,13 @@ func (l *Log) AddSignatures(ctx context.Context, signed []byte) (*Signed, error)
 	}
 	// Keep every signature line the stored one had, then add the new ones.
 	merged := mergeSignatures(raw, signed)
-	if _, err := OpenCheckpoint(merged, l.verifier); err != nil {
+	if _, err := OpenCheckpoint(merged, l.verifiers...); err != nil {
 		return nil, err
 	}
 	if err := l.store.SaveCheckpoint(ctx, s.Size, merged); err != nil {
 		return nil, err
 	}
-	return OpenCheckpoint(merged, l.verifier)
+	return OpenCheckpoint(merged, l.verifiers...)
 }
 
 // mergeSignatures returns a with the signature lines of b it lacks appended.
