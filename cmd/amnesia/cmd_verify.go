@@ -13,6 +13,7 @@ import (
 
 type verifyOptions struct {
 	publicKeys []string
+	trust      []string
 	witnesses  []string
 	minWit     int
 	tsaRoots   []string
@@ -22,7 +23,7 @@ type verifyOptions struct {
 func newVerifyCommand() *cobra.Command {
 	o := &verifyOptions{}
 	cmd := &cobra.Command{
-		Use:   "verify <certificate> --public-key <pem>",
+		Use:   "verify <certificate> (--public-key <pem> | --trust <trust file>)",
 		Short: "Check a certificate offline: signature, key id, schema, log inclusion, checkpoint, witnesses, timestamp",
 		Long: `Verify checks an erasure certificate with nothing but the file and keys you
 trust: no database, no store, no network. In order: the file's form; the DSSE
@@ -32,11 +33,15 @@ the certificate in that checkpoint's tree; witness cosignatures (with
 --witness-key and --witnesses); the RFC 3161 timestamp (with --tsa-root).
 It prints what the certificate claims only when every check passed.
 
+The trusted keys come from --public-key and --trust (the file 'amnesia keys
+export' writes: every key of a keyring with its retirement time). A key
+given more than once is retired from the earliest time given for it.
+
 ` + exitCodesHelp,
 		Args: usageArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(o.publicKeys) == 0 {
-				return withCode(exitUsage, fmt.Errorf("--public-key is required: verification needs a key you trust"))
+			if len(o.publicKeys) == 0 && len(o.trust) == 0 {
+				return withCode(exitUsage, fmt.Errorf("--public-key or --trust is required: verification needs a key you trust"))
 			}
 			opts, err := o.options()
 			if err != nil {
@@ -76,6 +81,7 @@ It prints what the certificate claims only when every check passed.
 		},
 	}
 	cmd.Flags().StringArrayVar(&o.publicKeys, "public-key", nil, "PEM public key (BEGIN PUBLIC KEY) of a signer you trust; repeat for rotated keys. FILE@RFC3339 marks the key retired from that time")
+	cmd.Flags().StringArrayVar(&o.trust, "trust", nil, "trust `FILE` written by amnesia keys export (every key of a keyring, with retirement times); repeatable")
 	cmd.Flags().StringArrayVar(&o.witnesses, "witness-key", nil, "a witness's verifier key (name+hash+base64, as `amnesia witness init` prints), or a file holding one; repeatable")
 	cmd.Flags().IntVar(&o.minWit, "witnesses", 0, "cosignatures required from the --witness-key set (default: all given keys)")
 	cmd.Flags().StringArrayVar(&o.tsaRoots, "tsa-root", nil, "PEM root certificate of a timestamp authority you trust; repeatable")
@@ -101,7 +107,20 @@ func (o *verifyOptions) options() (certificate.VerifyOptions, error) {
 		if err != nil {
 			return opts, fmt.Errorf("read public key %s: %w", path, err)
 		}
-		opts.Keys = append(opts.Keys, certificate.TrustedKey{Public: pub, Retired: retired})
+		opts.Keys = addTrustedKey(opts.Keys, certificate.TrustedKey{Public: pub, Retired: retired})
+	}
+	for _, path := range o.trust {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return opts, fmt.Errorf("read trust file: %w", err)
+		}
+		tf, err := certificate.ParseTrustFile(b)
+		if err != nil {
+			return opts, fmt.Errorf("%s: %w", path, err)
+		}
+		for _, k := range tf.TrustedKeys() {
+			opts.Keys = addTrustedKey(opts.Keys, k)
+		}
 	}
 	for _, w := range o.witnesses {
 		v, err := parseWitnessKey(w)
@@ -126,4 +145,20 @@ func (o *verifyOptions) options() (certificate.VerifyOptions, error) {
 	}
 	opts.RequireTimestamp = o.requireTS
 	return opts, nil
+}
+
+// addTrustedKey adds k to keys; a key already there keeps one entry,
+// retired from the earlier of the two times (not retired only if neither
+// says it is).
+func addTrustedKey(keys []certificate.TrustedKey, k certificate.TrustedKey) []certificate.TrustedKey {
+	for i := range keys {
+		if !keys[i].Public.Equal(k.Public) {
+			continue
+		}
+		if !k.Retired.IsZero() && (keys[i].Retired.IsZero() || k.Retired.Before(keys[i].Retired)) {
+			keys[i].Retired = k.Retired
+		}
+		return keys
+	}
+	return append(keys, k)
 }

@@ -22,13 +22,18 @@ func (r *runner) transparencyLog(ctx context.Context) (*transparency.Log, error)
 	return lg, nil
 }
 
-// OpenLog opens the transparency log of e's ledger with e's signing key.
+// OpenLog opens the transparency log of e's ledger with e's signing key;
+// checkpoints signed by the keyring's earlier keys still verify.
 func OpenLog(ctx context.Context, e *Erasure) (*transparency.Log, error) {
 	st, ok := e.Ledger.(transparency.Store)
 	if !ok {
 		return nil, fmt.Errorf("the ledger %T keeps no transparency log", e.Ledger)
 	}
-	return transparency.Open(ctx, st, e.Dir.Key, e.Dir.Config.LogOrigin)
+	keys, err := e.Dir.PublicKeys()
+	if err != nil {
+		return nil, err
+	}
+	return transparency.Open(ctx, st, e.Dir.Key, e.Dir.Config.LogOrigin, keys...)
 }
 
 // logCertificate appends env's leaf, signs a checkpoint and returns the

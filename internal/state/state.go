@@ -5,8 +5,10 @@
 //
 //	amnesia.yaml           configuration (stores, scope, certificate validity)
 //	pepper                 32 random bytes: the key of every subject digest
-//	signing-key.pem        Ed25519 private key, PKCS#8 PEM
-//	signing-key.pub.pem    public key, PEM SubjectPublicKeyInfo ("BEGIN PUBLIC KEY")
+//	signing-key.pem        the current Ed25519 signing key, PKCS#8 PEM
+//	signing-key.pub.pem    its public key, PEM SubjectPublicKeyInfo ("BEGIN PUBLIC KEY")
+//	keyring.json           every signing key's public key, id, creation and retirement
+//	                       time (a trust file, see keyring.go and docs/keys.md)
 //	ledger.db              lineage ledger (SQLite), unless amnesia.yaml names another (ledger:)
 //	traces/<id>.json       traces saved for `erase --trace`
 //	erasures/<id>/         one erasure: journal.jsonl, sealed evidence while it runs
@@ -23,6 +25,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/amnesia-dev/amnesia/certificate"
 	"github.com/amnesia-dev/amnesia/lineage"
@@ -110,6 +113,10 @@ func Init(path string, cfg *Config) (*Dir, error) {
 	if err != nil {
 		return nil, fmt.Errorf("init: %w", err)
 	}
+	ring, err := initialKeyring(pub, time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("init: %w", err)
+	}
 	files := []struct {
 		name string
 		data []byte
@@ -117,6 +124,7 @@ func Init(path string, cfg *Config) (*Dir, error) {
 		{"amnesia.yaml", cfgBytes},
 		{"signing-key.pem", privPEM},
 		{"signing-key.pub.pem", pubPEM},
+		{"keyring.json", ring},
 		{"pepper", pepper}, // last: its presence marks a complete installation
 	}
 	for _, f := range files {

@@ -1,0 +1,217 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/amnesia-dev/amnesia/certificate"
+	"github.com/amnesia-dev/amnesia/internal/saga"
+	"github.com/amnesia-dev/amnesia/internal/state"
+)
+
+func newKeysCommand(g *globalOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "keys",
+		Short: "The signing keys: list, rotate, retire, export a trust file for verifiers",
+		Long: `The installation signs certificates and transparency-log checkpoints with its
+current key. Rotation makes a new key current; certificates and checkpoints
+signed by earlier keys still verify. Retiring an earlier key from a time on
+makes verifiers reject the certificates it signed that say they were issued
+from then on. 'keys export' writes the trust file verifiers give to
+'amnesia verify --trust'. See docs/keys.md, and its limits: retirement is
+judged against the certificate's own issued_at.`,
+	}
+	cmd.AddCommand(newKeysListCommand(g), newKeysRotateCommand(g), newKeysRetireCommand(g), newKeysExportCommand(g))
+	return cmd
+}
+
+// keyJSON is one key as `keys list --json` prints it.
+type keyJSON struct {
+	KeyID   string `json:"key_id"`
+	Created string `json:"created,omitempty"`
+	Retired string `json:"retired,omitempty"`
+	Current bool   `json:"current"`
+}
+
+func fmtKeyTime(t time.Time, none string) string {
+	if t.IsZero() {
+		return none
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func newKeysListCommand(g *globalOptions) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the keyring: key id, created, retired from, current",
+		Args:  usageArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dir, err := state.Open(g.stateDir)
+			if err != nil {
+				return err
+			}
+			ks, err := dir.Keyring()
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				out := make([]keyJSON, 0, len(ks))
+				for _, k := range ks {
+					out = append(out, keyJSON{KeyID: k.ID, Created: fmtKeyTime(k.Created, ""), Retired: fmtKeyTime(k.Retired, ""), Current: k.Current})
+				}
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(out)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "KEY ID\tCREATED\tRETIRED FROM\tCURRENT")
+			for _, k := range ks {
+				cur := ""
+				if k.Current {
+					cur = "current"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", k.ID, fmtKeyTime(k.Created, "unknown"), fmtKeyTime(k.Retired, "-"), cur)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the keys as a JSON array")
+	return cmd
+}
+
+func newKeysRotateCommand(g *globalOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "rotate",
+		Short: "Make a new signing key current; the earlier key stays trusted, its private key is destroyed",
+		Long: `Rotate generates a new Ed25519 key and makes it the current signing key
+(signing-key.pem, signing-key.pub.pem). The earlier key stays in the keyring
+(keyring.json), trusted and not retired: certificates and log checkpoints it
+signed still verify. Its private key is overwritten and deleted.
+
+Rotate refuses while an erasure has signed its certificate but not published
+it (resuming it must sign with the same key): finish those first. Restart
+running workers after a rotation: a process keeps the key it started with.
+Then export the trust file again (amnesia keys export) for verifiers.`,
+		Args: usageArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dir, err := state.Open(g.stateDir)
+			if err != nil {
+				return err
+			}
+			pending, err := saga.SignedUnpublished(dir)
+			if err != nil {
+				return err
+			}
+			if len(pending) > 0 {
+				return fmt.Errorf("rotate: %d erasure(s) signed a certificate that is not published yet (%s); resuming must sign with the same key: finish them first (amnesia forget or amnesia worker resumes them)", len(pending), strings.Join(pending, ", "))
+			}
+			nk, ok, err := dir.RotateKey(time.Now())
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "rotated\n  current key:  %s (%s)\n  earlier key:  %s, still trusted; its private key is destroyed\n  retire it:    amnesia keys retire %s --from <time>\n  verifiers:    amnesia keys export --out trust.json\n",
+				nk.ID, dir.PublicKeyPath(), ok.ID, ok.ID)
+			return nil
+		},
+	}
+}
+
+// parseRetireTime reads --from: RFC 3339 or "now" (to the second).
+func parseRetireTime(s string, now time.Time) (time.Time, error) {
+	if strings.EqualFold(s, "now") {
+		return now.UTC().Truncate(time.Second), nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("--from %q: want an RFC 3339 time (2026-01-02T15:04:05Z) or now", s)
+	}
+	return t, nil
+}
+
+func newKeysRetireCommand(g *globalOptions) *cobra.Command {
+	var from string
+	cmd := &cobra.Command{
+		Use:   "retire <key-id> --from <RFC3339|now>",
+		Short: "Retire an earlier key from a time on: verifiers reject what it signed as issued from then",
+		Long: `Retire records in the keyring that the key is retired from the given time
+on. A verifier with the exported trust file rejects (exit 17) a certificate
+signed by that key whose issued_at is at or after that time; certificates
+issued before still verify. The key id is the full id (sha256:…) or a unique
+prefix of at least 8 hex digits. The current key cannot be retired: rotate
+first. Retiring a retired key again moves its retirement time.
+
+The certificate's issued_at is written by whoever holds the key: against a
+stolen key, retirement helps only with an independent time (an RFC 3161
+timestamp or a witness-cosigned checkpoint). See docs/keys.md.`,
+		Args: usageArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if from == "" {
+				return withCode(exitUsage, fmt.Errorf("--from is required: the time the key is retired from (RFC 3339, or now)"))
+			}
+			at, err := parseRetireTime(from, time.Now())
+			if err != nil {
+				return withCode(exitUsage, err)
+			}
+			dir, err := state.Open(g.stateDir)
+			if err != nil {
+				return err
+			}
+			k, was, err := dir.RetireKey(args[0], at)
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "retired %s from %s\n", k.ID, fmtKeyTime(k.Retired, ""))
+			if !was.Retired.IsZero() {
+				fmt.Fprintf(w, "  (it was retired from %s)\n", fmtKeyTime(was.Retired, ""))
+			}
+			fmt.Fprintf(w, "  verifiers: amnesia keys export --out trust.json\n")
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&from, "from", "", "time the key is retired from: RFC 3339, or now")
+	return cmd
+}
+
+func newKeysExportCommand(g *globalOptions) *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "export [--out FILE]",
+		Short: "Write the trust file (every public key, key id and retirement time) for amnesia verify --trust",
+		Long: `Export writes the keyring's public half as a trust file (JSON, format
+amnesia.trust/v1; docs/keys.md): every key's id, PEM public key, creation
+time and, for a retired key, its retirement time. Verifiers pass it to
+'amnesia verify --trust FILE'. It holds no secret.`,
+		Args: usageArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dir, err := state.Open(g.stateDir)
+			if err != nil {
+				return err
+			}
+			tf, err := dir.TrustFile()
+			if err != nil {
+				return err
+			}
+			b, err := certificate.EncodeTrustFile(tf)
+			if err != nil {
+				return err
+			}
+			if out == "" || out == "-" {
+				_, err = cmd.OutOrStdout().Write(b)
+				return err
+			}
+			if err := os.WriteFile(out, b, 0o644); err != nil {
+				return fmt.Errorf("export: %w", err)
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s: %d key(s)\n", out, len(tf.Keys))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", "write the trust file here instead of standard output")
+	return cmd
+}
