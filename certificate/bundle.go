@@ -215,7 +215,19 @@ func VerifyBundle(ctx context.Context, data []byte, o VerifyOptions) (*Checked, 
 		}
 		logKeys = append(logKeys, lv)
 	}
-	known := append(append([]note.Verifier(nil), logKeys...), o.Witnesses...)
+	// A witness key given twice counts once (and would make note.Open's key
+	// lookup ambiguous).
+	var witnesses []note.Verifier
+	for _, w := range o.Witnesses {
+		dup := false
+		for _, x := range witnesses {
+			dup = dup || (x.Name() == w.Name() && x.KeyHash() == w.KeyHash())
+		}
+		if !dup {
+			witnesses = append(witnesses, w)
+		}
+	}
+	known := append(append([]note.Verifier(nil), logKeys...), witnesses...)
 	n, err := note.Open(cpText, note.VerifierList(known...))
 	if err != nil {
 		return nil, fmt.Errorf("verify certificate: checkpoint: %v: %w", err, ErrCheckpoint)
@@ -249,7 +261,7 @@ func VerifyBundle(ctx context.Context, data []byte, o VerifyOptions) (*Checked, 
 
 	// Witnesses.
 	for _, s := range n.Sigs {
-		for _, w := range o.Witnesses {
+		for _, w := range witnesses {
 			if s.Name == w.Name() && s.Hash == w.KeyHash() {
 				v.Witnesses = append(v.Witnesses, w.Name())
 			}

@@ -26,7 +26,7 @@ that the log still extends it (amnesia audit verify --since saved.cp): a log
 whose tail was dropped or whose past was rewritten fails, whatever the
 operator stored since.`,
 	}
-	cmd.AddCommand(newAuditCheckpointCommand(g), newAuditVerifyCommand(g), newAuditConsistencyCommand(g))
+	cmd.AddCommand(newAuditCheckpointCommand(g), newAuditVerifyCommand(g), newAuditConsistencyCommand(g), newAuditLogKeyCommand(g), newAuditCosignCommand(g), newAuditProveCommand(g))
 	return cmd
 }
 
@@ -162,4 +162,3 @@ type ConsistencyMessage struct {
 	From       int64    `json:"from"`
 	Proof      []string `json:"proof"`
 }
-

@@ -46,6 +46,7 @@ level each store permits, and issues a signed certificate anyone can verify offl
 		newVerifyCommand(),
 		newKeysCommand(g),
 		newAuditCommand(g),
+		newWitnessCommand(),
 		newDemoCommand(),
 	)
 	return cmd

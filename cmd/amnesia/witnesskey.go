@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/amnesia-dev/amnesia/transparency"
 )
 
 // parseWitnessKey reads a witness verifier key given inline or as a file.
@@ -19,9 +21,10 @@ func parseWitnessKey(s string) (note.Verifier, error) {
 		}
 		key = strings.TrimSpace(string(b))
 	}
-	v, err := note.NewVerifier(key)
+	// cosignature/v1 keys (algorithm 0x04) and plain Ed25519 note keys.
+	v, err := transparency.NewWitnessVerifier(key)
 	if err != nil {
-		return nil, fmt.Errorf("witness key: %v", err)
+		return nil, err
 	}
 	return v, nil
 }
