@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// checkStatement makes steps 5 to 10 of the schema checks, in order, on a
+// checkStatement makes steps 5 to 11 of the schema checks, in order, on a
 // decoded statement that keyID signed. Errors name the field, never its value.
 func checkStatement(st *Statement, keyID string) error {
 	p := &st.Predicate
@@ -69,6 +69,36 @@ func checkStatement(st *Statement, keyID string) error {
 
 	if want := CountArtifacts(p.Artifacts); p.Counts != want {
 		return fmt.Errorf("predicate.counts.%s does not match the artifacts", countsDiff(p.Counts, want))
+	}
+	return checkReverifies(p)
+}
+
+// checkReverifies makes step 11: a re-verification names the certificate it
+// re-verified, and claims no physical verification: amnesia keeps no
+// needles once a certificate is published, so the byte scan cannot be
+// repeated and a re-verification never measured the physical level.
+func checkReverifies(p *Predicate) error {
+	l := p.Reverifies
+	if l == nil {
+		return nil
+	}
+	switch {
+	case l.CertificateID == "":
+		return errors.New("predicate.reverifies.certificate_id is empty")
+	case l.CertificateID == p.CertificateID:
+		return errors.New("predicate.reverifies.certificate_id is the certificate's own id")
+	case !isSHA256Hex(l.PayloadSHA256):
+		return errors.New("predicate.reverifies.payload_sha256 is not 64 lowercase hex digits")
+	case l.LogIndex < 0:
+		return errors.New("predicate.reverifies.log_index is negative")
+	}
+	for i, a := range p.Artifacts {
+		if a.Level == LevelPhysical {
+			return fmt.Errorf("predicate.artifacts[%d].level is %s in a re-verification", i, LevelPhysical)
+		}
+		if a.Measurement != nil && a.Measurement.Physical != nil {
+			return fmt.Errorf("predicate.artifacts[%d].measurement.physical is present in a re-verification", i)
+		}
 	}
 	return nil
 }

@@ -110,14 +110,20 @@ failure, reporting it with the error named:
     excludes.
  10. predicate.counts equals the counts recomputed from the artifacts
     (CountArtifacts).
+ 11. When predicate.reverifies is present (a re-verification certificate):
+    its certificate_id is not empty and is not predicate.certificate_id,
+    its payload_sha256 is 64 lowercase hex digits and its log_index is not
+    negative; and no artifact has level "physical" or a
+    measurement.physical, since a re-verification cannot repeat the byte
+    scan.
 
 Passing the validity window is not a verification failure: Verify accepts
 an expired certificate, and the caller reports Predicate.Expired. Sign
-makes the checks of steps 4 to 10 on the payload before signing, so it
+makes the checks of steps 4 to 11 on the payload before signing, so it
 never issues a certificate that Verify would reject. Error messages name fields, never their values, so
 they do not leak certificate contents.
 
-Parse decodes an envelope without any of steps 2 to 10, for display only.
+Parse decodes an envelope without any of steps 2 to 11, for display only.
 
 # Versioning
 

@@ -62,6 +62,19 @@ type Predicate struct {
 	Journal       JournalRef   `json:"journal"`
 	Reverifiable  bool         `json:"reverifiable"`
 	ReverifyNote  string       `json:"reverify_note"`
+	// Reverifies is set on a re-verification certificate only: the
+	// certificate it re-verified. Absent from erasure certificates.
+	Reverifies *ReverifyLink `json:"reverifies,omitempty"`
+}
+
+// ReverifyLink names the certificate a re-verification re-verified, so
+// that a verifier holding both can check the link: the certificate id, the
+// hex SHA-256 of its signed DSSE payload, and its index in the transparency
+// log (the leaf that CertificateLeaf of that id and payload gives).
+type ReverifyLink struct {
+	CertificateID string `json:"certificate_id"`
+	PayloadSHA256 string `json:"payload_sha256"`
+	LogIndex      int64  `json:"log_index"`
 }
 
 // TraceRef identifies the traced artifact set that was erased.

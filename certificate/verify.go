@@ -97,7 +97,7 @@ func (p *Predicate) Expired(now time.Time) bool {
 	return err != nil || now.After(t)
 }
 
-// checkPayload makes the schema checks (steps 4 to 10 of the package
+// checkPayload makes the schema checks (steps 4 to 11 of the package
 // documentation) on payload bytes signed by keyID and returns the decoded
 // statement.
 func checkPayload(payload []byte, keyID string) (*Statement, error) {

@@ -7,7 +7,7 @@
 // An adapter implements [Store]: identify itself, delete records by key, and
 // answer a logical probe. What it can do beyond that it declares through
 // optional one-method capability interfaces ([EvidenceReader], [Reclaimer],
-// [PhysicalProber]) and through [Info.Capabilities]. amnesia never claims a
+// [PhysicalProber], [ResidueMeter]) and through [Info.Capabilities]. amnesia never claims a
 // verification level that the adapter's capabilities cannot back.
 //
 // Every method takes a context, honours its cancellation, and MUST be safe to
@@ -23,6 +23,7 @@ package store
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // Capability names one thing an adapter can do.
@@ -109,6 +110,27 @@ type PhysicalProber interface {
 	// ProbePhysical scans every file in which the store keeps record bytes
 	// and reports which needles were found.
 	ProbePhysical(ctx context.Context, set *NeedleSet) (ScanReport, error)
+}
+
+// ResidueMeter is implemented by adapters that can say, at any later time
+// and without needles, what is measurable about the store's residue: dead
+// tuples and what holds them back, when the store's files were last
+// written. Re-verification (amnesia reverify) calls it. It MUST NOT change
+// the store and MUST NOT report record content.
+type ResidueMeter interface {
+	// MeasureResidue measures the store now; since is the time the
+	// certificate being re-verified was issued.
+	MeasureResidue(ctx context.Context, since time.Time) (ResidueReport, error)
+}
+
+// ResidueReport is what MeasureResidue found.
+type ResidueReport struct {
+	// State, when set, is a residue state in the vocabulary of
+	// ReclaimReport.State (e.g. "UNVERIFIED-dead-tuples-remain"); empty
+	// means the adapter has nothing to add.
+	State string `json:"state,omitempty"`
+	// Evidence says what was measured, in one line of counts and times.
+	Evidence string `json:"evidence,omitempty"`
 }
 
 // Evidence is what one record looked like just before deletion.

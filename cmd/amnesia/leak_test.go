@@ -392,6 +392,14 @@ func TestLeakNoPersonalDataInAnythingAmnesiaWrote(t *testing.T) {
 			t.Errorf("certificate %s: complete %v, reason %v", filepath.Base(c), p["complete"], p["reason"])
 		}
 	}
+	// Re-verification reads the ledger's store keys and probes the stores
+	// again; its certificates, journals and output are scanned below too.
+	for _, c := range certs {
+		run(0, "", "reverify", c)
+	}
+	if n := len(certFiles(t, st)); n != 2*len(certs) {
+		t.Errorf("after reverify: %d certificates, want %d", n, 2*len(certs))
+	}
 	run(exitNoLineage, "", "forget", unknown.value, "--reason", "DSR-1", "--yes")
 	run(exitErased, "", "forget", ids[0], "--reason", "DSR-1", "--yes")
 	run(exitError, "", "erase", "--trace", "tr-does-not-exist")

@@ -36,6 +36,9 @@ const (
 	exitWitnesses    = 16
 	exitKeyRetired   = 17
 	exitLogTampered  = 18
+	// exitNotReverifiable: reverify of a certificate that says it is not
+	// re-verifiable.
+	exitNotReverifiable = 19
 )
 
 const exitCodesHelp = `Exit codes:
@@ -46,7 +49,7 @@ const exitCodesHelp = `Exit codes:
   4   every recorded artifact of this subject is already erased
   5   the trace no longer matches the ledger: trace again
   6   aborted at the confirmation prompt
-  7   erasure finished but incomplete: the certificate names UNVERIFIED, RESIDUAL or OUT_OF_SCOPE artifacts
+  7   erasure (or reverify) finished but incomplete: the certificate names UNVERIFIED, RESIDUAL or OUT_OF_SCOPE artifacts
   10  verify: not a valid certificate (malformed, or not schema v1)
   11  verify: signature does not match the content (tampered)
   12  verify: not signed by the given public key
@@ -56,6 +59,7 @@ const exitCodesHelp = `Exit codes:
   16  verify: fewer witness cosignatures than required
   17  verify: the certificate was issued after its key was retired
   18  audit: the log does not recompute, or is not consistent with a saved checkpoint
+  19  reverify: the certificate says it is not re-verifiable (reverifiable: false)
 `
 
 // exitError carries an exit code through cobra.
@@ -82,6 +86,8 @@ func exitCode(err error) int {
 		return exitErased
 	case errors.Is(err, saga.ErrStaleTrace):
 		return exitStaleTrace
+	case errors.Is(err, saga.ErrNotReverifiable):
+		return exitNotReverifiable
 	case errors.Is(err, certificate.ErrNotLogged), errors.Is(err, certificate.ErrInclusion):
 		return exitNotLogged
 	case errors.Is(err, certificate.ErrCheckpoint):

@@ -44,6 +44,7 @@ level each store permits, and issues a signed certificate anyone can verify offl
 		newEraseCommand(g),
 		newWorkerCommand(g),
 		newVerifyCommand(),
+		newReverifyCommand(g),
 		newKeysCommand(g),
 		newAuditCommand(g),
 		newWitnessCommand(),

@@ -36,7 +36,6 @@ func (r *runner) decide(ctx context.Context, res *results) (*certificate.Predica
 		Trace:         certificate.TraceRef{ID: t.ID, Artifacts: len(t.Artifacts) + len(t.Mentions)},
 		Artifacts:     []certificate.Artifact{},
 		OutOfScope:    append([]certificate.Exclusion(nil), outOfScope...),
-		ReverifyNote:  "amnesia keeps no needles once the certificate is published, so the byte scan cannot be repeated later; reverify is not available for this certificate",
 	}
 	perStore := map[string][]certificate.Artifact{}
 	var marks []lineage.ErasureMark
@@ -68,6 +67,7 @@ func (r *runner) decide(ctx context.Context, res *results) (*certificate.Predica
 	}
 	p.Counts = certificate.CountArtifacts(p.Artifacts)
 	p.Complete = p.Counts.Unverified == 0 && p.Counts.Residual == 0 && p.Counts.OutOfScope == 0
+	p.Reverifiable, p.ReverifyNote = reverifiability(r.Dir.Config, r.Ledger, r.Stores, p.Artifacts) // reverify.go
 	if err := r.Ledger.MarkErased(ctx, marks); err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	vec "github.com/asg017/sqlite-vec-go-bindings/cgo"
 	_ "github.com/mattn/go-sqlite3" // database/sql driver "sqlite3"
@@ -122,4 +123,44 @@ func Others(ctx context.Context, db *sql.DB, query string, batch map[string]bool
 		}
 		return rows.Err()
 	}
+}
+
+// MeasureResidue reports when the database's files (the database, a
+// non-empty -wal or -journal) were last written, relative to since: a write
+// after since (an application's insert, a restore from backup) shows here.
+// It reads file times only; it opens nothing and changes nothing. File
+// times have a granularity, and since is whole seconds: a write within the
+// second of since is reported as such, neither before nor after.
+func MeasureResidue(path string, since time.Time) (store.ResidueReport, error) {
+	var last time.Time
+	for _, f := range Files(path)[:3] { // -shm changes on every open
+		fi, err := os.Stat(f)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return store.ResidueReport{}, fmt.Errorf("measure residue: %w", err)
+		}
+		if f != path && fi.Size() == 0 {
+			continue
+		}
+		if fi.ModTime().After(last) {
+			last = fi.ModTime()
+		}
+	}
+	if last.IsZero() {
+		return store.ResidueReport{}, fmt.Errorf("measure residue: %s: %w", path, store.ErrUnavailable)
+	}
+	at := last.UTC().Format(time.RFC3339)
+	since = since.UTC()
+	var ev string
+	switch {
+	case !last.Before(since.Add(time.Second)):
+		ev = "the database files were written after the re-verified certificate was issued (last write " + at + ")"
+	case last.Before(since):
+		ev = "the database files were not written after the re-verified certificate was issued (last write " + at + ")"
+	default:
+		ev = "the database files were last written in the second the re-verified certificate was issued (" + at + "): before or after it, file times cannot tell"
+	}
+	return store.ResidueReport{Evidence: ev}, nil
 }
