@@ -122,11 +122,17 @@ func (o *verifyOptions) options() (certificate.VerifyOptions, error) {
 			opts.Keys = addTrustedKey(opts.Keys, k)
 		}
 	}
+	seen := map[string]bool{}
 	for _, w := range o.witnesses {
 		v, err := parseWitnessKey(w)
 		if err != nil {
 			return opts, withCode(exitUsage, err)
 		}
+		id := fmt.Sprintf("%s+%08x", v.Name(), v.KeyHash())
+		if seen[id] { // the same key twice counts once
+			continue
+		}
+		seen[id] = true
 		opts.Witnesses = append(opts.Witnesses, v)
 	}
 	opts.MinWitnesses = o.minWit

@@ -58,7 +58,7 @@ const exitCodesHelp = `Exit codes:
   15  verify: the timestamp does not verify, or is required and missing
   16  verify: fewer witness cosignatures than required
   17  verify: the certificate was issued after its key was retired
-  18  audit: the log does not recompute, or is not consistent with a saved checkpoint
+  18  audit, witness: the log does not recompute, or is not consistent with a saved or cosigned checkpoint
   19  reverify: the certificate says it is not re-verifiable (reverifiable: false)
 `
 
