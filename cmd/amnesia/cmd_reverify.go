@@ -17,7 +17,8 @@ func newReverifyCommand(g *globalOptions) *cobra.Command {
 		Use:   "reverify <certificate>",
 		Short: "Probe the stores of a certificate again and issue a new certificate linked to it",
 		Long: `Reverify checks a certificate this installation issued (signature, schema,
-transparency-log proof, with the installation's own public key), refuses one
+transparency-log proof, with the installation's own keys: the keyring, with
+retirement times), refuses one
 that says reverifiable: false, then looks every erased record up again by id in
 its store, with the store keys the ledger already holds, and asks each store
 what it can measure without needles (PostgreSQL dead tuples, when SQLite files

@@ -15,7 +15,6 @@ package saga
 
 import (
 	"context"
-	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -96,12 +95,19 @@ type Original struct {
 }
 
 // CheckReverify verifies a published certificate (a bundle) with keys
-// (default: the installation's signing key) and checks that it may be
-// re-verified. It touches no store. Errors wrap the certificate package's
-// verification errors, or ErrNotReverifiable.
+// (default: the installation's own keys, from its keyring, each with its
+// retirement time) and checks that it may be re-verified. It touches no
+// store. Errors wrap the certificate package's verification errors, or
+// ErrNotReverifiable.
 func CheckReverify(ctx context.Context, dir *state.Dir, bundle []byte, keys []certificate.TrustedKey) (*Original, error) {
 	if len(keys) == 0 {
-		keys = []certificate.TrustedKey{{Public: dir.Key.Public().(ed25519.PublicKey)}}
+		ks, err := dir.Keyring()
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range ks {
+			keys = append(keys, certificate.TrustedKey{Public: k.Public, Retired: k.Retired})
+		}
 	}
 	chk, err := certificate.VerifyBundle(ctx, bundle, certificate.VerifyOptions{Keys: keys})
 	if err != nil {

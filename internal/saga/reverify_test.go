@@ -359,3 +359,31 @@ func TestReverifyPostgres(t *testing.T) {
 	}
 	t.Logf("store after a restore: %s (%s)", st.Residue, st.Evidence)
 }
+
+// After a key rotation, a certificate signed by the earlier key is still
+// the installation's own: reverify trusts the keyring and signs the new
+// certificate with the current key.
+func TestReverifyAfterKeyRotation(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, 4, 3)
+	stores := map[string]store.Store{"docs": f.rawD, "vectors": f.rawV}
+	res, err := f.erase(t, f.trace(t, 1), stores, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nk, old, err := f.dir.RotateKey(time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rv, err := f.reverify(t, res.CertificatePath, stores)
+	if err != nil {
+		t.Fatalf("reverify of a certificate signed by the earlier key: %v", err)
+	}
+	if got := rv.Statement.Predicate.KeyID; got != nk.ID || got == old.ID || res.Statement.Predicate.KeyID != old.ID {
+		t.Errorf("re-verification signed by %s; new key %s, old key %s", got, nk.ID, old.ID)
+	}
+	b, _ := os.ReadFile(rv.CertificatePath)
+	if _, err := certificate.VerifyBundle(ctx, b, f.trusted()); err != nil {
+		t.Errorf("the re-verification does not verify with the current key: %v", err)
+	}
+}
