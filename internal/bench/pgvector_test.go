@@ -53,6 +53,8 @@ func TestPGVectorSmoke(t *testing.T) {
 	}
 	if c := by["amnesia-full-batch"]; c.Subjects != 5 || c.Vectors != 100 || c.Certificates.Erasures != 5 || c.Certificates.Steps["reclaim"].Count != 5 {
 		t.Errorf("batch: %d subjects, %d vectors, certificates %+v", c.Subjects, c.Vectors, c.Certificates)
+	} else if c.Certificates.FirstSteps["evidence"] <= 0 || c.Certificates.FirstSteps["probe"] <= 0 {
+		t.Errorf("batch: the first erasure's step times %+v: want its evidence and probe steps", c.Certificates.FirstSteps)
 	}
 	d := by["amnesia-delete-only"]
 	if cs := d.Certificates; cs == nil || cs.ReclaimState["PENDING-reclaim-deferred"] != cs.Erasures || pending(cs.Residue) != cs.Erasures {

@@ -213,13 +213,13 @@ func (r *runner) readEvidence(ctx context.Context, st string) (any, error) {
 	if !ok {
 		return out, nil
 	}
-	ev, err := er.ReadEvidence(ctx, r.keys[st])
+	ev, err := r.readStoreEvidence(ctx, st, er) // batchprobe.go
 	if err != nil {
 		return nil, err
 	}
 	var found map[string]int
 	if pp, ok := physical(s); ok {
-		rep, err := pp.ProbePhysical(ctx, store.NewNeedleSet(ev))
+		rep, err := r.scanPhysical(ctx, st, pp, ev, "evidence")
 		if err != nil {
 			return nil, err
 		}
@@ -281,7 +281,7 @@ func (r *runner) probe(ctx context.Context, st string) (any, error) {
 		out.Logical[l.Key] = l
 	}
 	if pp, ok := physical(s); ok && len(ev) > 0 {
-		rep, err := pp.ProbePhysical(ctx, store.NewNeedleSet(ev))
+		rep, err := r.scanPhysical(ctx, st, pp, ev, "probe")
 		if err != nil {
 			return nil, err
 		}

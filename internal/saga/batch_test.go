@@ -1,0 +1,223 @@
+package saga_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"testing"
+
+	"github.com/amnesia-dev/amnesia/internal/saga"
+	"github.com/amnesia-dev/amnesia/lineage"
+	"github.com/amnesia-dev/amnesia/store"
+	"github.com/amnesia-dev/amnesia/store/sqlitedoc"
+)
+
+// readCountingStore counts the evidence reads and byte scans of a real
+// adapter, with the keys each was for; onDelete, when set, runs before each
+// Delete.
+type readCountingStore struct {
+	*sqlitedoc.Store
+	reads    [][]string
+	scans    [][]string
+	onDelete func(ctx context.Context) error
+}
+
+func (c *readCountingStore) ReadEvidence(ctx context.Context, keys []string) (map[string]*store.Evidence, error) {
+	c.reads = append(c.reads, append([]string(nil), keys...))
+	return c.Store.ReadEvidence(ctx, keys)
+}
+
+func (c *readCountingStore) ProbePhysical(ctx context.Context, set *store.NeedleSet) (store.ScanReport, error) {
+	c.scans = append(c.scans, set.Keys())
+	return c.Store.ProbePhysical(ctx, set)
+}
+
+func (c *readCountingStore) Delete(ctx context.Context, keys []string) error {
+	if c.onDelete != nil {
+		if err := c.onDelete(ctx); err != nil {
+			return err
+		}
+	}
+	return c.Store.Delete(ctx, keys)
+}
+
+func planKeys(tr *lineage.Trace, st string) []string {
+	for _, p := range tr.Plan {
+		if p.Store == st {
+			return p.Delete
+		}
+	}
+	return nil
+}
+
+// journalKeys returns the keys of the finished step's journaled result
+// field (a map keyed by record key).
+func journalKeys(t *testing.T, path, step, field string) []string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	sc.Scan() // version
+	for sc.Scan() {
+		var e struct {
+			Step, Phase string
+			Result      map[string]json.RawMessage
+		}
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatal(err)
+		}
+		if e.Step != step || e.Phase != "done" {
+			continue
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(e.Result[field], &m); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for k := range m {
+			out = append(out, k)
+		}
+		sort.Strings(out)
+		return out
+	}
+	t.Fatalf("%s: no finished %s", path, step)
+	return nil
+}
+
+func subset(a, of []string) bool {
+	in := map[string]bool{}
+	for _, k := range of {
+		in[k] = true
+	}
+	for _, k := range a {
+		if !in[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// A batch reads each store's evidence once and byte-scans it once before
+// deleting and once after reclaim, for every erasure; each erasure's
+// journal and certificate keep only its own records, with the outcomes a
+// single erasure of the same person gets.
+func TestBatchSharesEvidenceAndScans(t *testing.T) {
+	people := []int{0, 2, 4}
+	f := newFixture(t, 6, 3)
+	docs := &readCountingStore{Store: f.rawD}
+	stores := map[string]store.Store{"docs": docs, "vectors": f.rawV}
+	var es []*saga.Erasure
+	var all []string
+	for _, p := range people {
+		e := &saga.Erasure{Dir: f.dir, Ledger: f.ledger, Stores: stores, Trace: f.trace(t, p), Reason: "BATCH-1"}
+		es = append(es, e)
+		all = append(all, planKeys(e.Trace, "docs")...)
+	}
+	sort.Strings(all)
+	res, err := saga.RunBatch(context.Background(), es)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(docs.reads) != 1 || len(docs.scans) != 2 {
+		t.Fatalf("docs: %d evidence reads, %d byte scans for a batch of %d; want 1 and 2", len(docs.reads), len(docs.scans), len(es))
+	}
+	got := append([]string(nil), docs.reads[0]...)
+	sort.Strings(got)
+	if !reflect.DeepEqual(got, all) {
+		t.Errorf("the batch's evidence read was for %d keys, want the %d of every erasure", len(got), len(all))
+	}
+	for i, s := range docs.scans {
+		if !reflect.DeepEqual(s, all) {
+			t.Errorf("byte scan %d was for %d keys, want the %d of every erasure", i, len(s), len(all))
+		}
+	}
+
+	// The same people erased one at a time, on a fixture built the same way.
+	g := newFixture(t, 6, 3)
+	for i, p := range people {
+		one, err := saga.Run(context.Background(), &saga.Erasure{Dir: g.dir, Ledger: g.ledger, Stores: map[string]store.Store{"docs": g.rawD, "vectors": g.rawV}, Trace: g.trace(t, p), Reason: "ONE"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bp, op := res[i].Statement.Predicate, one.Statement.Predicate
+		if !bp.Complete || bp.Counts.VerifiedPhysical == 0 || bp.Counts != op.Counts {
+			t.Errorf("person %d: batch complete=%v counts %+v; alone %+v", p, bp.Complete, bp.Counts, op.Counts)
+		}
+		own := planKeys(es[i].Trace, "docs")
+		j := filepath.Join(f.dir.ErasureDir(res[i].ID), "journal.jsonl")
+		for _, step := range []struct{ name, field string }{{"evidence:docs", "records"}, {"probe:docs", "logical"}} {
+			if ks := journalKeys(t, j, step.name, step.field); !reflect.DeepEqual(ks, own) {
+				t.Errorf("person %d: journal %s holds %d keys, want its own %d", p, step.name, len(ks), len(own))
+			}
+		}
+		if ks := journalKeys(t, j, "probe:docs", "found"); !subset(ks, own) {
+			t.Errorf("person %d: journal probe:docs found keys %v not all its own", p, ks)
+		}
+		for _, a := range bp.Artifacts {
+			if a.Store == "docs" && a.Measurement != nil && a.Measurement.Physical != nil && a.Measurement.Physical.FoundBefore == 0 {
+				t.Errorf("person %d: artifact %s not found before deletion", p, a.ID)
+			}
+		}
+	}
+}
+
+// A batch stopped part-way resumes in a new batch: erasures that journaled
+// their evidence are left out of the new batch's shared read, and every
+// erasure ends complete.
+func TestBatchResumesSharedReads(t *testing.T) {
+	f := newFixture(t, 6, 3)
+	docs := &readCountingStore{Store: f.rawD}
+	stores := map[string]store.Store{"docs": docs, "vectors": f.rawV}
+	erasures := func() []*saga.Erasure {
+		var es []*saga.Erasure
+		for _, p := range []int{1, 3, 5} {
+			es = append(es, &saga.Erasure{Dir: f.dir, Ledger: f.ledger, Stores: stores, Trace: f.trace(t, p), Reason: "BATCH-2"})
+		}
+		return es
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	deletes := 0
+	docs.onDelete = func(ctx context.Context) error {
+		if deletes++; deletes == 2 { // the second erasure's delete: stop the batch
+			cancel()
+			return ctx.Err()
+		}
+		return nil
+	}
+	if _, err := saga.RunBatch(ctx, erasures()); err == nil {
+		t.Fatal("a cancelled batch returned no error")
+	}
+	if len(docs.reads) != 1 {
+		t.Fatalf("first batch: %d evidence reads of docs, want 1", len(docs.reads))
+	}
+	docs.onDelete, docs.reads, docs.scans = nil, nil, nil
+	es := erasures()
+	res, err := saga.RunBatch(context.Background(), es)
+	if err != nil {
+		t.Fatal(err)
+	}
+	third := append([]string(nil), planKeys(es[2].Trace, "docs")...)
+	sort.Strings(third)
+	if len(docs.reads) != 1 {
+		t.Fatalf("resumed batch: %d evidence reads of docs, want 1", len(docs.reads))
+	}
+	got := append([]string(nil), docs.reads[0]...)
+	sort.Strings(got)
+	if !reflect.DeepEqual(got, third) {
+		t.Errorf("resumed batch read evidence for %d keys, want only the third erasure's %d", len(got), len(third))
+	}
+	for i, r := range res {
+		p := r.Statement.Predicate
+		if !p.Complete || p.Counts.VerifiedPhysical == 0 || p.Counts.Residual != 0 {
+			t.Errorf("erasure %d: complete=%v counts=%+v", i, p.Complete, p.Counts)
+		}
+	}
+}

@@ -1,0 +1,190 @@
+package saga
+
+import (
+	"context"
+	"sync"
+
+	"github.com/amnesia-dev/amnesia/store"
+)
+
+// A batch (RunBatch) shares, per store, the reads every erasure of it would
+// otherwise repeat: the evidence read, the byte scan before deletion and the
+// byte scan after reclaim. Each is done once, by the first erasure of the
+// batch whose step needs it, for every erasure of the batch whose step has
+// not finished yet (a resumed batch leaves out the erasures that journaled
+// that step), and each erasure keeps only the part of it for its own keys:
+// its journal, sealed evidence and certificate hold what they would hold had
+// it run alone. A record key belongs to one erasure of a batch (a record is
+// owned by one subject); a key that two erasures both list gets the same
+// evidence and findings in both.
+//
+// What changes with sharing: the evidence of the whole batch is read before
+// any erasure of it deletes, so a window that two erasures' records hold
+// (and no record outside the batch) stays a needle of both, where read one
+// erasure at a time it was set apart as shared by the first erasure and kept
+// by the second. Finding it after the deletion is then residue of both: the
+// bytes can only be one of theirs.
+
+// batchShare is what the erasures of one RunBatch share.
+type batchShare struct {
+	runners []*runner
+	mu      sync.Mutex
+	ev      map[string]*sharedEvidence // store -> the batch's evidence
+	scans   map[string]*sharedScan     // step:store -> the batch's byte scan
+}
+
+type sharedEvidence struct {
+	once sync.Once
+	ev   map[string]*store.Evidence
+	err  error
+}
+
+type sharedScan struct {
+	once sync.Once
+	keys map[string]bool // keys scanned for
+	rep  store.ScanReport
+	err  error
+}
+
+type batchKey struct{}
+
+// withBatch marks ctx as running the erasures of b.
+func withBatch(ctx context.Context, b *batchShare) context.Context {
+	return context.WithValue(ctx, batchKey{}, b)
+}
+
+func batchOf(ctx context.Context) *batchShare {
+	b, _ := ctx.Value(batchKey{}).(*batchShare)
+	return b
+}
+
+// pending reports whether r will still run step on st: the store is in its
+// plan, has not failed, and the step is not in its journal.
+func (r *runner) pending(step, st string) bool {
+	if _, ok := r.keys[st]; !ok {
+		return false
+	}
+	if _, bad := r.failed[st]; bad {
+		return false
+	}
+	return r.j.final(step+":"+st) == nil
+}
+
+// readStoreEvidence reads the evidence of r's keys in st: alone, or, in a
+// batch, from one read of the keys of every erasure still to read it.
+func (r *runner) readStoreEvidence(ctx context.Context, st string, er store.EvidenceReader) (map[string]*store.Evidence, error) {
+	b := batchOf(ctx)
+	if b == nil {
+		return er.ReadEvidence(ctx, r.keys[st])
+	}
+	b.mu.Lock()
+	sh := b.ev[st]
+	if sh == nil {
+		sh = &sharedEvidence{}
+		b.ev[st] = sh
+	}
+	b.mu.Unlock()
+	sh.once.Do(func() {
+		seen := map[string]bool{}
+		var keys []string
+		for _, o := range b.runners {
+			if o != r && !o.pending("evidence", st) {
+				continue
+			}
+			for _, k := range o.keys[st] {
+				if !seen[k] {
+					seen[k] = true
+					keys = append(keys, k)
+				}
+			}
+		}
+		sh.ev, sh.err = er.ReadEvidence(ctx, keys)
+	})
+	if sh.err != nil {
+		return nil, sh.err
+	}
+	out := map[string]*store.Evidence{}
+	for _, k := range r.keys[st] {
+		if e, ok := sh.ev[k]; ok {
+			out[k] = e
+		}
+		// A key absent from the batch's read does not exist in the
+		// store: alone, ReadEvidence leaves it out too.
+	}
+	return out, nil
+}
+
+// scanPhysical byte-scans st for the needles of ev (r's evidence) at step
+// "evidence" (before deletion) or "probe" (after reclaim): alone, or, in a
+// batch, once for the evidence of every erasure still to run that step. The
+// report keeps only r's keys.
+func (r *runner) scanPhysical(ctx context.Context, st string, pp store.PhysicalProber, ev map[string]*store.Evidence, step string) (store.ScanReport, error) {
+	b := batchOf(ctx)
+	if b == nil {
+		return pp.ProbePhysical(ctx, store.NewNeedleSet(ev))
+	}
+	b.mu.Lock()
+	sh := b.scans[step+":"+st]
+	if sh == nil {
+		sh = &sharedScan{}
+		b.scans[step+":"+st] = sh
+	}
+	b.mu.Unlock()
+	sh.once.Do(func() {
+		union := map[string]*store.Evidence{}
+		for k, e := range ev {
+			union[k] = e
+		}
+		for _, o := range b.runners {
+			if o == r || !o.pending(step, st) {
+				continue
+			}
+			var oev map[string]*store.Evidence
+			if step == "evidence" {
+				// Not read by o yet: its part of the batch's read.
+				sev := b.ev[st]
+				if sev == nil || sev.err != nil {
+					continue
+				}
+				oev = map[string]*store.Evidence{}
+				for _, k := range o.keys[st] {
+					if e, ok := sev.ev[k]; ok {
+						oev[k] = e
+					}
+				}
+			} else {
+				var err error
+				if oev, err = o.evidence(st); err != nil {
+					continue // o's own probe step fails on it, and scans alone if it gets here
+				}
+			}
+			for k, e := range oev {
+				union[k] = e
+			}
+		}
+		sh.keys = map[string]bool{}
+		for k := range union {
+			sh.keys[k] = true
+		}
+		sh.rep, sh.err = pp.ProbePhysical(ctx, store.NewNeedleSet(union))
+	})
+	for k := range ev {
+		if !sh.keys[k] {
+			// Not in the batch's scan (cannot happen for an erasure of
+			// the batch whose step was pending): scan alone.
+			return pp.ProbePhysical(ctx, store.NewNeedleSet(ev))
+		}
+	}
+	if sh.err != nil {
+		return store.ScanReport{}, sh.err
+	}
+	rep := sh.rep
+	rep.Found, rep.NeedlesFound = map[string]int{}, 0
+	for k := range ev {
+		if n := sh.rep.Found[k]; n > 0 {
+			rep.Found[k] = n
+			rep.NeedlesFound += n
+		}
+	}
+	return rep, nil
+}
