@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/base64"
 	"bytes"
 	"crypto/ed25519"
 	"fmt"
@@ -135,7 +136,11 @@ It writes to --out (atomically; it may be the certificate itself) or stdout.`,
 				return err
 			}
 			entry := &certificate.LogEntry{LogIndex: idx, InclusionProof: transparency.EncodeProof(proof), Checkpoint: string(cp.Raw)}
-			if b.LogEntry.Timestamp != "" {
+			if tok, err := lg.Timestamp(ctx, cp.Size); err != nil {
+				return err
+			} else if tok != nil {
+				entry.Timestamp = base64.StdEncoding.EncodeToString(tok)
+			} else if b.LogEntry.Timestamp != "" {
 				if oldBody, _, _ := bytes.Cut([]byte(b.LogEntry.Checkpoint), []byte("\n\n")); string(oldBody)+"\n" == cp.Note.Text {
 					entry.Timestamp = b.LogEntry.Timestamp
 				} else {

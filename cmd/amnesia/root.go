@@ -47,6 +47,7 @@ level each store permits, and issues a signed certificate anyone can verify offl
 		newReverifyCommand(g),
 		newKeysCommand(g),
 		newAuditCommand(g),
+		newAnchorCommand(g),
 		newWitnessCommand(),
 		newDemoCommand(),
 	)

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"crypto/x509"
 	"fmt"
 	"os"
 	"strings"
 	"time"
 
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/amnesia-dev/amnesia/timestamp"
 
 	"github.com/amnesia-dev/amnesia/transparency"
 )
@@ -29,7 +32,25 @@ func parseWitnessKey(s string) (note.Verifier, error) {
 	return v, nil
 }
 
-// timestampChecker returns the RFC 3161 check of verify --tsa-root.
+// timestampChecker returns the RFC 3161 check of verify --tsa-root: the
+// token's signature, its imprint of the message and its chain to one of the
+// given root certificates.
 func timestampChecker(roots []string) (func(token, message []byte) (time.Time, error), error) {
-	return nil, fmt.Errorf("--tsa-root: timestamp verification is not built yet")
+	pool := x509.NewCertPool()
+	for _, path := range roots {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("--tsa-root: %w", err)
+		}
+		if !pool.AppendCertsFromPEM(b) {
+			return nil, withCode(exitUsage, fmt.Errorf("--tsa-root %s: no PEM certificate", path))
+		}
+	}
+	return func(token, message []byte) (time.Time, error) {
+		info, err := timestamp.Verify(token, message, pool, nil)
+		if err != nil {
+			return time.Time{}, err
+		}
+		return info.GenTime, nil
+	}, nil
 }

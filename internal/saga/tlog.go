@@ -2,9 +2,12 @@ package saga
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
+	"time"
 
 	"github.com/amnesia-dev/amnesia/certificate"
+	"github.com/amnesia-dev/amnesia/timestamp"
 	"github.com/amnesia-dev/amnesia/transparency"
 )
 
@@ -67,9 +70,40 @@ func (r *runner) logCertificate(ctx context.Context, env []byte) ([]byte, error)
 	if err != nil {
 		return nil, err
 	}
+	entry := &certificate.LogEntry{LogIndex: idx, InclusionProof: transparency.EncodeProof(proof), Checkpoint: string(cp.Raw)}
+	if tsa := r.Dir.Config.TSA; tsa != "" {
+		// Best effort: a TSA that is down or slow never blocks the erasure.
+		tok, err := lg.Timestamp(ctx, cp.Size)
+		if err == nil && tok == nil {
+			var t *timestamp.Token
+			if t, err = Anchor(ctx, lg, cp, tsa, r.Dir.Config.TSATimeoutDuration()); err == nil {
+				tok = t.DER
+			}
+		}
+		if err != nil {
+			r.log().Warn("certificate issued without a timestamp", "error", err.Error())
+			r.progress("timestamp: %v; the certificate is issued without one (run `amnesia anchor` later)", err)
+		} else {
+			entry.Timestamp = base64.StdEncoding.EncodeToString(tok)
+		}
+	}
 	return certificate.EncodeBundle(&certificate.Bundle{
 		MediaType:    certificate.BundleMediaType,
 		DSSEEnvelope: env,
-		LogEntry:     &certificate.LogEntry{LogIndex: idx, InclusionProof: transparency.EncodeProof(proof), Checkpoint: string(cp.Raw)},
+		LogEntry:     entry,
 	})
+}
+
+// Anchor obtains an RFC 3161 token over the signed body of cp from the TSA
+// at tsaURL and records it in the log (the token with the checkpoint, its
+// digest as an anchor leaf).
+func Anchor(ctx context.Context, lg *transparency.Log, cp *transparency.Signed, tsaURL string, timeout time.Duration) (*timestamp.Token, error) {
+	tok, err := timestamp.Request(ctx, tsaURL, cp.Body(), &timestamp.RequestOptions{Timeout: timeout})
+	if err != nil {
+		return nil, fmt.Errorf("timestamp from the TSA: %w", err)
+	}
+	if _, err := lg.Anchor(ctx, cp.Size, tok.DER); err != nil {
+		return nil, err
+	}
+	return tok, nil
 }

@@ -3,6 +3,7 @@ package state
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,9 +27,16 @@ type Config struct {
 	// LogOrigin names the transparency log in its checkpoints (C2SP
 	// origin). Default: amnesia.local/log/<digest of the first signing key>.
 	// It is fixed in the ledger on first use; changing it later has no effect.
-	LogOrigin   string `yaml:"log_origin,omitempty"`
+	LogOrigin string `yaml:"log_origin,omitempty"`
+	// TSA, when set, is the URL of an RFC 3161 time-stamping authority:
+	// each certificate's checkpoint is timestamped at publish, best effort
+	// (an unreachable TSA never blocks an erasure; the certificate then
+	// carries no timestamp). TSATimeout bounds each request (default 10s).
+	TSA         string `yaml:"tsa_url,omitempty"`
+	TSATimeout  string `yaml:"tsa_timeout,omitempty"`
 	dir         string
 	validityDur time.Duration
+	tsaTimeout  time.Duration
 }
 
 // StoreConfig configures one store; see store.Config for the fields.
@@ -75,6 +83,20 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("certificate_validity %q: want a positive Go duration such as 8760h", c.Validity)
 	}
 	c.validityDur = d
+	c.tsaTimeout = 10 * time.Second
+	if c.TSATimeout != "" {
+		d, err := time.ParseDuration(c.TSATimeout)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("tsa_timeout %q: want a positive Go duration such as 10s", c.TSATimeout)
+		}
+		c.tsaTimeout = d
+	}
+	if c.TSA != "" {
+		u, err := url.Parse(c.TSA)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("tsa_url: want an http:// or https:// URL of an RFC 3161 time-stamping authority")
+		}
+	}
 	if lower := strings.ToLower(c.Ledger); strings.HasPrefix(lower, "postgres:") || strings.HasPrefix(lower, "postgresql:") {
 		if !lineage.IsPostgresDSN(c.Ledger) {
 			return fmt.Errorf("ledger: a PostgreSQL ledger is a URL: postgres://user@host/dbname")
@@ -98,6 +120,9 @@ func (c *Config) Validate() error {
 	}
 	return nil
 }
+
+// TSATimeoutDuration bounds each request to the TSA.
+func (c *Config) TSATimeoutDuration() time.Duration { return c.tsaTimeout }
 
 // ValidityDuration is how long certificates stay valid.
 func (c *Config) ValidityDuration() time.Duration { return c.validityDur }
