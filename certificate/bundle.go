@@ -105,6 +105,20 @@ func DecodeBundle(data []byte) (*Bundle, error) {
 	if err != nil || !bytes.Equal(canon, data) {
 		return nil, fmt.Errorf("bundle is not in its canonical encoding (was it edited?): %w", ErrMalformed)
 	}
+	// The envelope too: encoding/json matches member names without regard
+	// to case, so only a re-encoding shows "PayloadType" for "payloadType".
+	env, _, err := decodeEnvelope(b.DSSEEnvelope)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", err, ErrMalformed)
+	}
+	envCanon, err := encodeEnvelope(env)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", err, ErrMalformed)
+	}
+	var a, c bytes.Buffer
+	if json.Compact(&a, b.DSSEEnvelope) != nil || json.Compact(&c, envCanon) != nil || !bytes.Equal(a.Bytes(), c.Bytes()) {
+		return nil, fmt.Errorf("the bundle's envelope is not in its canonical encoding (was it edited?): %w", ErrMalformed)
+	}
 	return &b, nil
 }
 

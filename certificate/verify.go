@@ -161,11 +161,12 @@ func decodeEnvelope(b []byte) (*dsse.Envelope, []byte, error) {
 }
 
 // decodeBase64 accepts standard or URL-safe base64, both padded, as DSSE
-// allows.
+// allows, in strict form: unused bits of the last character must be zero,
+// so each byte string has one encoding and a changed character is seen.
 func decodeBase64(s string) ([]byte, error) {
-	b, err := base64.StdEncoding.DecodeString(s)
+	b, err := base64.StdEncoding.Strict().DecodeString(s)
 	if err != nil {
-		b, err = base64.URLEncoding.DecodeString(s)
+		b, err = base64.URLEncoding.Strict().DecodeString(s)
 	}
 	return b, err
 }
