@@ -110,7 +110,12 @@ func TestVerifyExitCodes(t *testing.T) {
 		tampered[k] = v
 	}
 	tampered["payload"] = base64.StdEncoding.EncodeToString(bytes.Replace(payload, []byte(`"complete":true`), []byte(`"complete":false`), 1))
-	tamperedEnv, _ := json.Marshal(tampered)
+	// In the envelope's canonical member order, so only the payload is wrong.
+	tamperedEnv, _ := json.Marshal(struct {
+		PayloadType any `json:"payloadType"`
+		Payload     any `json:"payload"`
+		Signatures  any `json:"signatures"`
+	}{tampered["payloadType"], tampered["payload"], tampered["signatures"]})
 	bare := filepath.Join(dir, "bare.json")
 	os.WriteFile(bare, b.DSSEEnvelope, 0o600)
 	// A key that did not sign it: the demo of another run.
