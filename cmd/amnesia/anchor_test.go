@@ -88,7 +88,7 @@ func TestTimestamps(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "timestamp: 20") {
 		t.Fatalf("verify --tsa-root: exit %d\n%s%s", code, out, errOut)
 	}
-	if out, _, code := runCLI(t, "", "verify", withTS, "--public-key", pub); code != exitOK || !strings.Contains(out, "not checked") {
+	if out, _, code := runCLI(t, "", "verify", withTS, "--public-key", pub); code != exitOK || !strings.Contains(out, "NOT trusted") {
 		t.Errorf("verify without --tsa-root: exit %d, %q", code, out)
 	}
 	if _, _, code := runCLI(t, "", "verify", withTS, "--public-key", pub, "--tsa-root", other.Root); code != exitTimestamp {

@@ -70,7 +70,11 @@ given more than once is retired from the earliest time given for it.
 				fmt.Fprintf(w, "  note: %d other signature(s) on the checkpoint were not checked (keys not given)\n", res.Unchecked)
 			}
 			if !res.Timestamp.IsZero() {
-				fmt.Fprintf(w, "  timestamp: %s (RFC 3161, chain to the given root checked)\n", res.Timestamp.UTC().Format(time.RFC3339))
+				how := "RFC 3161: signature, imprint and chain to the given root checked"
+				if len(o.tsaRoots) == 0 {
+					how = "RFC 3161: signature and imprint checked; the TSA is NOT trusted: give --tsa-root to check its chain"
+				}
+				fmt.Fprintf(w, "  timestamp: %s (%s)\n", res.Timestamp.UTC().Format(time.RFC3339), how)
 			} else {
 				fmt.Fprintf(w, "  timestamp: %s\n", res.TimestampNote)
 			}
@@ -142,13 +146,11 @@ func (o *verifyOptions) options() (certificate.VerifyOptions, error) {
 	if o.minWit > len(opts.Witnesses) {
 		return opts, withCode(exitUsage, fmt.Errorf("--witnesses %d, but only %d --witness-key given", o.minWit, len(opts.Witnesses)))
 	}
-	if len(o.tsaRoots) > 0 {
-		check, err := timestampChecker(o.tsaRoots)
-		if err != nil {
-			return opts, err
-		}
-		opts.Timestamp = check
+	check, err := timestampChecker(o.tsaRoots)
+	if err != nil {
+		return opts, err
 	}
+	opts.Timestamp = check
 	opts.RequireTimestamp = o.requireTS
 	return opts, nil
 }
