@@ -3,24 +3,28 @@ module github.com/amnesia-dev/amnesia
 go 1.26.8
 
 require (
+	github.com/asg017/sqlite-vec-go-bindings v0.1.6
+	github.com/digitorus/pkcs7 v0.0.0-20230713084857-e76b763bdc49
+	github.com/digitorus/timestamp v0.0.0-20250524132541-c45532741eea
+	github.com/in-toto/attestation v1.2.0
+	github.com/jackc/pgx/v5 v5.13.0
+	github.com/mattn/go-sqlite3 v1.14.53
+	github.com/pgvector/pgvector-go v0.3.0
+	github.com/secure-systems-lab/go-securesystemslib v0.11.1
+	github.com/spf13/cobra v1.10.2
+	github.com/transparency-dev/formats v0.1.1
+	go.yaml.in/yaml/v3 v3.0.6
+	golang.org/x/mod v0.43.0
+	golang.org/x/text v0.44.0
+	google.golang.org/protobuf v1.36.11
+)
+
+require (
 	filippo.io/mldsa v0.0.0-20260215214346-43d0283efc3e // indirect
-	github.com/asg017/sqlite-vec-go-bindings v0.1.6 // indirect
-	github.com/digitorus/pkcs7 v0.0.0-20230713084857-e76b763bdc49 // indirect
-	github.com/digitorus/timestamp v0.0.0-20250524132541-c45532741eea // indirect
-	github.com/in-toto/attestation v1.2.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
-	github.com/jackc/pgx/v5 v5.13.0 // indirect
-	github.com/mattn/go-sqlite3 v1.14.53 // indirect
-	github.com/pgvector/pgvector-go v0.3.0 // indirect
-	github.com/secure-systems-lab/go-securesystemslib v0.11.1 // indirect
-	github.com/spf13/cobra v1.10.2 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
-	github.com/transparency-dev/formats v0.1.1 // indirect
-	go.yaml.in/yaml/v3 v3.0.6 // indirect
 	golang.org/x/crypto v0.55.0 // indirect
-	golang.org/x/mod v0.43.0 // indirect
-	golang.org/x/text v0.44.0 // indirect
-	google.golang.org/protobuf v1.36.11 // indirect
+	golang.org/x/sys v0.47.0 // indirect
 )
