@@ -143,6 +143,11 @@ type VerifyOptions struct {
 	Timestamp func(token, message []byte) (time.Time, error)
 	// RequireTimestamp fails a bundle without a token.
 	RequireTimestamp bool
+	// TimestampTrusted says that Timestamp checks the TSA's chain to roots
+	// the verifier trusts. Then a certificate of a retired key must also
+	// be timestamped before the retirement: its issued_at alone is the key
+	// holder's word.
+	TimestampTrusted bool
 }
 
 // Checked is what VerifyBundle established.
@@ -303,6 +308,10 @@ func VerifyBundle(ctx context.Context, data []byte, o VerifyOptions) (*Checked, 
 			return nil, fmt.Errorf("verify certificate: %v: %w", err, ErrTimestamp)
 		}
 		v.Timestamp = at
+		if o.TimestampTrusted && !key.Retired.IsZero() && !at.Before(key.Retired) {
+			return nil, fmt.Errorf("verify certificate: timestamped %s, but key %s is retired from %s: %w",
+				at.UTC().Format(time.RFC3339), v.KeyID, key.Retired.UTC().Format(time.RFC3339), ErrKeyRetired)
+		}
 	}
 	return v, nil
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/amnesia-dev/amnesia/certificate"
 	"github.com/amnesia-dev/amnesia/internal/tsatest"
@@ -117,6 +118,7 @@ func TestTimestamps(t *testing.T) {
 	}
 
 	// 3. anchor, then audit prove gives the older certificate the token.
+	time.Sleep(2 * time.Second) // so the anchor's time is seconds after noTS's issued_at
 	out, errOut, code = runCLI(t, "", "--state", st, "anchor", "--tsa", tsa.URL)
 	if code != exitOK || !strings.Contains(out, "anchored the checkpoint") {
 		t.Fatalf("anchor: exit %d\n%s%s", code, out, errOut)
@@ -127,6 +129,24 @@ func TestTimestamps(t *testing.T) {
 	}
 	if out, errOut, code := runCLI(t, "", "verify", proved, "--public-key", pub, "--tsa-root", tsa.Root, "--require-timestamp"); code != exitOK {
 		t.Errorf("verify of the re-proved, anchored certificate: exit %d\n%s%s", code, out, errOut)
+	}
+	// A key retired between the certificate's issued_at and its trusted
+	// timestamp: issued_at alone (the key holder's word) passes, the
+	// timestamp from a trusted TSA does not.
+	var issued string
+	if st, err := certificate.Parse(readBundle(t, proved).DSSEEnvelope); err == nil {
+		issued = st.Predicate.IssuedAt
+	}
+	at, err := time.Parse(time.RFC3339, issued)
+	if err != nil {
+		t.Fatal(err)
+	}
+	retired := pub + "@" + at.Add(time.Second).UTC().Format(time.RFC3339)
+	if _, errOut, code := runCLI(t, "", "verify", proved, "--public-key", retired); code != exitOK {
+		t.Errorf("retired after issued_at, no TSA root: exit %d: %s", code, errOut)
+	}
+	if _, errOut, code := runCLI(t, "", "verify", proved, "--public-key", retired, "--tsa-root", tsa.Root); code != exitKeyRetired {
+		t.Errorf("retired before the trusted timestamp: exit %d, want %d: %s", code, exitKeyRetired, errOut)
 	}
 	out, _, code = runCLI(t, "", "--state", st, "audit", "verify")
 	if code != exitOK || !strings.Contains(out, "amnesia/anchor/v1") {

@@ -1,9 +1,9 @@
 package main
 
 import (
-	"encoding/base64"
 	"bytes"
 	"crypto/ed25519"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"os"

@@ -151,6 +151,7 @@ func (o *verifyOptions) options() (certificate.VerifyOptions, error) {
 		return opts, err
 	}
 	opts.Timestamp = check
+	opts.TimestampTrusted = len(o.tsaRoots) > 0
 	opts.RequireTimestamp = o.requireTS
 	return opts, nil
 }
