@@ -294,6 +294,11 @@ func VerifyBundle(ctx context.Context, data []byte, o VerifyOptions) (*Checked, 
 	switch {
 	case b.LogEntry.Timestamp == "" && o.RequireTimestamp:
 		return nil, fmt.Errorf("verify certificate: no timestamp, and one is required: %w", ErrTimestamp)
+	case b.LogEntry.Timestamp == "" && o.TimestampTrusted && !key.Retired.IsZero():
+		// Only issued_at, the key holder's word, dates it before the
+		// retirement: a stolen key would leave the timestamp out.
+		return nil, fmt.Errorf("verify certificate: key %s is retired from %s and the certificate carries no timestamp to date it before that: %w",
+			v.KeyID, key.Retired.UTC().Format(time.RFC3339), ErrKeyRetired)
 	case b.LogEntry.Timestamp == "":
 		v.TimestampNote = "no timestamp"
 	case o.Timestamp == nil:
