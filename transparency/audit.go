@@ -31,6 +31,13 @@ func (l *Log) Audit(ctx context.Context, since []byte) (*Report, error) {
 		}
 		saved = s
 	}
+	// The stored checkpoints first, then the size: the log only grows, so
+	// every checkpoint read is of at most n leaves unless leaves were
+	// dropped, even while other processes append and sign.
+	cps, err := l.store.Checkpoints(ctx)
+	if err != nil {
+		return nil, err
+	}
 	n, err := l.store.LogSize(ctx)
 	if err != nil {
 		return nil, err
@@ -97,10 +104,6 @@ func (l *Log) Audit(ctx context.Context, since []byte) (*Report, error) {
 		h, err := tlog.TreeHash(size, memReader)
 		roots[size] = h
 		return h, err
-	}
-	cps, err := l.store.Checkpoints(ctx)
-	if err != nil {
-		return nil, err
 	}
 	for _, raw := range cps {
 		s, err := OpenCheckpoint(raw, l.verifiers...)
