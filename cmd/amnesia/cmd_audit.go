@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -10,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/amnesia-dev/amnesia/internal/saga"
+	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/transparency"
 )
 
@@ -102,6 +104,10 @@ current tree consistent with it: a truncated or rewritten log fails (exit 18).
 			}
 			defer a.Close()
 			rep, err := lg.Audit(cmd.Context(), saved)
+			if errors.Is(err, lineage.ErrLogCorrupt) {
+				// A leaf or stored hash missing: rows were deleted.
+				return withCode(exitLogTampered, err)
+			}
 			if err != nil {
 				return err
 			}
