@@ -139,6 +139,9 @@ func (o *verifyOptions) options() (certificate.VerifyOptions, error) {
 		seen[id] = true
 		opts.Witnesses = append(opts.Witnesses, v)
 	}
+	if o.minWit < 0 {
+		return opts, withCode(exitUsage, fmt.Errorf("--witnesses %d: want a count of cosignatures, 0 or more", o.minWit))
+	}
 	opts.MinWitnesses = o.minWit
 	if o.minWit == 0 {
 		opts.MinWitnesses = len(opts.Witnesses)
