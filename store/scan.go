@@ -12,22 +12,28 @@ import (
 )
 
 // NeedleSet indexes the needles of many records for one pass over a store's
-// bytes. Lookups go through an 8-byte prefix: a bitmap rejects almost every
-// offset with one load, a map resolves the rest, and a full comparison
-// confirms a hit.
+// bytes. Lookups go through one 8-byte anchor per needle: a bitmap rejects
+// almost every offset with one load, a map resolves the rest, and a full
+// comparison confirms a hit. A needle's anchor is its 8-byte substring with
+// the most distinct byte values, not its prefix: vector needles often begin
+// with zero bytes (zero components), and thousands of needles sharing an
+// all-zero prefix made every offset of a zero-filled page or WAL segment
+// pass the bitmap and be compared with each of them.
 type NeedleSet struct {
-	needles [][]byte
-	owner   []string // key that owns needles[i]
-	bloom   []uint64 // 2^bloomBits bits over a hash of each needle's prefix
-	byPfx   map[uint64][]int
-	maxLen  int
+	needles  [][]byte
+	owner    []string // key that owns needles[i]
+	anchor   []int    // offset of needles[i]'s anchor
+	bloom    []uint64 // 2^bloomBits bits over a hash of each needle's anchor
+	byAnchor map[uint64][]int
+	maxLen   int
+	maxAnch  int // largest anchor offset
 }
 
 const bloomBits = 20
 
 // NewNeedleSet builds a set from per-key evidence.
 func NewNeedleSet(ev map[string]*Evidence) *NeedleSet {
-	s := &NeedleSet{bloom: make([]uint64, 1<<(bloomBits-6)), byPfx: map[uint64][]int{}}
+	s := &NeedleSet{bloom: make([]uint64, 1<<(bloomBits-6)), byAnchor: map[uint64][]int{}}
 	keys := make([]string, 0, len(ev))
 	for k := range ev {
 		keys = append(keys, k)
@@ -39,18 +45,40 @@ func NewNeedleSet(ev map[string]*Evidence) *NeedleSet {
 				continue
 			}
 			i := len(s.needles)
+			a := anchorOf(n)
 			s.needles = append(s.needles, n)
 			s.owner = append(s.owner, k)
-			p := binary.LittleEndian.Uint64(n)
-			s.byPfx[p] = append(s.byPfx[p], i)
+			s.anchor = append(s.anchor, a)
+			p := binary.LittleEndian.Uint64(n[a:])
+			s.byAnchor[p] = append(s.byAnchor[p], i)
 			h := bloomHash(p)
 			s.bloom[h>>6] |= 1 << (h & 63)
-			if len(n) > s.maxLen {
-				s.maxLen = len(n)
-			}
+			s.maxLen = max(s.maxLen, len(n))
+			s.maxAnch = max(s.maxAnch, a)
 		}
 	}
 	return s
+}
+
+// anchorOf returns the offset of n's 8-byte substring with the most distinct
+// byte values (the first such one).
+func anchorOf(n []byte) int {
+	best, bestN := 0, 0
+	for a := 0; a+8 <= len(n); a++ {
+		d := 0
+		for j := a; j < a+8; j++ {
+			if bytes.IndexByte(n[a:j], n[j]) < 0 {
+				d++
+			}
+		}
+		if d > bestN {
+			best, bestN = a, d
+			if d == 8 {
+				break
+			}
+		}
+	}
+	return best
 }
 
 // Len is the number of needles in the set.
@@ -156,14 +184,20 @@ func (sc *Scanner) search(b []byte, limit int) {
 	if len(s.needles) == 0 {
 		return
 	}
-	for i := 0; i < limit && i+8 <= len(b); i++ {
+	// An anchor at offset i is a needle starting at i - anchor; only starts
+	// in [0, limit) are this call's (later ones come again in the next).
+	for i := 0; i < limit+s.maxAnch && i+8 <= len(b); i++ {
 		p := binary.LittleEndian.Uint64(b[i:])
 		h := bloomHash(p)
 		if s.bloom[h>>6]&(1<<(h&63)) == 0 {
 			continue
 		}
-		for _, idx := range s.byPfx[p] {
-			if !sc.hit[idx] && bytes.HasPrefix(b[i:], s.needles[idx]) {
+		for _, idx := range s.byAnchor[p] {
+			start := i - s.anchor[idx]
+			if start < 0 || start >= limit || sc.hit[idx] {
+				continue
+			}
+			if bytes.HasPrefix(b[start:], s.needles[idx]) {
 				sc.hit[idx] = true
 			}
 		}

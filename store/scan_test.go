@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestWindows(t *testing.T) {
@@ -99,5 +102,67 @@ func TestScanLetsGoOfDeletedFiles(t *testing.T) {
 	fds.Unlock()
 	if held {
 		t.Errorf("the scanner still holds a descriptor of a deleted file")
+	}
+}
+
+// Needles that begin with zero bytes (vectors with zero components) and
+// needles of assorted lengths are found exactly where a naive search finds
+// them, at the start, the end and across every read boundary; and scanning
+// zero-filled bytes for thousands of such needles stays fast.
+func TestScanMatchesNaiveSearch(t *testing.T) {
+	rng := rand.NewChaCha8([32]byte{7, 9})
+	data := make([]byte, 3<<20+12345)
+	fill(data, 5)
+	for off := 0; off < len(data); off += 64 << 10 { // zero-filled stretches
+		clear(data[off : off+min(8<<10, len(data)-off)])
+	}
+	ev := map[string]*Evidence{}
+	plant := func(key string, at, n, zeros int) {
+		nd := make([]byte, n)
+		rng.Read(nd[zeros:])
+		copy(data[at:], nd)
+		ev[key] = &Evidence{Needles: [][]byte{nd}}
+	}
+	var ats []int
+	for _, b := range []int{0, 1 << 20, 2 << 20, 3 << 20} {
+		for d := -40; d <= 8; d += 3 {
+			if at := b + d; at >= 0 {
+				ats = append(ats, at)
+			}
+		}
+	}
+	ats = append(ats, len(data)-WindowSize, len(data)-MinNeedle)
+	for i, at := range ats {
+		n := []int{WindowSize, MinNeedle, 24, 9}[i%4]
+		if at+n > len(data) {
+			n = len(data) - at
+		}
+		plant(fmt.Sprintf("planted-%d", i), at, n, []int{0, 8, 16, 3}[i%4]%(n-6))
+	}
+	for i := 0; i < 3000; i++ { // absent: a zero prefix, then random bytes
+		nd := make([]byte, WindowSize)
+		rng.Read(nd[8+i%9:])
+		ev[fmt.Sprintf("absent-%d", i)] = &Evidence{Needles: [][]byte{nd}}
+	}
+	path := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	rep, err := ScanFiles(context.Background(), NewNeedleSet(ev), "test", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("scan of %d bytes took %v", len(data), d)
+	}
+	for k, e := range ev {
+		want := 0 // absent needles: 15+ random bytes, in no file
+		if strings.HasPrefix(k, "planted") && bytes.Contains(data, e.Needles[0]) {
+			want = 1
+		}
+		if rep.Found[k] != want {
+			t.Errorf("%s: found %d, naive search %d", k, rep.Found[k], want)
+		}
 	}
 }
