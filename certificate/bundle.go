@@ -143,6 +143,11 @@ type VerifyOptions struct {
 	Timestamp func(token, message []byte) (time.Time, error)
 	// RequireTimestamp fails a bundle without a token.
 	RequireTimestamp bool
+	// Origin, when set, pins the log: the checkpoint must name this origin.
+	// Without it any trusted key's log is accepted, so an operator could
+	// keep a second log for some certificates (a split view that witnesses
+	// of the first log never see).
+	Origin string
 	// TimestampTrusted says that Timestamp checks the TSA's chain to roots
 	// the verifier trusts. Then a certificate of a retired key must also
 	// be timestamped before the retirement: its issued_at alone is the key
@@ -225,6 +230,9 @@ func VerifyBundle(ctx context.Context, data []byte, o VerifyOptions) (*Checked, 
 	cp0, err := transparency.ParseCheckpoint(append(body, '\n'))
 	if err != nil {
 		return nil, fmt.Errorf("verify certificate: %v: %w", err, ErrCheckpoint)
+	}
+	if o.Origin != "" && cp0.Origin != o.Origin {
+		return nil, fmt.Errorf("verify certificate: the checkpoint is of log %q, not the pinned %q: %w", cp0.Origin, o.Origin, ErrCheckpoint)
 	}
 	var logKeys []note.Verifier
 	for _, k := range o.Keys {

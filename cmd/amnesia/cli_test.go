@@ -144,6 +144,8 @@ func TestVerifyExitCodes(t *testing.T) {
 		{"wrong log index", []string{"verify", rebundle("index.json", func(c *certificate.Bundle) { c.LogEntry.LogIndex += 1 }), "--public-key", pub}, exitNotLogged},
 		{"checkpoint edited", []string{"verify", rebundle("cp.json", func(c *certificate.Bundle) { c.LogEntry.Checkpoint = badCheckpoint }), "--public-key", pub}, exitCheckpoint},
 		{"inclusion proof edited", []string{"verify", rebundle("proof.json", func(c *certificate.Bundle) { c.LogEntry.InclusionProof = proof }), "--public-key", pub}, exitNotLogged},
+		{"pinned log origin", []string{"verify", cert, "--public-key", pub, "--log-origin", strings.SplitN(b.LogEntry.Checkpoint, "\n", 2)[0]}, exitOK},
+		{"another log origin", []string{"verify", cert, "--public-key", pub, "--log-origin", "example.org/other-log"}, exitCheckpoint},
 		{"key retired before issue", []string{"verify", cert, "--public-key", pub + "@2000-01-01T00:00:00Z"}, exitKeyRetired},
 		{"key retired after issue", []string{"verify", cert, "--public-key", pub + "@2999-01-01T00:00:00Z"}, exitOK},
 		{"tampered payload", []string{"verify", rebundle("tampered.json", func(c *certificate.Bundle) { c.DSSEEnvelope = tamperedEnv }), "--public-key", pub}, exitCertTampered},

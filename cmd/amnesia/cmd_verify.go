@@ -18,6 +18,7 @@ type verifyOptions struct {
 	minWit     int
 	tsaRoots   []string
 	requireTS  bool
+	origin     string
 }
 
 func newVerifyCommand() *cobra.Command {
@@ -90,6 +91,7 @@ given more than once is retired from the earliest time given for it.
 	cmd.Flags().IntVar(&o.minWit, "witnesses", 0, "cosignatures required from the --witness-key set (default: all given keys)")
 	cmd.Flags().StringArrayVar(&o.tsaRoots, "tsa-root", nil, "PEM root certificate of a timestamp authority you trust; repeatable")
 	cmd.Flags().BoolVar(&o.requireTS, "require-timestamp", false, "fail a certificate that carries no RFC 3161 timestamp")
+	cmd.Flags().StringVar(&o.origin, "log-origin", "", "pin the transparency log: the checkpoint must name this origin (as `amnesia audit log-key` prints it)")
 	return cmd
 }
 
@@ -156,6 +158,7 @@ func (o *verifyOptions) options() (certificate.VerifyOptions, error) {
 	opts.Timestamp = check
 	opts.TimestampTrusted = len(o.tsaRoots) > 0
 	opts.RequireTimestamp = o.requireTS
+	opts.Origin = o.origin
 	return opts, nil
 }
 
