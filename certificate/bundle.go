@@ -196,12 +196,19 @@ func VerifyBundle(ctx context.Context, data []byte, o VerifyOptions) (*Checked, 
 	if err != nil {
 		return nil, fmt.Errorf("verify certificate: %w: %w", err, ErrMalformed)
 	}
-	// The trusted key the envelope names.
+	// The trusted key the envelope names. A certificate vouches for one
+	// key (its predicate's key_id, which the schema check requires to be
+	// the verifying key's): when several signatures name trusted keys,
+	// that one is chosen, whatever order the keys were given in.
+	var named string
+	if st, err := decodeStatement(payload); err == nil {
+		named = st.Predicate.KeyID
+	}
 	var key *TrustedKey
 	for i := range o.Keys {
 		id := KeyID(o.Keys[i].Public)
 		for _, s := range env.Signatures {
-			if s.KeyID == id && key == nil {
+			if s.KeyID == id && (key == nil || id == named) {
 				key = &o.Keys[i]
 			}
 		}
