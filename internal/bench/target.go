@@ -9,6 +9,7 @@ import (
 	"github.com/amnesia-dev/amnesia/capture"
 	"github.com/amnesia-dev/amnesia/internal/demo"
 	"github.com/amnesia-dev/amnesia/store"
+	"github.com/amnesia-dev/amnesia/store/pgvector"
 	"github.com/amnesia-dev/amnesia/store/sqlitedoc"
 	"github.com/amnesia-dev/amnesia/store/sqlitevec"
 )
@@ -208,13 +209,16 @@ func vecRebuild(ctx context.Context, s store.Store, _ []string) error {
 
 // ResidueTypes returns the store types the residue benchmark covers.
 // The postgres target needs a server: it is listed only when one is
-// configured. The pgvector target (PGlite) runs only when asked for by name
-// (`residue --store pgvector`): a full reclaim on PGlite's WASM backend takes
-// seconds, too slow for the smoke run.
+// configured. The pgvector target (PGlite) is listed only when its data
+// directory is configured too: probing through pg_read_binary_file on
+// PGlite's WASM backend is too slow for the smoke run.
 func ResidueTypes() []string {
 	types := []string{sqlitedoc.Type, sqlitevec.Type}
 	if pgDSN() != "" {
 		types = append(types, "postgres")
+	}
+	if pgliteDSN() != "" && pgliteDataDir() != "" {
+		types = append(types, pgvector.Type)
 	}
 	return types
 }
