@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -62,6 +63,4 @@ func TestAuditCommands(t *testing.T) {
 	}
 }
 
-func itoa(n int64) string { return jsonNumber(n) }
-
-func jsonNumber(n int64) string { b, _ := json.Marshal(n); return string(b) }
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/amnesia-dev/amnesia/certificate"
+	"github.com/amnesia-dev/amnesia/internal/state"
 	"github.com/amnesia-dev/amnesia/transparency"
 )
 
@@ -157,7 +157,7 @@ It writes to --out (atomically; it may be the certificate itself) or stdout.`,
 				_, err = cmd.OutOrStdout().Write(nb)
 				return err
 			}
-			return writeProvedBundle(out, nb, 0o644)
+			return state.WriteFileAtomicMode(out, nb, 0o644) // a certificate is public
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "write the re-proved certificate here (default stdout)")
@@ -170,30 +170,4 @@ func readCosignedCheckpoint(cmd *cobra.Command, path string) ([]byte, error) {
 		return io.ReadAll(io.LimitReader(cmd.InOrStdin(), 1<<20))
 	}
 	return os.ReadFile(path)
-}
-
-// writeProvedBundle writes data to path through a synced temporary file in
-// the same directory, renamed over it.
-func writeProvedBundle(path string, data []byte, mode os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }

@@ -171,6 +171,11 @@ func Open(path string) (*Dir, error) {
 // WriteFileAtomic writes data to path with mode 0600 so that readers see the
 // old file or the whole new one: temp file, fsync, rename, fsync directory.
 func WriteFileAtomic(path string, data []byte) error {
+	return WriteFileAtomicMode(path, data, 0o600)
+}
+
+// WriteFileAtomicMode is WriteFileAtomic with the file's mode given.
+func WriteFileAtomicMode(path string, data []byte, mode os.FileMode) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -178,7 +183,7 @@ func WriteFileAtomic(path string, data []byte) error {
 	}
 	tmp := f.Name()
 	defer os.Remove(tmp)
-	if err := f.Chmod(0o600); err != nil {
+	if err := f.Chmod(mode); err != nil {
 		f.Close()
 		return err
 	}
