@@ -70,7 +70,27 @@ func checkStatement(st *Statement, keyID string) error {
 	if want := CountArtifacts(p.Artifacts); p.Counts != want {
 		return fmt.Errorf("predicate.counts.%s does not match the artifacts", countsDiff(p.Counts, want))
 	}
+	if err := checkLink("follows", p.Follows, p.CertificateID); err != nil {
+		return err
+	}
 	return checkReverifies(p)
+}
+
+// checkLink checks the shape of a link to an earlier certificate.
+func checkLink(field string, l *ReverifyLink, own string) error {
+	switch {
+	case l == nil:
+		return nil
+	case l.CertificateID == "":
+		return fmt.Errorf("predicate.%s.certificate_id is empty", field)
+	case l.CertificateID == own:
+		return fmt.Errorf("predicate.%s.certificate_id is the certificate's own id", field)
+	case !isSHA256Hex(l.PayloadSHA256):
+		return fmt.Errorf("predicate.%s.payload_sha256 is not 64 lowercase hex digits", field)
+	case l.LogIndex < 0:
+		return fmt.Errorf("predicate.%s.log_index is negative", field)
+	}
+	return nil
 }
 
 // checkReverifies makes step 11: a re-verification names the certificate it
@@ -78,19 +98,14 @@ func checkStatement(st *Statement, keyID string) error {
 // needles once a certificate is published, so the byte scan cannot be
 // repeated and a re-verification never measured the physical level.
 func checkReverifies(p *Predicate) error {
-	l := p.Reverifies
-	if l == nil {
+	if p.Reverifies == nil {
 		return nil
 	}
-	switch {
-	case l.CertificateID == "":
-		return errors.New("predicate.reverifies.certificate_id is empty")
-	case l.CertificateID == p.CertificateID:
-		return errors.New("predicate.reverifies.certificate_id is the certificate's own id")
-	case !isSHA256Hex(l.PayloadSHA256):
-		return errors.New("predicate.reverifies.payload_sha256 is not 64 lowercase hex digits")
-	case l.LogIndex < 0:
-		return errors.New("predicate.reverifies.log_index is negative")
+	if p.Follows != nil {
+		return errors.New("predicate.follows is set on a re-verification: only erasure certificates continue an earlier erasure")
+	}
+	if err := checkLink("reverifies", p.Reverifies, p.CertificateID); err != nil {
+		return err
 	}
 	for i, a := range p.Artifacts {
 		if a.Level == LevelPhysical {

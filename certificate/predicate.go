@@ -65,10 +65,16 @@ type Predicate struct {
 	// Reverifies is set on a re-verification certificate only: the
 	// certificate it re-verified. Absent from erasure certificates.
 	Reverifies *ReverifyLink `json:"reverifies,omitempty"`
+	// Follows is set on an erasure certificate that continues an earlier
+	// erasure of the same trace whose certificate was incomplete (a store
+	// was down, a record was still found): that certificate. Absent from
+	// first erasures.
+	Follows *ReverifyLink `json:"follows,omitempty"`
 }
 
-// ReverifyLink names the certificate a re-verification re-verified, so
-// that a verifier holding both can check the link: the certificate id, the
+// ReverifyLink names an earlier certificate (the one a re-verification
+// re-verified, or the incomplete one an erasure continues), so that a
+// verifier holding both can check the link: the certificate id, the
 // hex SHA-256 of its signed DSSE payload, and its index in the transparency
 // log (the leaf that CertificateLeaf of that id and payload gives).
 type ReverifyLink struct {

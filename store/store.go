@@ -67,6 +67,12 @@ func (i Info) Has(c Capability) bool {
 // opened. The saga records such a store as failed and goes on with the others.
 var ErrUnavailable = errors.New("store unavailable")
 
+// ErrBusy wraps errors that mean another process holds the store (a reader
+// or writer keeps a SQLite WAL busy, a lock is held) so that the operation
+// could not finish now but can later. A reclaim that fails with it pauses
+// the erasure instead of failing the store.
+var ErrBusy = errors.New("store busy")
+
 // Store is the core adapter interface.
 type Store interface {
 	// Info describes the adapter. It MUST NOT do I/O.

@@ -161,6 +161,13 @@ func loadTrace(a *app, ref string) (*lineage.Trace, error) {
 }
 
 func (a *app) erase(ctx context.Context, out, progress io.Writer, t *lineage.Trace, reason string) error {
+	_, err := a.eraseResult(ctx, out, progress, t, reason, false)
+	return err
+}
+
+// eraseResult runs (or resumes) the erasure of t and prints its outcome. The
+// result is nil when the erasure did not finish (an error, or a pause).
+func (a *app) eraseResult(ctx context.Context, out, progress io.Writer, t *lineage.Trace, reason string, allowPartial bool) (*saga.Result, error) {
 	stores, failed := a.dir.Config.OpenStores(ctx)
 	defer func() {
 		for _, s := range stores {
@@ -170,15 +177,19 @@ func (a *app) erase(ctx context.Context, out, progress io.Writer, t *lineage.Tra
 	res, err := saga.Run(ctx, &saga.Erasure{
 		Dir: a.dir, Ledger: a.ledger, Stores: stores, OpenErr: failed,
 		Trace: t, Reason: reason, Log: a.log, Progress: progress,
+		AllowPartial: allowPartial, ReclaimWait: a.dir.Config.ReclaimWaitDuration(),
 	})
 	if err != nil {
-		return err
+		return nil, err
+	}
+	if res.Follows != "" {
+		fmt.Fprintf(out, "this erasure continues %s, whose certificate was incomplete; its certificate links to it (predicate.follows)\n", res.Follows)
 	}
 	printOutcome(out, res)
 	if !res.Statement.Predicate.Complete {
-		return withCode(exitIncomplete, fmt.Errorf("erasure %s is incomplete: see the certificate's UNVERIFIED, RESIDUAL and OUT_OF_SCOPE entries", res.ID))
+		return res, withCode(exitIncomplete, fmt.Errorf("erasure %s is incomplete: see the certificate's UNVERIFIED, RESIDUAL and OUT_OF_SCOPE entries and the declared scope; fix the cause and run the same command again", res.ID))
 	}
-	return nil
+	return res, nil
 }
 
 func printOutcome(w io.Writer, res *saga.Result) {

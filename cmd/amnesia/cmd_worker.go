@@ -144,7 +144,11 @@ func (a *app) runJob(ctx context.Context, q lineage.Queue, j *lineage.Job, lease
 	if err == nil {
 		var unlock func()
 		if unlock, err = a.lockFileStores(runCtx); err == nil {
-			err = a.erase(runCtx, out, progress, t, j.Reason)
+			var res *saga.Result
+			res, err = a.eraseResult(runCtx, out, progress, t, j.Reason, false)
+			if res != nil {
+				id = res.ID // a continuation of an incomplete erasure has its own id
+			}
 			unlock()
 		}
 	}

@@ -27,6 +27,7 @@ const (
 	exitStaleTrace   = 5
 	exitAborted      = 6
 	exitIncomplete   = 7
+	exitPending      = 9
 	exitCertInvalid  = 10
 	exitCertTampered = 11
 	exitWrongKey     = 12
@@ -49,7 +50,11 @@ const exitCodesHelp = `Exit codes:
   4   every recorded artifact of this subject is already erased
   5   the trace no longer matches the ledger: trace again
   6   aborted at the confirmation prompt
-  7   erasure (or reverify) finished but incomplete: the certificate names UNVERIFIED, RESIDUAL or OUT_OF_SCOPE artifacts
+  7   erasure (or reverify) finished but incomplete: the certificate names UNVERIFIED, RESIDUAL or OUT_OF_SCOPE artifacts,
+      or a configured store was unreachable; fix the cause and run the same command again: a new erasure
+      erases and verifies what was left, and its certificate links to this one
+  9   erasure paused (PENDING): a store whose records are deleted is held by another process or unreachable;
+      nothing is lost (evidence stays sealed): run the same command again to finish reclaim and verification
   10  verify: not a valid certificate (malformed, or not schema v1)
   11  verify: signature does not match the content (tampered)
   12  verify: not signed by the given public key
@@ -84,6 +89,8 @@ func exitCode(err error) int {
 		return exitNoLineage
 	case errors.Is(err, lineage.ErrAlreadyErased):
 		return exitErased
+	case errors.Is(err, saga.ErrPending):
+		return exitPending
 	case errors.Is(err, saga.ErrStaleTrace):
 		return exitStaleTrace
 	case errors.Is(err, saga.ErrNotReverifiable):

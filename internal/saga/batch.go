@@ -2,6 +2,7 @@ package saga
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 )
@@ -45,11 +46,13 @@ func RunBatch(ctx context.Context, es []*Erasure) ([]*Result, error) {
 			return nil, err
 		}
 	}
-	// One reclaim per store, shared by every erasure that reaches it.
+	// One reclaim per store, shared by every erasure that reaches it. A
+	// reclaim held up by another process is not shared: each retry runs it.
 	type once struct {
-		sync.Once
-		out any
-		err error
+		mu   sync.Mutex
+		done bool
+		out  any
+		err  error
 	}
 	shared := map[string]*once{}
 	for i, r := range runners {
@@ -59,19 +62,38 @@ func RunBatch(ctx context.Context, es []*Erasure) ([]*Result, error) {
 				o = &once{}
 				shared[st] = o
 			}
-			o.Do(func() { o.out, o.err = r.reclaim(ctx, st) })
-			return o.out, o.err
+			o.mu.Lock()
+			defer o.mu.Unlock()
+			if o.done {
+				return o.out, o.err
+			}
+			out, err := r.reclaim(ctx, st)
+			if state, _ := holdUp(out, err); state == "" {
+				o.done, o.out, o.err = true, out, err
+			}
+			return out, err
 		})
 		if err != nil {
 			return nil, err
 		}
 	}
+	// An erasure that pauses (PendingError) does not stop the others: each
+	// finished one gets its result, and the first pause is returned with
+	// them, its erasure's result nil.
 	out := make([]*Result, len(runners))
+	var paused error
 	for i, r := range runners {
 		st, err := r.after(ctx, res[i])
-		if out[i], err = r.finish(st, err); err != nil {
+		out[i], err = r.finish(st, err)
+		if errors.Is(err, ErrPending) {
+			if paused == nil {
+				paused = err
+			}
+			continue
+		}
+		if err != nil {
 			return nil, err
 		}
 	}
-	return out, nil
+	return out, paused
 }

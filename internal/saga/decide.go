@@ -59,14 +59,24 @@ func (r *runner) decide(ctx context.Context, res *results) (*certificate.Predica
 	for st := range unconfigured {
 		p.OutOfScope = append(p.OutOfScope, certificate.Exclusion{What: "store " + st, Reason: "the ledger records artifacts in it, but it is not configured here; amnesia did not act on it"})
 	}
+	p.OutOfScope = append(p.OutOfScope, r.installationExclusions()...)
 	sort.Slice(p.OutOfScope[len(outOfScope):], func(i, j int) bool {
 		return p.OutOfScope[len(outOfScope)+i].What < p.OutOfScope[len(outOfScope)+j].What
 	})
+	unreachable := false
 	for _, sc := range r.Dir.Config.Stores {
-		p.DeclaredScope = append(p.DeclaredScope, r.storeState(sc.Name, sc.Type, perStore[sc.Name], res))
+		ss := r.storeState(sc.Name, sc.Type, perStore[sc.Name], res)
+		if ss.Residue == stateUnreachable && !sc.OutOfScope {
+			unreachable = true
+		}
+		p.DeclaredScope = append(p.DeclaredScope, ss)
 	}
 	p.Counts = certificate.CountArtifacts(p.Artifacts)
-	p.Complete = p.Counts.Unverified == 0 && p.Counts.Residual == 0 && p.Counts.OutOfScope == 0
+	// A configured store that could not be reached may hold data of the
+	// subject that the ledger does not know of: the certificate is not
+	// complete unless the operator declared the store out of scope.
+	p.Complete = p.Counts.Unverified == 0 && p.Counts.Residual == 0 && p.Counts.OutOfScope == 0 && !unreachable
+	p.Follows = r.follows
 	p.Reverifiable, p.ReverifyNote = reverifiability(r.Dir.Config, r.Ledger, r.Stores, p.Artifacts) // reverify.go
 	if err := r.Ledger.MarkErased(ctx, marks); err != nil {
 		return nil, err
@@ -154,7 +164,14 @@ func (r *runner) storeState(name, typ string, arts []certificate.Artifact, res *
 		s.Reclaim = rc.Method
 	}
 	c := certificate.CountArtifacts(arts)
+	_, open := r.Stores[name]
+	openErr := r.OpenErr[name]
 	switch {
+	case len(arts) == 0 && !open && openErr != nil:
+		s.Residue, s.Evidence = stateUnreachable, "the trace holds no artifact of this subject in this store, but the store could not be opened or reached when the erasure ran, so nothing about it was checked"
+		if sc, err := r.Dir.Config.Store(name); err == nil && sc.OutOfScope {
+			s.Evidence += "; the store is declared out of scope (out_of_scope: true)"
+		}
 	case len(arts) == 0:
 		s.Residue, s.Evidence = "NOT-TOUCHED", "the trace holds no artifact of this subject in this store"
 	case r.failed[name] != "":
@@ -178,4 +195,32 @@ func (r *runner) storeState(name, typ string, arts []certificate.Artifact, res *
 		s.Evidence += "; reclaim failed: " + e
 	}
 	return s
+}
+
+// stateUnreachable is the residue state of a configured store that could not
+// be opened or reached during the erasure.
+const stateUnreachable = "UNREACHABLE"
+
+// installationExclusions names what this installation could not cover in
+// this erasure, beyond the generic categories: configured stores that could
+// not be reached, and opened stores that have no physical probe (their
+// records can be shown gone from every query path, never from their files).
+func (r *runner) installationExclusions() []certificate.Exclusion {
+	var out []certificate.Exclusion
+	for _, sc := range r.Dir.Config.Stores {
+		s, open := r.Stores[sc.Name]
+		switch {
+		case !open && r.OpenErr[sc.Name] != nil:
+			why := "configured, but it could not be opened or reached when the erasure ran; nothing in it was erased or checked"
+			if sc.OutOfScope {
+				why += " (declared out of scope: out_of_scope: true)"
+			}
+			out = append(out, certificate.Exclusion{What: "store " + sc.Name + " (unreachable)", Reason: why})
+		case open:
+			if _, ok := physical(s); !ok {
+				out = append(out, certificate.Exclusion{What: "files of store " + sc.Name, Reason: "the adapter (" + sc.Type + ") has no physical probe with this configuration: deleted bytes left in its files, WAL or indexes were not measured"})
+			}
+		}
+	}
+	return out
 }

@@ -1,9 +1,6 @@
 package saga
 
 import (
-	"bufio"
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"sort"
 
@@ -24,7 +21,9 @@ func SignedUnpublished(dir *state.Dir) ([]string, error) {
 	var out []string
 	for _, p := range paths {
 		id := filepath.Base(filepath.Dir(p))
-		if _, err := os.Stat(dir.CertificatePath(id)); err == nil {
+		if published, err := stepDone(p, "publish"); err != nil {
+			return nil, err
+		} else if published {
 			continue
 		}
 		signed, err := stepDone(p, "certificate")
@@ -40,18 +39,9 @@ func SignedUnpublished(dir *state.Dir) ([]string, error) {
 
 // stepDone reports whether the journal at path has a done entry of step.
 func stepDone(path, step string) (bool, error) {
-	f, err := os.Open(path)
+	es, err := readEntries(path)
 	if err != nil {
 		return false, err
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 64<<20)
-	for sc.Scan() {
-		var e entry
-		if json.Unmarshal(sc.Bytes(), &e) == nil && e.Step == step && e.Phase == phaseDone {
-			return true, nil
-		}
-	}
-	return false, sc.Err()
+	return doneIn(es, step), nil
 }

@@ -29,14 +29,18 @@ func TestSignedUnpublished(t *testing.T) {
 		}
 	}
 	journal("er-signed", `{"seq":1,"step":"certificate","phase":"begin"}`, `{"seq":2,"step":"certificate","phase":"done"}`)
-	journal("er-published", `{"seq":1,"step":"certificate","phase":"done"}`)
+	journal("er-published", `{"seq":1,"step":"certificate","phase":"done"}`, `{"seq":2,"step":"publish","phase":"done"}`)
 	os.WriteFile(d.CertificatePath("er-published"), []byte("{}"), 0o600)
+	// A crash after the certificate file was written but before publish
+	// was journaled: resuming signs again, so it holds rotation back.
+	journal("er-written", `{"seq":1,"step":"certificate","phase":"done"}`)
+	os.WriteFile(d.CertificatePath("er-written"), []byte("{}"), 0o600)
 	journal("er-early", `{"seq":1,"step":"plan","phase":"done"}`, `{"seq":2,"step":"certificate","phase":"begin"}`)
 	got, err := saga.SignedUnpublished(d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 1 || got[0] != "er-signed" {
-		t.Errorf("SignedUnpublished = %v, want [er-signed]", got)
+	if len(got) != 2 || got[0] != "er-signed" || got[1] != "er-written" {
+		t.Errorf("SignedUnpublished = %v, want [er-signed er-written]", got)
 	}
 }

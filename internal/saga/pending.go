@@ -1,23 +1,52 @@
 package saga
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
+	"time"
 
 	"github.com/amnesia-dev/amnesia/internal/state"
 	"github.com/amnesia-dev/amnesia/lineage"
 )
 
+// PendingError means that the erasure paused before its certificate: a
+// store whose records are already deleted could not reclaim or be probed
+// yet, because another process holds it (a busy SQLite WAL, a lock or a
+// long transaction on PostgreSQL) or because it cannot be reached. The
+// sealed evidence and the journal are kept; running the same erasure again
+// resumes it and finishes reclaim and the byte scan.
+type PendingError struct {
+	Erasure string
+	Store   string
+	Step    string        // "reclaim" or "probe"
+	State   string        // the residue state, e.g. PENDING-lock-timeout
+	Cause   string        // what holds it up, in one line without personal data
+	Waited  time.Duration // how long this run retried
+}
+
+func (e *PendingError) Error() string {
+	return fmt.Sprintf("erasure %s is PENDING: %s of store %s cannot finish yet (%s: %s; waited %s); the records are deleted and suppressed, and the evidence is kept sealed: run the same command again to finish reclaim and verification",
+		e.Erasure, e.Step, e.Store, e.State, e.Cause, e.Waited.Round(time.Second))
+}
+
+// ErrPending matches every *PendingError with errors.Is.
+var ErrPending = errors.New("erasure pending")
+
+// Is makes errors.Is(err, ErrPending) true for a PendingError.
+func (e *PendingError) Is(target error) bool { return target == ErrPending }
+
 // Pending returns the trace of an unfinished erasure (journal started,
-// certificate not published) of the subject in scope, or nil when there is
+// publish step not done) of the subject in scope, or nil when there is
 // none. `forget` resumes it instead of tracing anew: after the decide step
 // the ledger already marks the artifacts erased, so a new trace would find
-// nothing and the erasure would never finish.
+// nothing and the erasure would never finish. An erasure that crashed after
+// writing its certificate but before destroying its sealed evidence is
+// unfinished too: resuming it finishes publication.
 func Pending(dir *state.Dir, subjectKey, scope string) (*lineage.Trace, error) {
 	paths, err := filepath.Glob(filepath.Join(dir.Path, "erasures", "*", "journal.jsonl"))
 	if err != nil {
@@ -25,12 +54,15 @@ func Pending(dir *state.Dir, subjectKey, scope string) (*lineage.Trace, error) {
 	}
 	sort.Strings(paths)
 	for _, p := range paths {
-		id := filepath.Base(filepath.Dir(p))
-		if _, err := os.Stat(dir.CertificatePath(id)); err == nil {
+		es, err := readEntries(p)
+		if err != nil {
+			return nil, err
+		}
+		if doneIn(es, "publish") {
 			continue
 		}
-		traceID, err := plannedTrace(p)
-		if err != nil || traceID == "" {
+		traceID := plannedTrace(es)
+		if traceID == "" {
 			continue // a journal without a finished plan step has erased nothing
 		}
 		b, err := os.ReadFile(dir.TracePath(traceID))
@@ -52,24 +84,14 @@ func Pending(dir *state.Dir, subjectKey, scope string) (*lineage.Trace, error) {
 }
 
 // plannedTrace reads the trace id from a journal's finished plan step.
-func plannedTrace(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
+func plannedTrace(es []entry) string {
+	e := finalOf(es, "plan")
+	if e == nil || e.Phase != phaseDone {
+		return ""
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 64<<20)
-	for sc.Scan() {
-		var e entry
-		if json.Unmarshal(sc.Bytes(), &e) != nil || e.Step != "plan" || e.Phase != phaseDone {
-			continue
-		}
-		var p planResult
-		if err := json.Unmarshal(e.Result, &p); err != nil {
-			return "", err
-		}
-		return p.Trace, nil
+	var p planResult
+	if err := json.Unmarshal(e.Result, &p); err != nil {
+		return ""
 	}
-	return "", sc.Err()
+	return p.Trace
 }

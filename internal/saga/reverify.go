@@ -118,6 +118,9 @@ func CheckReverify(ctx context.Context, dir *state.Dir, bundle []byte, keys []ce
 		return nil, fmt.Errorf("certificate %s: %w: %s", p.CertificateID, ErrNotReverifiable, p.ReverifyNote)
 	}
 	erasure := ID(p.Trace.ID)
+	if p.Follows != nil {
+		erasure = AttemptID(p.Trace.ID, p.Follows.CertificateID)
+	}
 	if p.Reverifies == nil && p.CertificateID != erasure {
 		return nil, fmt.Errorf("certificate %s: its id is not the erasure id of its trace: not an erasure certificate amnesia issued", p.CertificateID)
 	}

@@ -49,7 +49,18 @@ type Erasure struct {
 	Now      func() time.Time
 	Log      *slog.Logger
 	Progress io.Writer // human progress lines; may be nil
+	// AllowPartial lets an erasure go on without a store that cannot be
+	// reached after its records were deleted (reclaim or probe): its
+	// artifacts then end UNVERIFIED instead of the erasure pausing.
+	AllowPartial bool
+	// ReclaimWait bounds how long a reclaim that another process holds up
+	// (a busy SQLite WAL, a lock or a long transaction on PostgreSQL) is
+	// retried before the erasure pauses (PendingError). Zero: DefaultReclaimWait.
+	ReclaimWait time.Duration
 }
+
+// DefaultReclaimWait is the default of Erasure.ReclaimWait.
+const DefaultReclaimWait = 30 * time.Second
 
 // Result is a finished erasure.
 type Result struct {
@@ -57,12 +68,25 @@ type Result struct {
 	CertificatePath string
 	Statement       *certificate.Statement
 	Resumed         bool
+	// Follows is the id of the earlier, incomplete erasure of the same
+	// trace that this one continues (empty for a first erasure).
+	Follows string
 }
 
 // ID returns the erasure id of a trace: erasing the same trace again is the
 // same erasure (a resume), never a second one.
 func ID(traceID string) string {
 	sum := sha256.Sum256([]byte("amnesia.erasure/v1\x00" + traceID))
+	return "er-" + hex.EncodeToString(sum[:12])
+}
+
+// AttemptID returns the id of the erasure that continues prev, an earlier
+// erasure of the same trace that published an incomplete certificate: a
+// store was down, a record was still found. Running the erasure again after
+// the cause is fixed is a new erasure with a certificate of its own that
+// links to prev (predicate.follows), never a replay of prev's certificate.
+func AttemptID(traceID, prev string) string {
+	sum := sha256.Sum256([]byte("amnesia.erasure/v1\x00" + traceID + "\x00follows\x00" + prev))
 	return "er-" + hex.EncodeToString(sum[:12])
 }
 
@@ -75,6 +99,8 @@ type runner struct {
 	keys    map[string][]string
 	ev      map[string]map[string]*store.Evidence
 	failed  map[string]string // store -> "step: error"
+	paused  map[string]*PendingError
+	follows *certificate.ReverifyLink // the earlier incomplete erasure this one continues
 	resumed bool
 	tlog    *transparency.Log
 }
@@ -103,7 +129,13 @@ func start(ctx context.Context, e *Erasure) (*runner, error) {
 	if err := e.Trace.Check(); err != nil {
 		return nil, err
 	}
-	r := &runner{Erasure: e, id: ID(e.Trace.ID), keys: map[string][]string{}, ev: map[string]map[string]*store.Evidence{}, failed: map[string]string{}}
+	if e.ReclaimWait <= 0 {
+		e.ReclaimWait = DefaultReclaimWait
+	}
+	r := &runner{Erasure: e, keys: map[string][]string{}, ev: map[string]map[string]*store.Evidence{}, failed: map[string]string{}, paused: map[string]*PendingError{}}
+	if err := r.chooseID(ctx); err != nil {
+		return nil, err
+	}
 	r.dir = e.Dir.ErasureDir(r.id)
 	jpath := filepath.Join(r.dir, "journal.jsonl")
 	if _, err := os.Stat(jpath); err == nil {
@@ -135,12 +167,21 @@ func (r *runner) log() *slog.Logger {
 }
 
 func (r *runner) finish(st *certificate.Statement, err error) (*Result, error) {
+	var pe *PendingError
+	if errors.As(err, &pe) {
+		r.log().Warn("erasure paused", "store", pe.Store, "step", pe.Step, "state", pe.State, "waited", pe.Waited.String())
+		return nil, err
+	}
 	if err != nil {
 		r.log().Error("erasure stopped", "err", err)
 		return nil, err
 	}
 	r.log().Info("erasure done", "complete", st.Predicate.Complete, "certificate", r.Dir.CertificatePath(r.id))
-	return &Result{ID: r.id, CertificatePath: r.Dir.CertificatePath(r.id), Statement: st, Resumed: r.resumed}, nil
+	res := &Result{ID: r.id, CertificatePath: r.Dir.CertificatePath(r.id), Statement: st, Resumed: r.resumed}
+	if r.follows != nil {
+		res.Follows = r.follows.CertificateID
+	}
+	return res, nil
 }
 
 func (r *runner) checkFresh(ctx context.Context) error {
@@ -188,6 +229,12 @@ func (r *runner) step(name string, out any, fn func() (any, error)) (stepErr err
 	}
 	start := r.Now()
 	res, ferr := fn()
+	var pe *PendingError
+	if errors.As(ferr, &pe) {
+		// Held up by another process or an unreachable store: leave the
+		// step open, so that running the erasure again retries it.
+		return nil, pe
+	}
 	if ferr != nil {
 		if errors.Is(ferr, context.Canceled) || errors.Is(ferr, context.DeadlineExceeded) || !strings.Contains(name, ":") {
 			// Not a store failure: leave the step open, so that running

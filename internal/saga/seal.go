@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/amnesia-dev/amnesia/internal/state"
 	"github.com/amnesia-dev/amnesia/store"
@@ -27,6 +28,15 @@ func sealKey(k *subject.Keyer, erasure, storeName string) []byte {
 	return key[:]
 }
 
+// sealAAD is the additional data a sealed evidence file is bound to: its
+// file name (evidence-<store>.sealed). The key already binds the erasure
+// and the store; the name keeps one store's file from being swapped for
+// another's. It does not depend on how the state directory is spelled
+// (relative, absolute, moved), so a resume from anywhere opens it.
+func sealAAD(path string) []byte {
+	return []byte("amnesia.evidence/v1\x00" + filepath.Base(path))
+}
+
 func sealEvidence(path string, key []byte, ev map[string]*store.Evidence) error {
 	plain, err := json.Marshal(ev)
 	if err != nil {
@@ -41,7 +51,7 @@ func sealEvidence(path string, key []byte, ev map[string]*store.Evidence) error 
 	if _, err := rand.Read(nonce); err != nil {
 		return fmt.Errorf("seal evidence: %w", err)
 	}
-	return state.WriteFileAtomic(path, aead.Seal(nonce, nonce, plain, []byte(path)))
+	return state.WriteFileAtomic(path, aead.Seal(nonce, nonce, plain, sealAAD(path)))
 }
 
 func unsealEvidence(path string, key []byte) (map[string]*store.Evidence, error) {
@@ -56,7 +66,12 @@ func unsealEvidence(path string, key []byte) (map[string]*store.Evidence, error)
 	if len(b) < aead.NonceSize() {
 		return nil, errors.New("unseal evidence: file is truncated")
 	}
-	plain, err := aead.Open(nil, b[:aead.NonceSize()], b[aead.NonceSize():], []byte(path))
+	plain, err := aead.Open(nil, b[:aead.NonceSize()], b[aead.NonceSize():], sealAAD(path))
+	if err != nil {
+		// Evidence sealed by amnesia before 2026-12 bound the path as it
+		// was spelled then; try it as given.
+		plain, err = aead.Open(nil, b[:aead.NonceSize()], b[aead.NonceSize():], []byte(path))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("unseal evidence: %w", err)
 	}

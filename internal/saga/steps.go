@@ -4,9 +4,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/amnesia-dev/amnesia/certificate"
 	"github.com/amnesia-dev/amnesia/internal/state"
@@ -135,14 +138,30 @@ func (r *runner) before(ctx context.Context) (*results, error) {
 }
 
 // reclaimAll runs the reclaim step of every healthy store with do, which is
-// r.reclaim alone, or one reclaim shared by a batch.
+// r.reclaim alone, or one reclaim shared by a batch. A reclaim that another
+// process holds up is retried for up to ReclaimWait; if it still cannot
+// finish, the store is paused (r.paused): its step stays open in the
+// journal, so that running the erasure again retries it.
 func (r *runner) reclaimAll(ctx context.Context, res *results, do func(context.Context, string) (any, error)) error {
 	for _, st := range r.stores {
 		if _, bad := r.failed[st]; bad {
 			continue
 		}
 		out := &reclaimResult{}
-		serr, err := r.step("reclaim:"+st, out, func() (any, error) { return do(ctx, st) })
+		serr, err := r.step("reclaim:"+st, out, func() (any, error) { return r.reclaimWaiting(ctx, st, do) })
+		var pe *PendingError
+		if errors.As(err, &pe) {
+			if r.AllowPartial {
+				// The operator chose to go on: the store ends UNVERIFIED.
+				r.failed[st] = "reclaim: " + pe.State + ": " + pe.Cause
+				if jerr := r.j.append("reclaim:"+st, phaseFailed, nil, errors.New(pe.State+": "+pe.Cause)); jerr != nil {
+					return jerr
+				}
+				continue
+			}
+			r.paused[st] = pe
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -154,15 +173,85 @@ func (r *runner) reclaimAll(ctx context.Context, res *results, do func(context.C
 	return nil
 }
 
+// reclaimWaiting runs do until it is no longer held up by another process,
+// for up to ReclaimWait, showing progress, and returns a *PendingError when
+// the wait runs out.
+func (r *runner) reclaimWaiting(ctx context.Context, st string, do func(context.Context, string) (any, error)) (any, error) {
+	start := r.Now()
+	for {
+		out, err := do(ctx, st)
+		state, cause := holdUp(out, err)
+		if state == "" {
+			return out, err
+		}
+		waited := r.Now().Sub(start)
+		if waited >= r.ReclaimWait || ctx.Err() != nil {
+			return nil, &PendingError{Erasure: r.id, Store: st, Step: "reclaim", State: state, Cause: cause, Waited: waited}
+		}
+		r.progress("  %-28s waiting: %s (%s); %s of %s", "reclaim:"+st, state, cause, waited.Round(time.Second), r.ReclaimWait)
+		r.log().Info("reclaim waiting", "store", st, "state", state, "waited", waited.String())
+		pause := min(2*time.Second, r.ReclaimWait-waited)
+		select {
+		case <-ctx.Done():
+		case <-time.After(pause):
+		}
+	}
+}
+
+// holdUp tells whether a reclaim's outcome means another process holds the
+// store up, so that a later try can finish: the store is busy or cannot be
+// reached (an error wrapping store.ErrBusy or store.ErrUnavailable), or the
+// adapter reports a PENDING state other than the configured
+// PENDING-reclaim-deferred (a lock or statement timeout, a long or
+// prepared transaction, a replication slot). It returns the state and a
+// one-line cause, or "" when the outcome is final.
+func holdUp(out any, err error) (state, cause string) {
+	switch {
+	case err != nil && errors.Is(err, store.ErrBusy):
+		return "PENDING-store-busy", err.Error()
+	case err != nil && errors.Is(err, store.ErrUnavailable):
+		return "PENDING-store-unreachable", err.Error()
+	case err != nil:
+		return "", ""
+	}
+	if rr, ok := out.(reclaimResult); ok && strings.HasPrefix(rr.State, "PENDING-") && rr.State != stateDeferred {
+		return rr.State, rr.Evidence
+	}
+	return "", ""
+}
+
+// stateDeferred is the residue state of a store configured not to reclaim:
+// it is the operator's choice, not something a later run can finish.
+const stateDeferred = "PENDING-reclaim-deferred"
+
 // after runs probe, decide, certificate and publish.
 func (r *runner) after(ctx context.Context, res *results) (*certificate.Statement, error) {
 	t := r.Trace
 	for _, st := range r.stores {
+		if r.paused[st] != nil {
+			continue
+		}
 		out := &probeResult{}
-		if err := r.storeStep("probe", st, out, func() (any, error) { return r.probe(ctx, st) }); err != nil {
+		err := r.storeStep("probe", st, out, func() (any, error) { return r.probe(ctx, st) })
+		var pe *PendingError
+		if errors.As(err, &pe) {
+			if !r.AllowPartial {
+				r.paused[st] = pe
+				continue
+			}
+			r.failed[st] = "probe: " + pe.State + ": " + pe.Cause
+			if jerr := r.j.append("probe:"+st, phaseFailed, nil, errors.New(pe.State+": "+pe.Cause)); jerr != nil {
+				return nil, jerr
+			}
+			continue
+		}
+		if err != nil {
 			return nil, err
 		}
 		res.probe[st] = out
+	}
+	if err := r.pausedError(); err != nil {
+		return nil, err
 	}
 
 	pred := &certificate.Predicate{}
@@ -252,7 +341,12 @@ func (r *runner) evidence(st string) (map[string]*store.Evidence, error) {
 }
 
 func (r *runner) reclaim(ctx context.Context, st string) (any, error) {
-	s := r.Stores[st]
+	s, ok := r.Stores[st]
+	if !ok || s == nil {
+		// Never journal a reclaim that did not run: the records are
+		// deleted, so the store must come back to finish the erasure.
+		return nil, fmt.Errorf("open store: %w", unreachable(r.OpenErr[st]))
+	}
 	// An adapter configured not to reclaim (delete-only) still answers
 	// Reclaim, with its residue state and no physical work.
 	rc, ok := s.(store.Reclaimer)
@@ -267,12 +361,18 @@ func (r *runner) reclaim(ctx context.Context, st string) (any, error) {
 }
 
 func (r *runner) probe(ctx context.Context, st string) (any, error) {
-	s := r.Stores[st]
+	s, ok := r.Stores[st]
+	if !ok || s == nil {
+		return nil, &PendingError{Erasure: r.id, Store: st, Step: "probe", State: "PENDING-store-unreachable", Cause: unreachable(r.OpenErr[st]).Error()}
+	}
 	ev, err := r.evidence(st)
 	if err != nil {
 		return nil, err
 	}
 	lr, err := s.ProbeLogical(ctx, r.keys[st], ev)
+	if errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrBusy) {
+		return nil, &PendingError{Erasure: r.id, Store: st, Step: "probe", State: "PENDING-store-unreachable", Cause: err.Error()}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -320,4 +420,26 @@ func (r *runner) publish(ctx context.Context, env []byte, sum string) error {
 func physical(s store.Store) (store.PhysicalProber, bool) {
 	pp, ok := s.(store.PhysicalProber)
 	return pp, ok && s.Info().Has(store.CapProbePhysical)
+}
+
+// unreachable describes why a store is not open, wrapping store.ErrUnavailable.
+func unreachable(openErr error) error {
+	if openErr == nil {
+		return fmt.Errorf("%w: the store is not open in this run", store.ErrUnavailable)
+	}
+	if errors.Is(openErr, store.ErrUnavailable) {
+		return openErr
+	}
+	return fmt.Errorf("%w: %v", store.ErrUnavailable, openErr)
+}
+
+// pausedError returns the PendingError of the first paused store (in store
+// order), or nil when no store is paused.
+func (r *runner) pausedError() error {
+	for _, st := range r.stores {
+		if pe := r.paused[st]; pe != nil {
+			return pe
+		}
+	}
+	return nil
 }

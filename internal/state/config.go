@@ -32,11 +32,16 @@ type Config struct {
 	// each certificate's checkpoint is timestamped at publish, best effort
 	// (an unreachable TSA never blocks an erasure; the certificate then
 	// carries no timestamp). TSATimeout bounds each request (default 10s).
-	TSA         string `yaml:"tsa_url,omitempty"`
-	TSATimeout  string `yaml:"tsa_timeout,omitempty"`
+	TSA        string `yaml:"tsa_url,omitempty"`
+	TSATimeout string `yaml:"tsa_timeout,omitempty"`
+	// ReclaimWait bounds how long an erasure retries a reclaim that another
+	// process holds up (a busy SQLite WAL, a lock or a long transaction on
+	// PostgreSQL) before it pauses as PENDING (Go duration; default 30s).
+	ReclaimWait string `yaml:"reclaim_wait,omitempty"`
 	dir         string
 	validityDur time.Duration
 	tsaTimeout  time.Duration
+	reclaimWait time.Duration
 }
 
 // StoreConfig configures one store; see store.Config for the fields.
@@ -91,6 +96,14 @@ func (c *Config) Validate() error {
 		}
 		c.tsaTimeout = d
 	}
+	c.reclaimWait = 30 * time.Second
+	if c.ReclaimWait != "" {
+		d, err := time.ParseDuration(c.ReclaimWait)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("reclaim_wait %q: want a positive Go duration such as 30s", c.ReclaimWait)
+		}
+		c.reclaimWait = d
+	}
 	if c.TSA != "" {
 		u, err := url.Parse(c.TSA)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -123,6 +136,9 @@ func (c *Config) Validate() error {
 
 // TSATimeoutDuration bounds each request to the TSA.
 func (c *Config) TSATimeoutDuration() time.Duration { return c.tsaTimeout }
+
+// ReclaimWaitDuration bounds how long a held-up reclaim is retried.
+func (c *Config) ReclaimWaitDuration() time.Duration { return c.reclaimWait }
 
 // ValidityDuration is how long certificates stay valid.
 func (c *Config) ValidityDuration() time.Duration { return c.validityDur }

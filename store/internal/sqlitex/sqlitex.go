@@ -15,7 +15,7 @@ import (
 	"time"
 
 	vec "github.com/asg017/sqlite-vec-go-bindings/cgo"
-	_ "github.com/mattn/go-sqlite3" // database/sql driver "sqlite3"
+	"github.com/mattn/go-sqlite3" // database/sql driver "sqlite3"
 
 	"github.com/amnesia-dev/amnesia/store"
 )
@@ -67,6 +67,11 @@ func Reclaim(ctx context.Context, db *sql.DB) (store.ReclaimReport, error) {
 	}
 	defer conn.Close()
 	rep := store.ReclaimReport{Method: ReclaimMethod}
+	// Wait briefly for other connections here; the saga retries a busy
+	// reclaim (store.ErrBusy) with progress for as long as it is told to.
+	if _, err := conn.ExecContext(ctx, "PRAGMA busy_timeout = 2000"); err != nil {
+		return rep, fmt.Errorf("reclaim: %w", err)
+	}
 	steps := []struct{ name, sql string }{
 		{"secure_delete=ON", "PRAGMA secure_delete = ON"},
 		{"wal_checkpoint(TRUNCATE)", "PRAGMA wal_checkpoint(TRUNCATE)"},
@@ -77,17 +82,27 @@ func Reclaim(ctx context.Context, db *sql.DB) (store.ReclaimReport, error) {
 		if strings.HasPrefix(s.sql, "PRAGMA wal_checkpoint") {
 			var busy, logFrames, done int
 			if err := conn.QueryRowContext(ctx, s.sql).Scan(&busy, &logFrames, &done); err != nil {
-				return rep, fmt.Errorf("reclaim: %s: %w", s.name, err)
+				return rep, fmt.Errorf("reclaim: %s: %w", s.name, busyErr(err))
 			}
 			if busy != 0 {
-				return rep, fmt.Errorf("reclaim: %s: a reader or writer kept the WAL busy", s.name)
+				return rep, fmt.Errorf("reclaim: %s: %w: another connection (the application?) holds a read or write transaction, so the WAL cannot be checkpointed and truncated", s.name, store.ErrBusy)
 			}
 		} else if _, err := conn.ExecContext(ctx, s.sql); err != nil {
-			return rep, fmt.Errorf("reclaim: %s: %w", s.name, err)
+			return rep, fmt.Errorf("reclaim: %s: %w", s.name, busyErr(err))
 		}
 		rep.Steps = append(rep.Steps, s.name)
 	}
 	return rep, nil
+}
+
+// busyErr wraps SQLite's BUSY and LOCKED errors with store.ErrBusy: another
+// connection holds the database, and a later try can succeed.
+func busyErr(err error) error {
+	var se sqlite3.Error
+	if errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked) {
+		return fmt.Errorf("%w: %v", store.ErrBusy, err)
+	}
+	return err
 }
 
 // Scan scans the database's files for set.

@@ -1,0 +1,144 @@
+package saga
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/amnesia-dev/amnesia/certificate"
+	"github.com/amnesia-dev/amnesia/internal/state"
+)
+
+// journalPath is where erasure id keeps its journal.
+func journalPath(dir *state.Dir, id string) string {
+	return filepath.Join(dir.ErasureDir(id), "journal.jsonl")
+}
+
+// readEntries reads the entries of a journal for inspection (which steps
+// finished, with which results). It is lenient: a torn or damaged line is
+// skipped, because only openJournal, which checks the hash chain, may
+// decide to resume from a journal. A missing journal has no entries.
+func readEntries(path string) ([]entry, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []entry
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	for sc.Scan() {
+		var e entry
+		if json.Unmarshal(sc.Bytes(), &e) == nil && e.Step != "" {
+			out = append(out, e)
+		}
+	}
+	return out, sc.Err()
+}
+
+// finalOf returns the finished (done or failed) entry of step, or nil.
+func finalOf(es []entry, step string) *entry {
+	for i := range es {
+		if es[i].Step == step && (es[i].Phase == phaseDone || es[i].Phase == phaseFailed) {
+			return &es[i]
+		}
+	}
+	return nil
+}
+
+// doneIn reports whether step has a done entry in es.
+func doneIn(es []entry, step string) bool {
+	e := finalOf(es, step)
+	return e != nil && e.Phase == phaseDone
+}
+
+// erasureState is what a journal says about an erasure as a whole.
+type erasureState struct {
+	started   bool // the journal exists
+	published bool // the publish step is done: the erasure is finished
+	complete  bool // its certificate says complete
+}
+
+func readErasureState(path string) (erasureState, error) {
+	es, err := readEntries(path)
+	if err != nil {
+		return erasureState{}, fmt.Errorf("read journal: %w", err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		return erasureState{}, nil
+	}
+	st := erasureState{started: true, published: doneIn(es, "publish")}
+	if d := finalOf(es, "decide"); d != nil && d.Phase == phaseDone {
+		var p struct {
+			Complete bool `json:"complete"`
+		}
+		if json.Unmarshal(d.Result, &p) == nil {
+			st.complete = p.Complete
+		}
+	}
+	return st, nil
+}
+
+// chooseID picks the erasure id of the run. A trace's first erasure has
+// ID(trace). When that erasure finished with an incomplete certificate (a
+// store was down, a record was still found) and the ledger still gives the
+// same trace, nothing it left was erased: the run is a new erasure,
+// AttemptID(trace, previous), that erases and verifies what was left and
+// whose certificate links to the previous one. A finished complete erasure,
+// or one whose trace the ledger no longer gives, is replayed as it is.
+func (r *runner) chooseID(ctx context.Context) error {
+	id, prev := ID(r.Trace.ID), ""
+	for {
+		st, err := readErasureState(journalPath(r.Dir, id))
+		if err != nil {
+			return err
+		}
+		if !st.published || st.complete {
+			break
+		}
+		if r.checkFresh(ctx) != nil {
+			break
+		}
+		prev, id = id, AttemptID(r.Trace.ID, id)
+	}
+	r.id = id
+	if prev == "" {
+		return nil
+	}
+	l, err := certificateLink(r.Dir, prev)
+	if err != nil {
+		return err
+	}
+	r.follows = l
+	return nil
+}
+
+// certificateLink names the published certificate of erasure id: its id,
+// the SHA-256 of its signed payload and its log index.
+func certificateLink(dir *state.Dir, id string) (*certificate.ReverifyLink, error) {
+	path := dir.CertificatePath(id)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("erasure %s finished incomplete, and its certificate, which the next erasure must link to, cannot be read (%w): restore %s from a backup, then run the erasure again", id, err, path)
+	}
+	b, err := certificate.DecodeBundle(raw)
+	if err != nil || b.LogEntry == nil {
+		return nil, fmt.Errorf("erasure %s finished incomplete, and its certificate %s is damaged: restore it from a backup, then run the erasure again", id, path)
+	}
+	payload, err := certificate.Payload(b.DSSEEnvelope)
+	if err != nil {
+		return nil, fmt.Errorf("erasure %s: certificate %s: %w", id, path, err)
+	}
+	sum := sha256.Sum256(payload)
+	return &certificate.ReverifyLink{CertificateID: id, PayloadSHA256: hex.EncodeToString(sum[:]), LogIndex: b.LogEntry.LogIndex}, nil
+}
