@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -111,6 +110,14 @@ func DecodeBundle(data []byte) (*Bundle, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", err, ErrMalformed)
 	}
+	// In a bundle, base64 is the standard alphabet only (amnesia writes
+	// it; DSSE also allows URL-safe, a second spelling of the same bytes).
+	if _, err := decodeStdBase64(env.Payload); err != nil {
+		return nil, fmt.Errorf("the envelope's payload is not canonical standard base64: %w", ErrMalformed)
+	}
+	if _, err := decodeStdBase64(env.Signatures[0].Sig); err != nil {
+		return nil, fmt.Errorf("the envelope's signature is not canonical standard base64: %w", ErrMalformed)
+	}
 	envCanon, err := encodeEnvelope(env)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", err, ErrMalformed)
@@ -196,21 +203,14 @@ func VerifyBundle(ctx context.Context, data []byte, o VerifyOptions) (*Checked, 
 	if err != nil {
 		return nil, fmt.Errorf("verify certificate: %w: %w", err, ErrMalformed)
 	}
-	// The trusted key the envelope names. A certificate vouches for one
-	// key (its predicate's key_id, which the schema check requires to be
-	// the verifying key's): when several signatures name trusted keys,
-	// that one is chosen, whatever order the keys were given in.
-	var named string
-	if st, err := decodeStatement(payload); err == nil {
-		named = st.Predicate.KeyID
-	}
+	// The trusted key the envelope's one signature names (decodeEnvelope
+	// admits exactly one; the schema check then requires predicate.key_id
+	// to name the same key).
 	var key *TrustedKey
 	for i := range o.Keys {
-		id := KeyID(o.Keys[i].Public)
-		for _, s := range env.Signatures {
-			if s.KeyID == id && (key == nil || id == named) {
-				key = &o.Keys[i]
-			}
+		if env.Signatures[0].KeyID == KeyID(o.Keys[i].Public) {
+			key = &o.Keys[i]
+			break
 		}
 	}
 	if key == nil {
@@ -233,6 +233,11 @@ func VerifyBundle(ctx context.Context, data []byte, o VerifyOptions) (*Checked, 
 	body, _, ok := bytes.Cut(cpText, []byte("\n\n"))
 	if !ok {
 		return nil, fmt.Errorf("verify certificate: checkpoint is not a signed note: %w", ErrCheckpoint)
+	}
+	// One written form: canonical base64, no key's line twice (note.Open
+	// would skip a second line by a key unchecked).
+	if err := transparency.CheckSignatureLines(cpText); err != nil {
+		return nil, fmt.Errorf("verify certificate: checkpoint: %v: %w", err, ErrCheckpoint)
 	}
 	cp0, err := transparency.ParseCheckpoint(append(body, '\n'))
 	if err != nil {
@@ -265,6 +270,9 @@ func VerifyBundle(ctx context.Context, data []byte, o VerifyOptions) (*Checked, 
 	n, err := note.Open(cpText, note.VerifierList(known...))
 	if err != nil {
 		return nil, fmt.Errorf("verify certificate: checkpoint: %v: %w", err, ErrCheckpoint)
+	}
+	if n.Text != string(cp0.Body()) {
+		return nil, fmt.Errorf("verify certificate: the checkpoint's signed text is not its body: %w", ErrCheckpoint)
 	}
 	byLog := false
 	for _, s := range n.Sigs {
@@ -305,7 +313,14 @@ func VerifyBundle(ctx context.Context, data []byte, o VerifyOptions) (*Checked, 
 		return nil, fmt.Errorf("verify certificate: %d of the %d required witness cosignatures: %w", len(v.Witnesses), o.MinWitnesses, ErrWitnesses)
 	}
 
-	// Timestamp over the checkpoint's signed body.
+	// Timestamp over the checkpoint's signed body. A token is canonical
+	// base64 even when it is not checked.
+	var tok []byte
+	if b.LogEntry.Timestamp != "" {
+		if tok, err = decodeStdBase64(b.LogEntry.Timestamp); err != nil || len(tok) == 0 {
+			return nil, fmt.Errorf("verify certificate: timestamp is not canonical base64: %w", ErrTimestamp)
+		}
+	}
 	switch {
 	case b.LogEntry.Timestamp == "" && o.RequireTimestamp:
 		return nil, fmt.Errorf("verify certificate: no timestamp, and one is required: %w", ErrTimestamp)
@@ -319,10 +334,6 @@ func VerifyBundle(ctx context.Context, data []byte, o VerifyOptions) (*Checked, 
 	case o.Timestamp == nil:
 		v.TimestampNote = "a timestamp is present but was not checked (no TSA root given)"
 	default:
-		tok, err := base64.StdEncoding.Strict().DecodeString(b.LogEntry.Timestamp)
-		if err != nil {
-			return nil, fmt.Errorf("verify certificate: timestamp is not base64: %w", ErrTimestamp)
-		}
 		at, err := o.Timestamp(tok, cp0.Body())
 		if err != nil {
 			return nil, fmt.Errorf("verify certificate: %v: %w", err, ErrTimestamp)

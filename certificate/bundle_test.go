@@ -142,6 +142,13 @@ func FuzzVerifyBundle(f *testing.F) {
 		if out, _ := EncodeBundle(d); !bytes.Equal(out, b) {
 			t.Fatal("verified a non-canonical bundle")
 		}
+		// … with one envelope signature and one form of checkpoint.
+		if _, _, err := decodeEnvelope(d.DSSEEnvelope); err != nil {
+			t.Fatalf("verified an envelope that does not decode: %v", err)
+		}
+		if err := transparency.CheckSignatureLines([]byte(d.LogEntry.Checkpoint)); err != nil {
+			t.Fatalf("verified a checkpoint of another form: %v", err)
+		}
 		if res.LogIndex >= res.Checkpoint.Size {
 			t.Fatalf("index %d outside the tree of %d", res.LogIndex, res.Checkpoint.Size)
 		}

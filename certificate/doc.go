@@ -21,10 +21,15 @@ A certificate file is a DSSE envelope
 	  ]
 	}
 
-payloadType is always PayloadType. Sign writes standard padded base64,
-indents the JSON by two spaces and ends the file with a newline; that layout
-is cosmetic, and verifiers accept any JSON with the same values (standard or
-URL-safe base64, as DSSE allows). Unknown envelope fields are ignored.
+payloadType is always PayloadType, and there is exactly one signature: by
+the key predicate.key_id names. Sign writes standard padded base64, indents
+the JSON by two spaces and ends the file with a newline. Verify, on a bare
+envelope, accepts any JSON with the same values and ignores unknown
+envelope fields; each base64 string must be the canonical encoding of its
+bytes (padded, unused bits zero, no line breaks) in the standard or, as DSSE
+allows, the URL-safe alphabet. In a published certificate (a bundle,
+VerifyBundle) the envelope must be exactly as Sign writes it: standard
+base64, known fields only.
 
 # Payload
 
@@ -86,12 +91,13 @@ no network. It makes these checks in this order and stops at the first
 failure, reporting it with the error named:
 
  1. The input is one JSON object with payloadType, a non-empty payload and
-    at least one signature; payloadType is PayloadType; payload and every
-    sig are base64. Otherwise ErrMalformed.
- 2. At least one signature has keyid equal to KeyID(public key). Otherwise
-    ErrWrongKey.
- 3. One of those signatures is a valid Ed25519 signature by the public key
-    over PAE(payloadType, payload). Otherwise ErrSignature.
+    exactly one signature; payloadType is PayloadType; payload and sig are
+    canonical base64. Otherwise ErrMalformed. (A second signature, even a
+    copy of the first or a valid one by another trusted key, is refused:
+    the same certificate would have several files.)
+ 2. The signature's keyid equals KeyID(public key). Otherwise ErrWrongKey.
+ 3. It is a valid Ed25519 signature by the public key over
+    PAE(payloadType, payload). Otherwise ErrSignature.
  4. The payload is a valid in-toto Statement v1 (protojson, unknown fields
     discarded, then the attestation library's Validate). Otherwise, and for
     every later failure, ErrSchema.

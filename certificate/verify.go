@@ -19,14 +19,15 @@ import (
 // Verification errors. Every error from Verify given a well-formed public key
 // wraps exactly one of them; test with errors.Is.
 var (
-	// ErrMalformed: the input is not a DSSE envelope of PayloadType, or its
-	// payload or a signature is not base64.
+	// ErrMalformed: the input is not a DSSE envelope of PayloadType with
+	// exactly one signature, or its payload or signature is not canonical
+	// base64.
 	ErrMalformed = errors.New("malformed envelope")
-	// ErrWrongKey: no signature in the envelope carries the key id of the
-	// verifying key.
+	// ErrWrongKey: the envelope's signature does not carry the key id of
+	// the verifying key.
 	ErrWrongKey = errors.New("not signed by this key")
-	// ErrSignature: the signature by the verifying key's id does not verify;
-	// the envelope was tampered with or the key id was forged.
+	// ErrSignature: the signature does not verify with the key its key id
+	// names; the envelope was tampered with or the key id was forged.
 	ErrSignature = errors.New("signature does not verify")
 	// ErrSchema: the payload is correctly signed but is not a valid v1
 	// erasure certificate.
@@ -125,7 +126,7 @@ type rawEnvelope struct {
 	Signatures  []dsse.Signature `json:"signatures"`
 }
 
-// decodeEnvelope parses a DSSE envelope of PayloadType with at least one
+// decodeEnvelope parses a DSSE envelope of PayloadType with exactly one
 // signature and returns it with its decoded payload. Errors name what is
 // wrong, never the content.
 func decodeEnvelope(b []byte) (*dsse.Envelope, []byte, error) {
@@ -146,6 +147,12 @@ func decodeEnvelope(b []byte) (*dsse.Envelope, []byte, error) {
 		return nil, nil, errors.New("envelope has no payload")
 	case len(raw.Signatures) == 0:
 		return nil, nil, errors.New("envelope has no signatures")
+	case len(raw.Signatures) > 1:
+		// One certificate, one signer: amnesia writes exactly one
+		// signature, by the key predicate.key_id names. A second one (a
+		// copy, another key's, or a bad one next to the good one) would
+		// make the same certificate one of many files.
+		return nil, nil, fmt.Errorf("envelope carries %d signatures; a certificate carries exactly one", len(raw.Signatures))
 	}
 	payload, err := decodeBase64(*raw.Payload)
 	if err != nil {
@@ -161,12 +168,28 @@ func decodeEnvelope(b []byte) (*dsse.Envelope, []byte, error) {
 }
 
 // decodeBase64 accepts standard or URL-safe base64, both padded, as DSSE
-// allows, in strict form: unused bits of the last character must be zero,
-// so each byte string has one encoding and a changed character is seen.
+// allows, in canonical form: unused bits of the last character must be
+// zero and nothing else (no line breaks, which Go's decoder skips) may
+// appear, so each byte string has one encoding per alphabet and a changed
+// character is seen. A bundle requires the standard alphabet
+// (decodeStdBase64).
 func decodeBase64(s string) ([]byte, error) {
+	if b, err := decodeStdBase64(s); err == nil {
+		return b, nil
+	}
+	b, err := base64.URLEncoding.Strict().DecodeString(s)
+	if err == nil && base64.URLEncoding.EncodeToString(b) != s {
+		err = errors.New("not canonical base64")
+	}
+	return b, err
+}
+
+// decodeStdBase64 accepts only the canonical standard padded base64 of a
+// byte string: what EncodeToString gives back.
+func decodeStdBase64(s string) ([]byte, error) {
 	b, err := base64.StdEncoding.Strict().DecodeString(s)
-	if err != nil {
-		b, err = base64.URLEncoding.Strict().DecodeString(s)
+	if err == nil && base64.StdEncoding.EncodeToString(b) != s {
+		err = errors.New("not canonical base64")
 	}
 	return b, err
 }

@@ -173,6 +173,8 @@ type Signed struct {
 // ones, all under the same name; a signature by any one of them suffices.
 // Signatures by other keys (witness cosignatures) are kept in
 // Note.UnverifiedSigs for the caller to check with their own verifiers.
+// The signature lines must pass CheckSignatureLines (canonical base64, no
+// key twice), else the error wraps ErrMalformed.
 func OpenCheckpoint(signed []byte, logKeys ...note.Verifier) (*Signed, error) {
 	if len(logKeys) == 0 {
 		return nil, fmt.Errorf("checkpoint: no log key given: %w", ErrCheckpointSignature)
@@ -182,6 +184,9 @@ func OpenCheckpoint(signed []byte, logKeys ...note.Verifier) (*Signed, error) {
 		if k.Name() != name {
 			return nil, fmt.Errorf("checkpoint: log keys named %q and %q: one log has one name", name, k.Name())
 		}
+	}
+	if err := CheckSignatureLines(signed); err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
 	n, err := note.Open(signed, note.VerifierList(logKeys...))
 	if err != nil {
@@ -205,6 +210,60 @@ func OpenCheckpoint(signed []byte, logKeys ...note.Verifier) (*Signed, error) {
 		return nil, fmt.Errorf("checkpoint: origin %q is not the log key's name %q: %w", c.Origin, name, ErrCheckpointSignature)
 	}
 	return &Signed{Checkpoint: c, Note: n, Raw: append([]byte(nil), signed...)}, nil
+}
+
+// sigPrefix starts every signature line of a signed note: an em dash and a
+// space.
+const sigPrefix = "\u2014 "
+
+// CheckSignatureLines checks the form of a signed note's signature lines
+// more strictly than note.Open does, so that a signed checkpoint has one
+// written form: every line is "— <key name> <base64>" where the base64 is
+// the canonical standard encoding (padded, unused bits zero, no other
+// characters) of at least a 4-byte key hash and a signature, and no two
+// lines carry the same key (name and key hash). note.Open decodes base64
+// leniently and skips, without checking it, every line after the first by
+// a key it knows, so without this check a checkpoint could be re-written
+// (other padding bits, a repeated or a junk line after the good one) and
+// still open. It checks no signature. Errors wrap ErrMalformed and name
+// the key, never the signature.
+func CheckSignatureLines(signed []byte) error {
+	split := bytes.LastIndex(signed, []byte("\n\n"))
+	if split < 0 {
+		return fmt.Errorf("%w: not a signed note (no blank line before the signatures)", ErrMalformed)
+	}
+	sigs := string(signed[split+2:])
+	if sigs == "" || !strings.HasSuffix(sigs, "\n") {
+		return fmt.Errorf("%w: the signature lines do not end in a newline", ErrMalformed)
+	}
+	type key struct {
+		name string
+		hash uint32
+	}
+	seen := map[key]bool{}
+	for i, line := range strings.Split(strings.TrimSuffix(sigs, "\n"), "\n") {
+		rest, ok := strings.CutPrefix(line, sigPrefix)
+		if !ok {
+			return fmt.Errorf("%w: signature line %d does not start with \"\u2014 \"", ErrMalformed, i+1)
+		}
+		name, b64, ok := strings.Cut(rest, " ")
+		if !ok || name == "" {
+			return fmt.Errorf("%w: signature line %d is not a key name and a signature", ErrMalformed, i+1)
+		}
+		b, err := base64.StdEncoding.Strict().DecodeString(b64)
+		if err != nil || base64.StdEncoding.EncodeToString(b) != b64 {
+			return fmt.Errorf("%w: the signature by %q (line %d) is not canonical base64", ErrMalformed, name, i+1)
+		}
+		if len(b) < 5 {
+			return fmt.Errorf("%w: the signature by %q (line %d) is too short for a key hash and a signature", ErrMalformed, name, i+1)
+		}
+		k := key{name, binary.BigEndian.Uint32(b[:4])}
+		if seen[k] {
+			return fmt.Errorf("%w: key %s+%08x signs the note twice (lines with the same key must not repeat)", ErrMalformed, name, k.hash)
+		}
+		seen[k] = true
+	}
+	return nil
 }
 
 // VerifyInclusion checks that leaf is at index in the tree of cp, given the

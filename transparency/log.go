@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -213,20 +214,39 @@ func (l *Log) AddSignatures(ctx context.Context, signed []byte) (*Signed, error)
 	return OpenCheckpoint(merged, l.verifiers...)
 }
 
-// mergeSignatures returns a with the signature lines of b it lacks appended.
+// mergeSignatures returns a with the signature lines of b by keys a has no
+// line of appended. A key's line already in a is kept (a witness that
+// cosigned the same checkpoint twice, at two times, keeps its first
+// cosignature): a signed note carries at most one line per key
+// (CheckSignatureLines).
 func mergeSignatures(a, b []byte) []byte {
 	have := map[string]bool{}
 	for _, line := range sigLines(a) {
-		have[line] = true
+		have[lineKey(line)] = true
 	}
 	out := append([]byte(nil), a...)
 	for _, line := range sigLines(b) {
-		if !have[line] {
+		if k := lineKey(line); !have[k] {
 			out = append(out, line+"\n"...)
-			have[line] = true
+			have[k] = true
 		}
 	}
 	return out
+}
+
+// lineKey names the key of a signature line: its key name and its 4-byte
+// key hash. A line that does not parse is its own key.
+func lineKey(line string) string {
+	rest, ok := strings.CutPrefix(line, sigPrefix)
+	if !ok {
+		return line
+	}
+	name, b64, _ := strings.Cut(rest, " ")
+	b, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil || len(b) < 4 {
+		return line
+	}
+	return name + " " + string(b[:4])
 }
 
 func sigLines(signed []byte) []string {
