@@ -103,6 +103,9 @@ func start(ctx context.Context, e *Erasure) (*runner, error) {
 	if err := e.Trace.Check(); err != nil {
 		return nil, err
 	}
+	if err := CheckReason(e.Dir, e.Trace, e.Reason); err != nil {
+		return nil, err // before anything is written
+	}
 	r := &runner{Erasure: e, id: ID(e.Trace.ID), keys: map[string][]string{}, ev: map[string]map[string]*store.Evidence{}, failed: map[string]string{}}
 	r.dir = e.Dir.ErasureDir(r.id)
 	jpath := filepath.Join(r.dir, "journal.jsonl")
