@@ -198,10 +198,15 @@ func ibanValid(s string) bool {
 // such as "1 84 12 76 451 103 46" or "17 Rue de la Paix, 75002 Paris".
 const maxSpan = 10
 
+// maxPunct is the most punctuation characters a candidate takes in from
+// either side of its tokens.
+const maxPunct = 4
+
 // candidates returns the substrings of text that could be a subject id:
 // every run of up to maxSpan consecutive tokens (letters, digits and marks,
 // split on white space and punctuation), as it stands in the text, and also
-// with the punctuation right before and after it ("+44…", "…@example.org>").
+// with up to four characters of the punctuation right before and after it
+// ("+44…", "@handle", "…@example.org>").
 // The whole text is a candidate too.
 func candidates(text string, fn func(string) bool) bool {
 	s := norm.NFKC.String(text)
@@ -249,10 +254,13 @@ func candidates(text string, fn func(string) bool) bool {
 	for i := range toks {
 		for j := i; j < len(toks) && j < i+maxSpan; j++ {
 			a, b := toks[i].start, toks[j].end
-			la, rb := left(a), right(b)
-			for _, c := range [...]string{s[a:b], s[la:b], s[a:rb], s[la:rb]} {
-				if fn(c) {
-					return true
+			// Every start in the punctuation before the span ("(@x" gives
+			// "(@x", "@x" and "x"), every end in the punctuation after it.
+			for la := a; la >= left(a) && a-la <= maxPunct; la-- {
+				for rb := b; rb <= right(b) && rb-b <= maxPunct; rb++ {
+					if fn(s[la:rb]) {
+						return true
+					}
 				}
 			}
 		}

@@ -76,6 +76,8 @@ func TestCheckNotSubject(t *testing.T) {
 		{"QQ 12 34 56 C", "nino QQ 12 34 56 C.", true},
 		{"1 84 12 76 451 103 46", "insee: 1 84 12 76 451 103 46", true},
 		{"user-4711", "DSR for user-4711", true},
+		{"@quietfox_27", "DSR-1 (@quietfox_27)", true},
+		{"(c)Corp-1", "x ((c)Corp-1!!", true},
 		{"alice@example.org", "DSR-1", false},
 		{"alice@example.org", "alice", false},
 		{"Jürgen Müller-Lüdenscheidt", "Jürgen Müller", false},
