@@ -54,6 +54,9 @@ func (d *Docs) Put(ctx context.Context, doc Doc) error {
 	if err != nil {
 		return fmt.Errorf("capture document: %w", err)
 	}
+	if err := d.r.checkKeys(doc.ID, doc.Parent, doc.Subject, owner, doc.Mentions); err != nil {
+		return fmt.Errorf("capture document: %w", err)
+	}
 	var parents []string
 	if parent != "" {
 		parents = []string{parent}

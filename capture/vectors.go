@@ -39,6 +39,9 @@ func (v *Vectors) Put(ctx context.Context, vec Vector) error {
 	if err != nil {
 		return fmt.Errorf("capture embedding: %w", err)
 	}
+	if err := v.r.checkKeys(vec.ID, vec.Of, vec.Subject, owner, nil); err != nil {
+		return fmt.Errorf("capture embedding: %w", err)
+	}
 	var parents []string
 	if parent != "" {
 		parents = []string{parent}

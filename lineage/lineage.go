@@ -10,8 +10,12 @@
 // The ledger never holds personal data in clear: subjects appear as keyed
 // digests (package subject), content as keyed digests. Store keys are kept as
 // given, because amnesia needs them to delete; applications MUST NOT use
-// personal data as store keys (capture refuses keys that contain the subject
-// identifier).
+// personal data as store keys. Capture refuses keys and parent keys that hold
+// the subject's (or a mentioned person's) id as written, in any case,
+// normalised, percent-encoded, base64, hex or as a phone id's digits; that
+// is a guard against mistakes, not a proof: other encodings and other
+// identifiers are not recognised (docs/design.md). The ledger itself checks
+// nothing about keys.
 //
 // [Trace] is a pure function of a [View]: the same ledger state gives the same
 // trace, byte for byte.

@@ -62,7 +62,10 @@ type Job struct {
 // by the erasure marks the erasure appends to the chain.
 type Queue interface {
 	// Enqueue queues the erasure of a trace. Idempotent per trace id: a
-	// trace already queued (in any state) is left as it is.
+	// trace already queued (in any state) is left as it is. A reason that
+	// looks like personal data (subject.CheckFreeText) is refused with a
+	// *subject.PersonalDataError; the queue cannot check it against the
+	// subject, which the caller must (saga.CheckReason).
 	Enqueue(ctx context.Context, traceID, subjectKeyHex, scope, reason string) error
 	// Claim claims the oldest pending or lease-expired job for worker, for
 	// lease. It returns ErrNoJob when there is none.
@@ -86,6 +89,10 @@ func checkEnqueue(traceID, subjectKeyHex, reason string) error {
 	}
 	if _, err := subject.ParseKey(subjectKeyHex); err != nil {
 		return fmt.Errorf("enqueue erasure: subject must be a keyed digest: %w", err)
+	}
+	// The queue keeps the reason in clear: no personal data in it.
+	if err := subject.CheckFreeText("the reason", reason); err != nil {
+		return fmt.Errorf("enqueue erasure: %w", err)
 	}
 	return nil
 }

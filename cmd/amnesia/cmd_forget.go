@@ -14,6 +14,7 @@ import (
 	"github.com/amnesia-dev/amnesia/certificate"
 	"github.com/amnesia-dev/amnesia/internal/saga"
 	"github.com/amnesia-dev/amnesia/lineage"
+	"github.com/amnesia-dev/amnesia/subject"
 )
 
 type forgetOptions struct {
@@ -39,6 +40,9 @@ and ends with the same certificate.
 			if strings.TrimSpace(o.reason) == "" {
 				return withCode(exitUsage, errors.New("--reason is required (the request or ticket this erasure answers)"))
 			}
+			if err := subject.CheckFreeText("--reason", o.reason); err != nil {
+				return err // before the state directory is opened: nothing is written
+			}
 			a, err := openApp(cmd.Context(), g)
 			if err != nil {
 				return err
@@ -48,6 +52,9 @@ and ends with the same certificate.
 			out := cmd.OutOrStdout()
 			raw, err := readSubject(args[0], in)
 			if err != nil {
+				return err
+			}
+			if err := subject.CheckNotSubject("--reason", o.reason, raw); err != nil {
 				return err
 			}
 			// An interrupted erasure of this subject is finished first, with
@@ -118,6 +125,9 @@ a path). A new erasure is refused when the ledger no longer gives the same trace
 			if o.trace == "" {
 				return withCode(exitUsage, errors.New("--trace is required"))
 			}
+			if err := subject.CheckFreeText("--reason", o.reason); err != nil {
+				return err
+			}
 			a, err := openApp(cmd.Context(), g)
 			if err != nil {
 				return err
@@ -139,7 +149,7 @@ a path). A new erasure is refused when the ledger no longer gives the same trace
 		},
 	}
 	cmd.Flags().StringVar(&o.trace, "trace", "", "trace id (from 'amnesia trace') or path to a trace file")
-	cmd.Flags().StringVar(&o.reason, "reason", "", "request or ticket reference")
+	cmd.Flags().StringVar(&o.reason, "reason", "", "request or ticket reference (goes into the certificate: no personal data)")
 	cmd.Flags().BoolVar(&o.queue, "queue", false, "queue the erasure in the ledger for 'amnesia worker' instead of running it")
 	return cmd
 }

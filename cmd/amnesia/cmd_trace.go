@@ -14,6 +14,7 @@ import (
 
 	"github.com/amnesia-dev/amnesia/internal/state"
 	"github.com/amnesia-dev/amnesia/lineage"
+	"github.com/amnesia-dev/amnesia/subject"
 )
 
 func pubKey(p crypto.PublicKey) ed25519.PublicKey { return p.(ed25519.PublicKey) }
@@ -88,6 +89,9 @@ func (a *app) trace(ctx context.Context, arg, scope string, in io.Reader) (*line
 	}
 	if scope == "" {
 		scope = a.dir.Config.Scope
+	}
+	if err := subject.CheckNotSubject("--scope", scope, raw); err != nil {
+		return nil, err // the scope goes into the trace, certificate and log
 	}
 	k, err := a.dir.Keyer.Key(scope, raw)
 	if err != nil {

@@ -56,6 +56,9 @@ current erasure back to the queue).`,
 			if o.lease < 3*time.Second {
 				return withCode(exitUsage, errors.New("--lease must be at least 3s"))
 			}
+			if err := subject.CheckFreeText("--id", o.id); err != nil {
+				return err // the worker name goes into the queue and the log
+			}
 			a, err := openApp(cmd.Context(), g)
 			if err != nil {
 				return err
@@ -167,7 +170,7 @@ func (a *app) runJob(ctx context.Context, q lineage.Queue, j *lineage.Job, lease
 		}
 	case ctx.Err() != nil:
 		qerr = q.Release(end, j, 0)
-	case permanent || errors.Is(err, saga.ErrStaleTrace) || errors.Is(err, lineage.ErrNoLineage) || errors.Is(err, lineage.ErrAlreadyErased):
+	case permanent || errors.Is(err, saga.ErrStaleTrace) || errors.Is(err, subject.ErrPersonalData) || errors.Is(err, lineage.ErrNoLineage) || errors.Is(err, lineage.ErrAlreadyErased):
 		qerr = q.Fail(end, j, err.Error())
 	default:
 		qerr = q.Release(end, j, retryDelay)
@@ -249,6 +252,9 @@ func (a *app) lockFileStores(ctx context.Context) (unlock func(), err error) {
 func (a *app) enqueue(ctx context.Context, out io.Writer, t *lineage.Trace, reason string) error {
 	if strings.TrimSpace(reason) == "" {
 		return withCode(exitUsage, errors.New("--reason is required to queue an erasure"))
+	}
+	if err := saga.CheckReason(a.dir, t, reason); err != nil {
+		return err
 	}
 	q, ok := a.ledger.(lineage.Queue)
 	if !ok {

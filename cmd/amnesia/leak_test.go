@@ -373,6 +373,14 @@ func TestLeakNoPersonalDataInAnythingAmnesiaWrote(t *testing.T) {
 		if err := json.Unmarshal([]byte(tr.stdout), &trace); err != nil || trace.ID == "" || len(trace.Artifacts) == 0 {
 			t.Fatalf("trace of person %d: not a trace with artifacts (%v):\n%s", p, err, tr)
 		}
+		// A reason holding the subject's id is refused (exit 2) before
+		// anything is written, whichever way the erasure is started; the
+		// scan below shows that neither the refusals nor their messages
+		// wrote it anywhere.
+		run(exitUsage, "", "forget", id, "--reason", "erasure request from "+id, "--yes")
+		run(exitUsage, id+"\n", "forget", "-", "--reason", strings.ToUpper(id), "--yes")
+		run(exitUsage, "", "erase", "--trace", trace.ID, "--reason", "DSR-1 ("+id+")")
+		run(exitUsage, "", "erase", "--trace", trace.ID, "--queue", "--reason", id)
 		switch p {
 		case viaStdin:
 			run(0, id+"\n", "forget", "-", "--reason", "DSR-1", "--yes")
@@ -403,6 +411,11 @@ func TestLeakNoPersonalDataInAnythingAmnesiaWrote(t *testing.T) {
 	run(exitNoLineage, "", "forget", unknown.value, "--reason", "DSR-1", "--yes")
 	run(exitErased, "", "forget", ids[0], "--reason", "DSR-1", "--yes")
 	run(exitError, "", "erase", "--trace", "tr-does-not-exist")
+
+	// The refused reasons were never queued.
+	if jobs := queuedJobs(t, st); len(jobs) != 0 {
+		t.Errorf("%d erasures were queued with a refused reason", len(jobs))
+	}
 
 	// Everything amnesia wrote in its state directory.
 	hits, files := scanTree(t, st, needles)

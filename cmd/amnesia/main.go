@@ -14,6 +14,7 @@ import (
 	"github.com/amnesia-dev/amnesia/internal/saga"
 	"github.com/amnesia-dev/amnesia/internal/state"
 	"github.com/amnesia-dev/amnesia/lineage"
+	"github.com/amnesia-dev/amnesia/subject"
 	"github.com/amnesia-dev/amnesia/transparency"
 )
 
@@ -45,7 +46,7 @@ const (
 const exitCodesHelp = `Exit codes:
   0   success (forget/erase: every erasable artifact VERIFIED; verify: certificate valid)
   1   error (state missing, store or ledger failure, bad input)
-  2   usage error
+  2   usage error (also: --reason or --scope holding personal data, refused before anything is written)
   3   no lineage recorded for this subject in this scope
   4   every recorded artifact of this subject is already erased
   5   the trace no longer matches the ledger: trace again
@@ -113,7 +114,7 @@ func exitCode(err error) int {
 		return exitCertTampered
 	case errors.Is(err, certificate.ErrMalformed), errors.Is(err, certificate.ErrSchema):
 		return exitCertInvalid
-	case errors.Is(err, errUsage):
+	case errors.Is(err, errUsage), errors.Is(err, subject.ErrPersonalData):
 		return exitUsage
 	case errors.Is(err, state.ErrNotInitialized):
 		return exitError

@@ -129,6 +129,9 @@ func start(ctx context.Context, e *Erasure) (*runner, error) {
 	if err := e.Trace.Check(); err != nil {
 		return nil, err
 	}
+	if err := CheckReason(e.Dir, e.Trace, e.Reason); err != nil {
+		return nil, err // before anything is written
+	}
 	if e.ReclaimWait <= 0 {
 		e.ReclaimWait = DefaultReclaimWait
 	}
