@@ -17,7 +17,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/subject"
@@ -35,7 +37,8 @@ type Recorder struct {
 	ledger lineage.Ledger
 	keyer  *subject.Keyer
 	scope  string
-	docs   []string // names of wrapped document stores, in order
+	mu     sync.Mutex
+	docs   []string // names of the document stores an embedding's chunk is looked up in, in order
 }
 
 // New returns a Recorder for scope (subject.DefaultScope when empty).
@@ -44,6 +47,25 @@ func New(l lineage.Ledger, k *subject.Keyer, scope string) *Recorder {
 		scope = subject.DefaultScope
 	}
 	return &Recorder{ledger: l, keyer: k, scope: scope}
+}
+
+// Scope returns the recorder's scope.
+func (r *Recorder) Scope() string { return r.scope }
+
+// addDocStore adds a document store to those an embedding's chunk is looked
+// up in.
+func (r *Recorder) addDocStore(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !slices.Contains(r.docs, name) {
+		r.docs = append(r.docs, name)
+	}
+}
+
+func (r *Recorder) docStores() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.docs)
 }
 
 // SubjectKey returns the key of a raw subject id in the recorder's scope.
