@@ -2,7 +2,6 @@ package capture
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/amnesia-dev/amnesia/store/pgdoc"
@@ -15,6 +14,7 @@ import (
 type docBackend interface {
 	name() string
 	typ() string
+	check(r Record) error // what put would refuse, checked before the ledger records anything
 	put(ctx context.Context, r Record) error
 	get(ctx context.Context, id string) (*Record, error)
 	bySubject(ctx context.Context, tag string) ([]Record, error)
@@ -25,6 +25,7 @@ type docBackend interface {
 type vecBackend interface {
 	name() string
 	typ() string
+	check(r VectorRecord) error
 	put(ctx context.Context, r VectorRecord) error
 	get(ctx context.Context, id string) (*VectorRecord, error)
 	search(ctx context.Context, q []float32, k int) ([]Neighbor, error)
@@ -36,10 +37,14 @@ type sqliteDocs struct{ s *sqlitedoc.Store }
 func (b sqliteDocs) name() string { return b.s.Info().Name }
 func (b sqliteDocs) typ() string  { return sqlitedoc.Type }
 
-func (b sqliteDocs) put(ctx context.Context, r Record) error {
+func (b sqliteDocs) check(r Record) error {
 	if len(r.Metadata) > 0 {
 		return fmt.Errorf("capture document: store %q (%s) has no metadata column: leave Metadata empty", b.name(), b.typ())
 	}
+	return nil
+}
+
+func (b sqliteDocs) put(ctx context.Context, r Record) error {
 	return b.s.Put(ctx, sqlitedoc.Record{ID: r.ID, Kind: r.Kind, Subject: r.Subject, Parent: r.Parent, Text: r.Text})
 }
 
@@ -84,10 +89,14 @@ type postgresDocs struct{ s *pgdoc.Store }
 func (b postgresDocs) name() string { return b.s.Info().Name }
 func (b postgresDocs) typ() string  { return pgdoc.Type }
 
-func (b postgresDocs) put(ctx context.Context, r Record) error {
+func (b postgresDocs) check(r Record) error {
 	if _, ok := r.Metadata[MetadataParent]; ok {
 		return fmt.Errorf("capture document: metadata key %q is where capture keeps Parent in store %q: use another key", MetadataParent, b.name())
 	}
+	return nil
+}
+
+func (b postgresDocs) put(ctx context.Context, r Record) error {
 	meta := map[string]any{}
 	for k, v := range r.Metadata {
 		meta[k] = v
@@ -138,10 +147,14 @@ type sqliteVectors struct{ s *sqlitevec.Store }
 func (b sqliteVectors) name() string { return b.s.Info().Name }
 func (b sqliteVectors) typ() string  { return sqlitevec.Type }
 
-func (b sqliteVectors) put(ctx context.Context, r VectorRecord) error {
+func (b sqliteVectors) check(r VectorRecord) error {
 	if r.Content != "" || len(r.Metadata) > 0 {
 		return fmt.Errorf("capture embedding: store %q (%s) keeps only the vector: leave Content and Metadata empty", b.name(), b.typ())
 	}
+	return nil
+}
+
+func (b sqliteVectors) put(ctx context.Context, r VectorRecord) error {
 	return b.s.Put(ctx, sqlitevec.Record{ID: r.ID, Subject: r.Subject, Embedding: r.Embedding})
 }
 
@@ -169,10 +182,14 @@ type pgVectors struct{ s *pgvector.Store }
 func (b pgVectors) name() string { return b.s.Info().Name }
 func (b pgVectors) typ() string  { return pgvector.Type }
 
-func (b pgVectors) put(ctx context.Context, r VectorRecord) error {
+func (b pgVectors) check(r VectorRecord) error {
 	if _, ok := r.Metadata["subject"]; ok {
-		return errors.New("capture embedding: metadata key \"subject\" is the subject tag capture writes: use another key")
+		return fmt.Errorf("capture embedding: metadata key \"subject\" is where store %q keeps the subject tag: use another key", b.name())
 	}
+	return nil
+}
+
+func (b pgVectors) put(ctx context.Context, r VectorRecord) error {
 	return b.s.Put(ctx, pgvector.Record{ID: r.ID, Subject: r.Subject, Embedding: r.Embedding, Content: r.Content, Metadata: r.Metadata})
 }
 

@@ -80,6 +80,10 @@ func (d *Docs) Put(ctx context.Context, doc Doc) error {
 	if err != nil {
 		return err
 	}
+	rec := Record{ID: doc.ID, Kind: doc.Kind, Parent: doc.Parent, Text: doc.Text, Metadata: doc.Metadata}
+	if err := d.s.check(rec); err != nil {
+		return err
+	}
 	name := d.s.name()
 	owner, parent, err := d.r.owner(ctx, doc.Subject, doc.ID, doc.Parent, []string{name})
 	if err != nil {
@@ -96,7 +100,8 @@ func (d *Docs) Put(ctx context.Context, doc Doc) error {
 	if err := d.r.mention(ctx, id, doc.Mentions); err != nil {
 		return err
 	}
-	return d.s.put(ctx, Record{ID: doc.ID, Kind: doc.Kind, Subject: owner.String(), Parent: doc.Parent, Text: doc.Text, Metadata: doc.Metadata})
+	rec.Subject = owner.String()
+	return d.s.put(ctx, rec)
 }
 
 // Get returns the record, or nil when it does not exist or is suppressed.

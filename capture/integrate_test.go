@@ -431,7 +431,7 @@ func TestAppStores(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := docs.Put(ctx, capture.Doc{ID: "c1", Kind: capture.KindDocument, Subject: "carol@example.org", Text: "Carol's notes", Metadata: map[string]any{"a": 1}}); err == nil {
+	if err := docs.Put(ctx, capture.Doc{ID: "c0", Kind: capture.KindDocument, Subject: "carol@example.org", Text: "Carol's notes", Metadata: map[string]any{"a": 1}}); err == nil {
 		t.Errorf("sqlite-doc accepted metadata it cannot store")
 	}
 	if err := docs.Put(ctx, capture.Doc{ID: "c1", Kind: capture.KindDocument, Subject: "carol@example.org", Text: "Carol's notes"}); err != nil {
@@ -454,7 +454,7 @@ func TestAppStores(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := vecs.Put(ctx, capture.Vector{ID: "c1", Embedding: []float32{1, 0, 0, 0}, Content: "x"}); err == nil {
+	if err := vecs.Put(ctx, capture.Vector{ID: "c1v", Of: "c1", Embedding: []float32{1, 0, 0, 0}, Content: "x"}); err == nil {
 		t.Errorf("sqlite-vec accepted content it cannot store")
 	}
 	if err := vecs.Put(ctx, capture.Vector{ID: "c1", Embedding: []float32{1, 0, 0, 0}}); err != nil {
@@ -464,8 +464,28 @@ func TestAppStores(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Two artifacts: the refused writes (c0, c1v) recorded nothing.
 	if !er.Complete || len(er.Statement.Predicate.Artifacts) != 2 {
 		t.Errorf("erasure: complete=%v artifacts=%d, want the document and its embedding", er.Complete, len(er.Statement.Predicate.Artifacts))
+	}
+	// Another scope (tenant) is another subject key space.
+	other, err := capture.Open(ctx, stateDir, capture.WithScope("tenant-7"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	odocs, err := other.Docs(ctx, "docs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := odocs.Put(ctx, capture.Doc{ID: "t7-1", Kind: capture.KindDocument, Subject: "dave@example.org", Text: "Dave's ticket"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.Erase(ctx, "dave@example.org", "T-2"); !errors.Is(err, capture.ErrNoLineage) {
+		t.Errorf("erasure in the default scope of a tenant-7 subject: %v, want ErrNoLineage", err)
+	}
+	if er, err := other.Erase(ctx, "dave@example.org", "T-2"); err != nil || !er.Complete || er.Statement.Predicate.Scope != "tenant-7" {
+		t.Errorf("erasure in tenant-7: %+v %v", er, err)
 	}
 	if _, err := os.Stat(er.Certificate); err != nil {
 		t.Errorf("certificate: %v", err)

@@ -60,6 +60,10 @@ type Neighbor struct {
 
 // Put records an embedding artifact derived from its chunk, then writes it.
 func (v *Vectors) Put(ctx context.Context, vec Vector) error {
+	rec := VectorRecord{ID: vec.ID, Embedding: vec.Embedding, Content: vec.Content, Metadata: vec.Metadata}
+	if err := v.s.check(rec); err != nil {
+		return err
+	}
 	of := vec.Of
 	if of == "" {
 		of = vec.ID
@@ -75,7 +79,8 @@ func (v *Vectors) Put(ctx context.Context, vec Vector) error {
 	if _, err := v.r.record(ctx, owner, lineage.KindEmbedding, v.s.name(), vec.ID, store.Float32LE(vec.Embedding), parents...); err != nil {
 		return err
 	}
-	return v.s.put(ctx, VectorRecord{ID: vec.ID, Subject: owner.String(), Embedding: vec.Embedding, Content: vec.Content, Metadata: vec.Metadata})
+	rec.Subject = owner.String()
+	return v.s.put(ctx, rec)
 }
 
 // Search returns the k nearest visible vectors, nearest first (on pgvector
