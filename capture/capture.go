@@ -8,6 +8,12 @@
 // inherit it from their document, and an embedding inherits it from the
 // chunk with the same id, with the edge recorded without the caller's help.
 //
+// An application opens everything from the state directory `amnesia init`
+// created: Open returns an App holding the pepper, the ledger and the stores
+// amnesia.yaml configures, wrapped by name (App.Docs for sqlite-doc and
+// postgres, App.Vectors for sqlite-vec and pgvector); App.Erase runs an
+// erasure as `amnesia forget --yes` does. See docs/integrate.md.
+//
 // Ledger first, store second: if the store write fails the ledger holds an
 // artifact that does not exist, which an erasure treats as already deleted;
 // the reverse order could leave data nobody knows about.
