@@ -8,6 +8,12 @@
 // inherit it from their document, and an embedding inherits it from the
 // chunk with the same id, with the edge recorded without the caller's help.
 //
+// An application opens everything from the state directory `amnesia init`
+// created: Open returns an App holding the pepper, the ledger and the stores
+// amnesia.yaml configures, wrapped by name (App.Docs for sqlite-doc and
+// postgres, App.Vectors for sqlite-vec and pgvector); App.Erase runs an
+// erasure as `amnesia forget --yes` does. See docs/integrate.md.
+//
 // Ledger first, store second: if the store write fails the ledger holds an
 // artifact that does not exist, which an erasure treats as already deleted;
 // the reverse order could leave data nobody knows about.
@@ -17,6 +23,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 
 	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/subject"
@@ -37,7 +45,8 @@ type Recorder struct {
 	ledger lineage.Ledger
 	keyer  *subject.Keyer
 	scope  string
-	docs   []string // names of wrapped document stores, in order
+	mu     sync.Mutex
+	docs   []string // names of the document stores an embedding's chunk is looked up in, in order
 }
 
 // New returns a Recorder for scope (subject.DefaultScope when empty).
@@ -46,6 +55,25 @@ func New(l lineage.Ledger, k *subject.Keyer, scope string) *Recorder {
 		scope = subject.DefaultScope
 	}
 	return &Recorder{ledger: l, keyer: k, scope: scope}
+}
+
+// Scope returns the recorder's scope.
+func (r *Recorder) Scope() string { return r.scope }
+
+// addDocStore adds a document store to those an embedding's chunk is looked
+// up in.
+func (r *Recorder) addDocStore(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !slices.Contains(r.docs, name) {
+		r.docs = append(r.docs, name)
+	}
+}
+
+func (r *Recorder) docStores() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.docs)
 }
 
 // SubjectKey returns the key of a raw subject id in the recorder's scope.

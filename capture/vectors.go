@@ -6,17 +6,24 @@ import (
 
 	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/store"
+	"github.com/amnesia-dev/amnesia/store/pgvector"
 	"github.com/amnesia-dev/amnesia/store/sqlitevec"
 )
 
-// Vectors wraps a sqlite-vec store.
+// Vectors wraps a vector store: sqlite-vec or pgvector.
 type Vectors struct {
 	r *Recorder
-	s *sqlitevec.Store
+	s vecBackend
 }
 
-// Vectors wraps s.
-func (r *Recorder) Vectors(s *sqlitevec.Store) *Vectors { return &Vectors{r: r, s: s} }
+// Vectors wraps a sqlite-vec store.
+func (r *Recorder) Vectors(s *sqlitevec.Store) *Vectors { return &Vectors{r: r, s: sqliteVectors{s}} }
+
+// PGVectors wraps a pgvector store (store/pgvector).
+func (r *Recorder) PGVectors(s *pgvector.Store) *Vectors { return &Vectors{r: r, s: pgVectors{s}} }
+
+// Store returns the wrapped store's configured name.
+func (v *Vectors) Store() string { return v.s.name() }
 
 // Vector is one write.
 type Vector struct {
@@ -27,15 +34,41 @@ type Vector struct {
 	Of string
 	// Subject is needed only when no captured chunk is found.
 	Subject string
+	// Content and Metadata are stored with the vector in a pgvector store
+	// (the metadata key "subject" is reserved for the subject tag). A
+	// sqlite-vec store keeps only the vector and refuses them.
+	Content  string
+	Metadata map[string]any
+}
+
+// VectorRecord is a vector as a read returns it. Subject is the subject
+// tag: the keyed digest (hmac:…), never the raw id.
+type VectorRecord struct {
+	ID        string
+	Subject   string
+	Embedding []float32
+	Content   string         // pgvector only
+	Metadata  map[string]any // pgvector only, without the subject tag
+}
+
+// Neighbor is one search result.
+type Neighbor struct {
+	ID       string
+	Subject  string // subject tag
+	Distance float64
 }
 
 // Put records an embedding artifact derived from its chunk, then writes it.
 func (v *Vectors) Put(ctx context.Context, vec Vector) error {
+	rec := VectorRecord{ID: vec.ID, Embedding: vec.Embedding, Content: vec.Content, Metadata: vec.Metadata}
+	if err := v.s.check(rec); err != nil {
+		return err
+	}
 	of := vec.Of
 	if of == "" {
 		of = vec.ID
 	}
-	owner, parent, err := v.r.owner(ctx, vec.Subject, vec.ID, of, v.r.docs)
+	owner, parent, err := v.r.owner(ctx, vec.Subject, vec.ID, of, v.r.docStores())
 	if err != nil {
 		return fmt.Errorf("capture embedding: %w", err)
 	}
@@ -46,23 +79,25 @@ func (v *Vectors) Put(ctx context.Context, vec Vector) error {
 	if parent != "" {
 		parents = []string{parent}
 	}
-	name := v.s.Info().Name
-	if _, err := v.r.record(ctx, owner, lineage.KindEmbedding, name, vec.ID, store.Float32LE(vec.Embedding), parents...); err != nil {
+	if _, err := v.r.record(ctx, owner, lineage.KindEmbedding, v.s.name(), vec.ID, store.Float32LE(vec.Embedding), parents...); err != nil {
 		return err
 	}
-	return v.s.Put(ctx, sqlitevec.Record{ID: vec.ID, Subject: owner.String(), Embedding: vec.Embedding})
+	rec.Subject = owner.String()
+	return v.s.put(ctx, rec)
 }
 
-// Search returns the k nearest visible vectors. Suppressed vectors are
-// dropped after the search, so fewer than k may come back.
-func (v *Vectors) Search(ctx context.Context, q []float32, k int) ([]sqlitevec.Neighbor, error) {
-	ns, err := v.s.Search(ctx, q, k)
+// Search returns the k nearest visible vectors, nearest first (on pgvector
+// through the vector index when there is one, which is approximate).
+// Suppressed vectors are dropped after the search, so fewer than k may come
+// back.
+func (v *Vectors) Search(ctx context.Context, q []float32, k int) ([]Neighbor, error) {
+	ns, err := v.s.search(ctx, q, k)
 	if err != nil {
 		return nil, err
 	}
 	out := ns[:0]
 	for _, n := range ns {
-		ok, err := v.r.visible(ctx, v.s.Info().Name, n.ID)
+		ok, err := v.r.visible(ctx, v.s.name(), n.ID)
 		if err != nil {
 			return nil, err
 		}
@@ -74,10 +109,10 @@ func (v *Vectors) Search(ctx context.Context, q []float32, k int) ([]sqlitevec.N
 }
 
 // Get returns the vector, or nil when absent or suppressed.
-func (v *Vectors) Get(ctx context.Context, id string) (*sqlitevec.Record, error) {
-	ok, err := v.r.visible(ctx, v.s.Info().Name, id)
+func (v *Vectors) Get(ctx context.Context, id string) (*VectorRecord, error) {
+	ok, err := v.r.visible(ctx, v.s.name(), id)
 	if err != nil || !ok {
 		return nil, err
 	}
-	return v.s.Get(ctx, id)
+	return v.s.get(ctx, id)
 }

@@ -1,0 +1,209 @@
+package capture
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/amnesia-dev/amnesia/internal/state"
+	"github.com/amnesia-dev/amnesia/lineage"
+	"github.com/amnesia-dev/amnesia/store"
+	"github.com/amnesia-dev/amnesia/store/pgdoc"
+	"github.com/amnesia-dev/amnesia/store/pgvector"
+	"github.com/amnesia-dev/amnesia/store/sqlitedoc"
+	"github.com/amnesia-dev/amnesia/store/sqlitevec"
+)
+
+// App is an application's handle on an amnesia installation: the state
+// directory that `amnesia init` created. It holds the installation's pepper
+// (subject keys), the ledger named in amnesia.yaml, and the configured
+// stores, each opened on first use. Applications name stores as amnesia.yaml
+// does, nothing else: paths, DSNs, tables and dimensions come from the
+// configuration. An App is safe for concurrent use.
+type App struct {
+	dir    *state.Dir
+	ledger lineage.Ledger
+	rec    *Recorder
+
+	busy    sync.RWMutex // held (read) by Erase, (write) by Close
+	mu      sync.Mutex   // guards what follows
+	closed  bool
+	stores  map[string]store.Store
+	docs    map[string]*Docs
+	vectors map[string]*Vectors
+}
+
+var errClosed = errors.New("capture: the App is closed")
+
+// Option changes how Open opens an installation.
+type Option func(*openOptions)
+
+type openOptions struct{ scope string }
+
+// WithScope records and erases in scope (a tenant) instead of the scope
+// amnesia.yaml configures.
+func WithScope(scope string) Option { return func(o *openOptions) { o.scope = scope } }
+
+// ErrNotInitialized is returned by Open when stateDir holds no installation.
+var ErrNotInitialized = state.ErrNotInitialized
+
+// Open opens the installation in stateDir (the directory `amnesia init`
+// created; the CLI's default is ".amnesia") and its ledger. Stores are
+// opened when first asked for.
+func Open(ctx context.Context, stateDir string, opts ...Option) (*App, error) {
+	var o openOptions
+	for _, fn := range opts {
+		fn(&o)
+	}
+	dir, err := state.Open(stateDir)
+	if err != nil {
+		return nil, fmt.Errorf("capture: %w", err)
+	}
+	scope := o.scope
+	if scope == "" {
+		scope = dir.Config.Scope
+	}
+	l, err := lineage.Open(ctx, dir.LedgerSpec())
+	if err != nil {
+		return nil, fmt.Errorf("capture: open ledger: %w", err)
+	}
+	rec := New(l, dir.Keyer, scope)
+	// An embedding finds its chunk in any configured document store,
+	// whether or not the application opened it.
+	for _, sc := range dir.Config.Stores {
+		if isDocType(sc.Type) {
+			rec.addDocStore(sc.Name)
+		}
+	}
+	return &App{dir: dir, ledger: l, rec: rec, stores: map[string]store.Store{}, docs: map[string]*Docs{}, vectors: map[string]*Vectors{}}, nil
+}
+
+func isDocType(t string) bool { return t == sqlitedoc.Type || t == pgdoc.Type }
+func isVecType(t string) bool { return t == sqlitevec.Type || t == pgvector.Type }
+
+// Recorder returns the recorder the App's wrappers record through.
+func (a *App) Recorder() *Recorder { return a.rec }
+
+// Scope returns the scope the App records and erases in.
+func (a *App) Scope() string { return a.rec.scope }
+
+// StateDir returns the state directory.
+func (a *App) StateDir() string { return a.dir.Path }
+
+// PublicKeyPath is the PEM public key a certificate of this installation
+// verifies with (`amnesia verify <cert> --public-key <this>`).
+func (a *App) PublicKeyPath() string { return a.dir.PublicKeyPath() }
+
+// Docs returns the capture wrapper of the document store configured under
+// name (type sqlite-doc or postgres), opening it, and creating its file or
+// table when missing, on first use.
+func (a *App) Docs(ctx context.Context, name string) (*Docs, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return nil, errClosed
+	}
+	if d, ok := a.docs[name]; ok {
+		return d, nil
+	}
+	s, err := a.open(ctx, name, "document", isDocType)
+	if err != nil {
+		return nil, err
+	}
+	var d *Docs
+	switch s := s.(type) {
+	case *sqlitedoc.Store:
+		d = a.rec.Docs(s)
+	case *pgdoc.Store:
+		d = a.rec.PostgresDocs(s)
+	default:
+		return nil, fmt.Errorf("capture: store %q: no document wrapper for %T", name, s)
+	}
+	a.docs[name] = d
+	return d, nil
+}
+
+// Vectors returns the capture wrapper of the vector store configured under
+// name (type sqlite-vec or pgvector), opening it, and creating its file or
+// table when missing, on first use.
+func (a *App) Vectors(ctx context.Context, name string) (*Vectors, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return nil, errClosed
+	}
+	if v, ok := a.vectors[name]; ok {
+		return v, nil
+	}
+	s, err := a.open(ctx, name, "vector", isVecType)
+	if err != nil {
+		return nil, err
+	}
+	var v *Vectors
+	switch s := s.(type) {
+	case *sqlitevec.Store:
+		v = a.rec.Vectors(s)
+	case *pgvector.Store:
+		v = a.rec.PGVectors(s)
+	default:
+		return nil, fmt.Errorf("capture: store %q: no vector wrapper for %T", name, s)
+	}
+	a.vectors[name] = v
+	return v, nil
+}
+
+// open opens (once) the configured store name, which must be of a type ok
+// accepts. a.mu is held.
+func (a *App) open(ctx context.Context, name, what string, ok func(string) bool) (store.Store, error) {
+	sc, err := a.dir.Config.Store(name)
+	if err != nil {
+		return nil, fmt.Errorf("capture: no store %q in %s/amnesia.yaml (configured: %s)", name, a.dir.Path, a.storeNames())
+	}
+	if !ok(sc.Type) {
+		other := "Vectors"
+		if what == "vector" {
+			other = "Docs"
+		}
+		return nil, fmt.Errorf("capture: store %q is of type %s, not a %s store: use %s(ctx, %q)", name, sc.Type, what, other, name)
+	}
+	if s, ok := a.stores[name]; ok {
+		return s, nil
+	}
+	s, err := a.dir.Config.OpenStore(ctx, sc, true)
+	if err != nil {
+		return nil, fmt.Errorf("capture: %w", err)
+	}
+	a.stores[name] = s
+	return s, nil
+}
+
+func (a *App) storeNames() string {
+	var names []string
+	for _, sc := range a.dir.Config.Stores {
+		names = append(names, sc.Name+" ("+sc.Type+")")
+	}
+	if len(names) == 0 {
+		return "none: add stores to amnesia.yaml"
+	}
+	return strings.Join(names, ", ")
+}
+
+// Close closes the stores the App opened and the ledger.
+func (a *App) Close() error {
+	a.busy.Lock()
+	defer a.busy.Unlock()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return nil
+	}
+	a.closed = true
+	var errs []error
+	for _, s := range a.stores {
+		errs = append(errs, s.Close())
+	}
+	errs = append(errs, a.ledger.Close())
+	return errors.Join(errs...)
+}

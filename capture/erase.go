@@ -1,0 +1,156 @@
+package capture
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/amnesia-dev/amnesia/certificate"
+	"github.com/amnesia-dev/amnesia/internal/saga"
+	"github.com/amnesia-dev/amnesia/internal/state"
+	"github.com/amnesia-dev/amnesia/lineage"
+	"github.com/amnesia-dev/amnesia/store"
+)
+
+// Errors Erase returns (test with errors.Is).
+var (
+	// ErrNoLineage: nothing was ever recorded for the subject in this scope
+	// (`amnesia forget` exits 3). It never means "nothing to delete".
+	ErrNoLineage = lineage.ErrNoLineage
+	// ErrAlreadyErased: every recorded artifact of the subject is erased
+	// (exit 4).
+	ErrAlreadyErased = lineage.ErrAlreadyErased
+	// ErrStaleTrace: the ledger changed while the erasure was being planned
+	// (exit 5); call Erase again.
+	ErrStaleTrace = saga.ErrStaleTrace
+	// ErrPending: the erasure paused because a store whose records are
+	// deleted is held by another process or unreachable (`amnesia forget`
+	// exits 9). Nothing is lost: call Erase again later to finish it
+	// (errors.As with *saga.PendingError says which store and why).
+	ErrPending = saga.ErrPending
+)
+
+// Erasure is a finished erasure.
+type Erasure struct {
+	ID string // er-…, derived from the trace: erasing the same trace again resumes it
+	// Certificate is the path of the published certificate (a DSSE
+	// envelope in a bundle with its transparency-log inclusion proof).
+	Certificate string
+	// Complete is true when every artifact was verified; when false the
+	// certificate's UNVERIFIED, RESIDUAL, OUT_OF_SCOPE and NEEDS_HUMAN
+	// entries say what was not (`amnesia forget` exits 7).
+	Complete bool
+	Resumed  bool // an interrupted erasure of this subject was finished
+	// Follows is the earlier, incomplete erasure of the same trace that
+	// this one continued (empty for a first erasure).
+	Follows   string
+	Statement *certificate.Statement
+}
+
+// EraseOptions tunes Erase.
+type EraseOptions struct {
+	// Progress receives the human progress lines `amnesia forget` prints;
+	// nil discards them.
+	Progress io.Writer
+}
+
+// Erase erases everything recorded for the raw subject id in the App's
+// scope, on the same code path as `amnesia forget <subject> --reason
+// <reason> --yes`: trace (saved under traces/), then the journaled saga
+// (suppress, evidence, delete, reclaim, probe, decide, certificate,
+// publish) over every configured store. An unfinished erasure of the same
+// subject is resumed instead. Configured stores the App has not opened are
+// opened without creating anything; one that cannot be opened is reported
+// in the certificate, not returned as an error. reason is the request or
+// ticket reference: it goes into the certificate, so no personal data.
+//
+// Erase does not wait for other writers: do not ingest data of the same
+// subject while its erasure runs.
+func (a *App) Erase(ctx context.Context, rawSubject, reason string, opts ...EraseOptions) (*Erasure, error) {
+	var o EraseOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if strings.TrimSpace(reason) == "" {
+		return nil, errors.New("capture erase: reason is required (the request or ticket this erasure answers; no personal data)")
+	}
+	k, err := a.rec.SubjectKey(rawSubject)
+	if err != nil {
+		return nil, fmt.Errorf("capture erase: %w", err)
+	}
+	a.busy.RLock()
+	defer a.busy.RUnlock()
+	stores, failed, err := a.openAll(ctx)
+	if err != nil {
+		return nil, err
+	}
+	scope := a.rec.scope
+	t, err := saga.Pending(a.dir, k.String(), scope)
+	if err != nil {
+		return nil, fmt.Errorf("capture erase: %w", err)
+	}
+	if t == nil {
+		v, err := a.ledger.View(ctx, scope, k)
+		if err != nil {
+			return nil, fmt.Errorf("capture erase: %w", err)
+		}
+		if t, err = lineage.BuildTrace(v); err != nil {
+			return nil, fmt.Errorf("capture erase: trace %s in scope %q: %w", k.Ref(), scope, err)
+		}
+		b, err := t.Encode()
+		if err != nil {
+			return nil, fmt.Errorf("capture erase: %w", err)
+		}
+		if err := state.WriteFileAtomic(a.dir.TracePath(t.ID), b); err != nil {
+			return nil, fmt.Errorf("capture erase: save trace: %w", err)
+		}
+	}
+	logf, err := os.OpenFile(a.dir.LogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("capture erase: open log: %w", err)
+	}
+	defer logf.Close()
+	log := slog.New(slog.NewJSONHandler(logf, nil))
+	log.Info("traced", "subject", t.SubjectRef, "trace", t.ID, "artifacts", len(t.Artifacts), "mentions", len(t.Mentions), "via", "capture")
+	res, err := saga.Run(ctx, &saga.Erasure{
+		Dir: a.dir, Ledger: a.ledger, Stores: stores, OpenErr: failed,
+		Trace: t, Reason: reason, Log: log, Progress: o.Progress,
+		ReclaimWait: a.dir.Config.ReclaimWaitDuration(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("capture erase: %w", err)
+	}
+	return &Erasure{
+		ID: res.ID, Certificate: res.CertificatePath, Complete: res.Statement.Predicate.Complete,
+		Resumed: res.Resumed, Follows: res.Follows, Statement: res.Statement,
+	}, nil
+}
+
+// openAll returns every configured store: those already open, and the
+// others opened now without creating anything (kept open for later use).
+// Stores that fail to open are returned in failed, as `amnesia forget` does.
+func (a *App) openAll(ctx context.Context) (map[string]store.Store, map[string]error, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return nil, nil, errClosed
+	}
+	open, failed := map[string]store.Store{}, map[string]error{}
+	for _, sc := range a.dir.Config.Stores {
+		s, ok := a.stores[sc.Name]
+		if !ok {
+			var err error
+			if s, err = a.dir.Config.OpenStore(ctx, sc, false); err != nil {
+				failed[sc.Name] = err
+				continue
+			}
+			a.stores[sc.Name] = s
+		}
+		open[sc.Name] = s
+	}
+	return open, failed, nil
+}
