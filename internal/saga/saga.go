@@ -103,6 +103,15 @@ func start(ctx context.Context, e *Erasure) (*runner, error) {
 	if err := e.Trace.Check(); err != nil {
 		return nil, err
 	}
+	release, err := lockSubject(ctx, e) // lock.go; released with the journal
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if release != nil {
+			release()
+		}
+	}()
 	r := &runner{Erasure: e, id: ID(e.Trace.ID), keys: map[string][]string{}, ev: map[string]map[string]*store.Evidence{}, failed: map[string]string{}}
 	r.dir = e.Dir.ErasureDir(r.id)
 	jpath := filepath.Join(r.dir, "journal.jsonl")
@@ -119,6 +128,7 @@ func start(ctx context.Context, e *Erasure) (*runner, error) {
 		return nil, err
 	}
 	r.j = j
+	j.release, release = release, nil
 	for _, p := range e.Trace.Plan {
 		if _, err := e.Dir.Config.Store(p.Store); err == nil {
 			r.stores = append(r.stores, p.Store)
