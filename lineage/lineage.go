@@ -89,6 +89,9 @@ var (
 	ErrOwnerConflict = errors.New("artifact is already recorded under another subject")
 	// ErrNotFound: no artifact at that location.
 	ErrNotFound = errors.New("artifact not found")
+	// ErrNoLedger: OpenExisting found no ledger (the SQLite file is missing
+	// or empty, or the PostgreSQL schema holds no amnesia tables).
+	ErrNoLedger = errors.New("no ledger")
 )
 
 // Artifact is one node of the lineage graph.
@@ -165,6 +168,27 @@ func Open(ctx context.Context, spec string) (Ledger, error) {
 		return OpenPostgres(ctx, spec)
 	}
 	return OpenSQLite(ctx, spec)
+}
+
+// OpenExisting opens the ledger named by spec like [Open], but never creates
+// one: a SQLite file that is missing, empty or holds no amnesia tables, or a
+// PostgreSQL schema without the ledger's tables, is refused with an error
+// that wraps ErrNoLedger. Read-only tools and every command but `amnesia
+// init` use it, so that a lost ledger is noticed instead of silently
+// replaced by an empty one.
+func OpenExisting(ctx context.Context, spec string) (Ledger, error) {
+	if IsPostgresDSN(spec) {
+		return openPostgres(ctx, spec, false)
+	}
+	return openSQLite(ctx, spec, false)
+}
+
+// Backend names the kind of ledger spec names: "postgres" or "sqlite".
+func Backend(spec string) string {
+	if IsPostgresDSN(spec) {
+		return "postgres"
+	}
+	return "sqlite"
 }
 
 // IsPostgresDSN reports whether spec names a PostgreSQL ledger.

@@ -64,19 +64,25 @@ var (
 // holds another ledger version, or tables of the same names that are not an
 // amnesia ledger, is refused.
 func OpenPostgres(ctx context.Context, dsn string) (*Postgres, error) {
+	return openPostgres(ctx, dsn, true)
+}
+
+// openPostgres opens the ledger at dsn; unless create, a schema without the
+// ledger's tables is refused (ErrNoLedger) and nothing is created.
+func openPostgres(ctx context.Context, dsn string, create bool) (*Postgres, error) {
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		return nil, errors.New("open ledger: the PostgreSQL URL does not parse") // the URL may hold a password
 	}
 	l := &Postgres{pool: newPgPool(cfg, 8)}
-	if err := l.initSchema(ctx); err != nil {
+	if err := l.initSchema(ctx, create); err != nil {
 		l.Close()
 		return nil, fmt.Errorf("open ledger: %w", err)
 	}
 	return l, nil
 }
 
-func (l *Postgres) initSchema(ctx context.Context) error {
+func (l *Postgres) initSchema(ctx context.Context, create bool) error {
 	return l.inTx(ctx, "schema", true, func(tx pgx.Tx) error {
 		var schema *string
 		if err := tx.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
@@ -94,6 +100,9 @@ func (l *Postgres) initSchema(ctx context.Context) error {
 			if ok {
 				found = append(found, t)
 			}
+		}
+		if len(found) == 0 && !create {
+			return fmt.Errorf("%w: the PostgreSQL schema %s holds no amnesia ledger tables", ErrNoLedger, *schema)
 		}
 		if len(found) == 0 {
 			if _, err := tx.Exec(ctx, pgSchema); err != nil {

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"sort"
 
 	_ "github.com/mattn/go-sqlite3" // database/sql driver "sqlite3"
@@ -74,10 +76,40 @@ var _ Ledger = (*SQLite)(nil)
 
 // OpenSQLite opens or creates the ledger database at path.
 func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
+	return openSQLite(ctx, path, true)
+}
+
+// openSQLite opens the ledger at path; unless create, a missing or empty
+// file, or one without the ledger's tables, is refused (ErrNoLedger) and
+// nothing is created.
+func openSQLite(ctx context.Context, path string, create bool) (*SQLite, error) {
 	dsn := "file:" + path + "?_journal_mode=WAL&_busy_timeout=10000&_txlock=immediate&_synchronous=FULL"
+	if !create {
+		fi, err := os.Stat(path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return nil, fmt.Errorf("open ledger: %w: %s does not exist", ErrNoLedger, path)
+		case err != nil:
+			return nil, fmt.Errorf("open ledger: %w", err)
+		case fi.Size() == 0:
+			return nil, fmt.Errorf("open ledger: %w: %s is empty", ErrNoLedger, path)
+		}
+		dsn += "&mode=rw" // SQLite itself must not create the file either
+	}
 	db, err := sql.Open("sqlite3", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open ledger: %w", err)
+	}
+	if !create {
+		var n int
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'`).Scan(&n); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("open ledger %s: %w", path, err)
+		}
+		if n == 0 {
+			db.Close()
+			return nil, fmt.Errorf("open ledger: %w: %s holds no amnesia ledger tables", ErrNoLedger, path)
+		}
 	}
 	if _, err := db.ExecContext(ctx, sqliteSchema+sqliteQueueSchema+sqliteLogSchema); err != nil {
 		db.Close()

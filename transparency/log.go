@@ -66,7 +66,18 @@ type Log struct {
 	verifier  note.Verifier   // the current key's
 	verifiers []note.Verifier // the current key's, then the earlier keys'
 	origin    string
+	onSign    func(context.Context, *Signed) error
 }
+
+// ErrShrunk: the log holds fewer leaves than a checkpoint it signed before;
+// its tail was dropped, or the ledger was replaced by an older copy.
+var ErrShrunk = errors.New("the log is smaller than its last signed checkpoint")
+
+// OnCheckpoint sets f to be called with every checkpoint Checkpoint returns
+// (newly signed or stored), before it is returned; an error from f is
+// Checkpoint's error. amnesia uses it to keep a witness of the log's last
+// known state outside the ledger.
+func (l *Log) OnCheckpoint(f func(context.Context, *Signed) error) { l.onSign = f }
 
 // DefaultOrigin is the origin a log takes on first use when none is
 // configured: unique to the key that first signed it.
@@ -150,10 +161,40 @@ func (l *Log) reader(ctx context.Context) tlog.HashReader {
 
 // Checkpoint signs and stores a checkpoint of the log as it is now, or
 // returns the one stored for its size, and returns it.
+//
+// It never signs a tree smaller than the newest checkpoint stored: that is
+// ErrShrunk.
 func (l *Log) Checkpoint(ctx context.Context) (*Signed, error) {
+	cp, err := l.checkpoint(ctx)
+	if err != nil || l.onSign == nil {
+		return cp, err
+	}
+	if err := l.onSign(ctx, cp); err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	return cp, nil
+}
+
+func (l *Log) checkpoint(ctx context.Context) (*Signed, error) {
+	// The newest checkpoint is read before the size: leaves are stored
+	// before any checkpoint over them, so a healthy log is never smaller
+	// than a checkpoint read earlier, however many processes append.
+	latest, err := l.store.Checkpoint(ctx, -1)
+	if err != nil && !errors.Is(err, ErrNoCheckpoint) {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
 	n, err := l.store.LogSize(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	if latest != nil {
+		c, err := parseSignedBody(latest)
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint: the newest stored checkpoint: %w", err)
+		}
+		if c.Size > n {
+			return nil, fmt.Errorf("checkpoint: %w: it holds %d leaves, a checkpoint of %d leaves was signed; refusing to sign a smaller tree (restore the ledger from a backup: docs/ledger.md)", ErrShrunk, n, c.Size)
+		}
 	}
 	if raw, err := l.store.Checkpoint(ctx, n); err == nil {
 		return OpenCheckpoint(raw, l.verifiers...)
@@ -320,4 +361,14 @@ func (l *Log) Timestamp(ctx context.Context, size int64) ([]byte, error) {
 		return nil, nil
 	}
 	return t, err
+}
+
+// parseSignedBody parses the body of a stored signed checkpoint without
+// checking its signatures.
+func parseSignedBody(signed []byte) (Checkpoint, error) {
+	i := strings.Index(string(signed), "\n\n")
+	if i < 0 {
+		return Checkpoint{}, fmt.Errorf("checkpoint: %w: no signature block", ErrMalformed)
+	}
+	return ParseCheckpoint(signed[:i+1])
 }

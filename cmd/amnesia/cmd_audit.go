@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/amnesia-dev/amnesia/internal/saga"
+	"github.com/amnesia-dev/amnesia/internal/state"
 	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/transparency"
 )
@@ -34,7 +35,15 @@ operator stored since.`,
 
 // openLog opens the installation's log.
 func openLog(cmd *cobra.Command, g *globalOptions) (*app, *transparency.Log, error) {
-	a, err := openApp(cmd.Context(), g)
+	return openLogMode(cmd, g, state.LedgerChecked)
+}
+
+func openLogMode(cmd *cobra.Command, g *globalOptions, mode state.LedgerMode) (*app, *transparency.Log, error) {
+	dir, err := state.Open(g.stateDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	a, err := openAppLedger(cmd.Context(), dir, mode)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -98,7 +107,10 @@ current tree consistent with it: a truncated or rewritten log fails (exit 18).
 				}
 				saved = b
 			}
-			a, lg, err := openLog(cmd, g)
+			// Unchecked: the log's own checks below run (and report) first;
+			// then the ledger is compared with the state directory's record
+			// of the last checkpoint signed (ledger-state.json).
+			a, lg, err := openLogMode(cmd, g, state.LedgerUnchecked)
 			if err != nil {
 				return err
 			}
@@ -109,6 +121,9 @@ current tree consistent with it: a truncated or rewritten log fails (exit 18).
 				return withCode(exitLogTampered, err)
 			}
 			if err != nil {
+				return err
+			}
+			if err := a.dir.CheckLedger(cmd.Context(), a.ledger); err != nil {
 				return err
 			}
 			w := cmd.OutOrStdout()

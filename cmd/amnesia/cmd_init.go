@@ -36,7 +36,7 @@ Refuses to overwrite an existing installation.`,
 			if err != nil {
 				return err
 			}
-			a, err := openAppDir(cmd.Context(), dir)
+			a, err := openAppLedger(cmd.Context(), dir, state.LedgerCreate)
 			if err != nil {
 				return err
 			}

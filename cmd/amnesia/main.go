@@ -41,6 +41,11 @@ const (
 	// exitNotReverifiable: reverify of a certificate that says it is not
 	// re-verifiable.
 	exitNotReverifiable = 19
+	// exitLedgerLost: the ledger is missing, empty, smaller than the last
+	// signed checkpoint, or another log (state.ErrLedgerLost).
+	exitLedgerLost = 20
+	// exitBusy: another erasure of the same subject is running (saga.ErrBusy).
+	exitBusy = 21
 )
 
 const exitCodesHelp = `Exit codes:
@@ -66,6 +71,10 @@ const exitCodesHelp = `Exit codes:
   17  verify: the certificate was issued after its key was retired
   18  audit, witness: the log does not recompute, or is not consistent with a saved or cosigned checkpoint
   19  reverify: the certificate says it is not re-verifiable (reverifiable: false)
+  20  the ledger was lost or replaced (missing, empty, smaller than the last signed checkpoint, or
+      another log): restore it from a backup (docs/ledger.md); nothing was created or changed
+  21  forget/erase: another erasure of the same subject is running; nothing was done: wait for it
+      or run the same command again later
 `
 
 // exitError carries an exit code through cobra.
@@ -92,6 +101,8 @@ func exitCode(err error) int {
 		return exitErased
 	case errors.Is(err, saga.ErrPending):
 		return exitPending
+	case errors.Is(err, saga.ErrBusy):
+		return exitBusy
 	case errors.Is(err, saga.ErrStaleTrace):
 		return exitStaleTrace
 	case errors.Is(err, saga.ErrNotReverifiable):
@@ -116,6 +127,8 @@ func exitCode(err error) int {
 		return exitCertInvalid
 	case errors.Is(err, errUsage), errors.Is(err, subject.ErrPersonalData):
 		return exitUsage
+	case errors.Is(err, state.ErrLedgerLost), errors.Is(err, transparency.ErrShrunk):
+		return exitLedgerLost
 	case errors.Is(err, state.ErrNotInitialized):
 		return exitError
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -79,8 +80,21 @@ func openApp(ctx context.Context, g *globalOptions) (*app, error) {
 	return openAppDir(ctx, dir)
 }
 
+// openAppDir opens an installation's existing ledger: it never creates one
+// (see state.Dir.OpenLedger). A state directory that never had a ledger
+// gives ErrNoLineage (nothing was recorded); one whose ledger was lost or
+// replaced gives state.ErrLedgerLost.
 func openAppDir(ctx context.Context, dir *state.Dir) (*app, error) {
-	l, err := lineage.Open(ctx, dir.LedgerSpec())
+	return openAppLedger(ctx, dir, state.LedgerChecked)
+}
+
+// openAppLedger is openAppDir with the ledger opened in mode: LedgerCreate
+// for `amnesia init` only, LedgerUnchecked for `amnesia audit verify`.
+func openAppLedger(ctx context.Context, dir *state.Dir, mode state.LedgerMode) (*app, error) {
+	l, err := dir.OpenLedger(ctx, mode)
+	if errors.Is(err, lineage.ErrNoLedger) {
+		return nil, fmt.Errorf("%w: there is no ledger yet (%v); the application's first capture creates it", lineage.ErrNoLineage, err)
+	}
 	if err != nil {
 		return nil, err
 	}

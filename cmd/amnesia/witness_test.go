@@ -163,6 +163,14 @@ func TestWitnessEndToEnd(t *testing.T) {
 	// The operator rewrites the log behind the witness: same key, same
 	// origin, leaf 0 edited, as many leaves again and two more.
 	rewriteLog(t, st, size1+2)
+	// amnesia itself notices (ledger-state.json records the last checkpoint
+	// it signed); the operator then removes that record and the
+	// certificates too, and only the witness is left to notice.
+	_, errOut = run("", exitLedgerLost, "--state", st, "audit", "consistency", "--from", itoa(size1))
+	if !strings.Contains(errOut, "hash to another root") {
+		t.Errorf("rewritten log, amnesia's own check: %q", errOut)
+	}
+	hideTracks(t, st)
 	msg2, _ := run("", exitOK, "--state", st, "audit", "consistency", "--from", itoa(size1))
 	_, errOut = run(msg2, exitLogTampered, "witness", "cosign", "--dir", wdir, "--log-key", logKey)
 	if !strings.Contains(errOut, "not proven to extend") {
@@ -170,6 +178,8 @@ func TestWitnessEndToEnd(t *testing.T) {
 	}
 	// And one of exactly the size the witness cosigned.
 	rewriteLog(t, st, size1)
+	run("", exitLedgerLost, "--state", st, "audit", "consistency", "--from", itoa(size1))
+	hideTracks(t, st)
 	msg3, _ := run("", exitOK, "--state", st, "audit", "consistency", "--from", itoa(size1))
 	_, errOut = run(msg3, exitLogTampered, "witness", "cosign", "--dir", wdir, "--log-key", logKey)
 	if !strings.Contains(errOut, "different tree") {
@@ -183,6 +193,18 @@ func TestWitnessEndToEnd(t *testing.T) {
 	lk, _ = note.NewVerifier(logKey)
 	if ws, err := w.State(lk.Name()); err != nil || ws.Size != size1 || ws.Checkpoint != cosigned1 {
 		t.Errorf("the witness's state moved: %+v, %v", ws, err)
+	}
+}
+
+// hideTracks removes what lets amnesia itself notice a rewritten log: the
+// record of the last checkpoint it signed and the certificates.
+func hideTracks(t *testing.T, st string) {
+	t.Helper()
+	if err := os.Remove(filepath.Join(st, "ledger-state.json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(st, "certificates")); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -27,13 +27,12 @@ func RunBatch(ctx context.Context, es []*Erasure) ([]*Result, error) {
 	}()
 	seen := map[string]bool{}
 	for _, e := range es {
+		if id := ID(e.Trace.ID); seen[id] { // before start: its subject lock is held
+			return nil, fmt.Errorf("batch: erasure %s appears twice", id)
+		}
 		r, err := start(ctx, e)
 		if err != nil {
 			return nil, fmt.Errorf("batch: %s: %w", e.Trace.SubjectRef, err)
-		}
-		if seen[r.id] {
-			r.j.close()
-			return nil, fmt.Errorf("batch: erasure %s appears twice", r.id)
 		}
 		seen[r.id] = true
 		runners = append(runners, r)

@@ -45,6 +45,7 @@ type journal struct {
 	crashAt int // test hook: SIGKILL self after this many appends (0 = never)
 	appends int
 	now     func() time.Time
+	release func() // the subject's erasure lock (lock.go), released by close
 }
 
 // openJournal opens or creates the journal at path and replays it. A torn
@@ -180,4 +181,10 @@ func (j *journal) head(last string) (string, int) {
 	return h, n
 }
 
-func (j *journal) close() error { return j.f.Close() }
+func (j *journal) close() error {
+	if j.release != nil {
+		defer j.release()
+		j.release = nil
+	}
+	return j.f.Close()
+}

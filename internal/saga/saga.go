@@ -135,6 +135,15 @@ func start(ctx context.Context, e *Erasure) (*runner, error) {
 	if e.ReclaimWait <= 0 {
 		e.ReclaimWait = DefaultReclaimWait
 	}
+	release, err := lockSubject(ctx, e) // lock.go; released with the journal
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if release != nil {
+			release()
+		}
+	}()
 	r := &runner{Erasure: e, keys: map[string][]string{}, ev: map[string]map[string]*store.Evidence{}, failed: map[string]string{}, paused: map[string]*PendingError{}}
 	if err := r.chooseID(ctx); err != nil {
 		return nil, err
@@ -154,6 +163,7 @@ func start(ctx context.Context, e *Erasure) (*runner, error) {
 		return nil, err
 	}
 	r.j = j
+	j.release, release = release, nil
 	for _, p := range e.Trace.Plan {
 		if _, err := e.Dir.Config.Store(p.Store); err == nil {
 			r.stores = append(r.stores, p.Store)

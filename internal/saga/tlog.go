@@ -36,7 +36,14 @@ func OpenLog(ctx context.Context, e *Erasure) (*transparency.Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	return transparency.Open(ctx, st, e.Dir.Key, e.Dir.Config.LogOrigin, keys...)
+	lg, err := transparency.Open(ctx, st, e.Dir.Key, e.Dir.Config.LogOrigin, keys...)
+	if err != nil {
+		return nil, err
+	}
+	// Every checkpoint signed is recorded in ledger-state.json, so that a
+	// ledger lost or replaced later is noticed (state.Dir.OpenLedger).
+	lg.OnCheckpoint(func(_ context.Context, cp *transparency.Signed) error { return e.Dir.RecordCheckpoint(cp) })
+	return lg, nil
 }
 
 // logCertificate appends env's leaf, signs a checkpoint and returns the

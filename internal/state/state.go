@@ -10,11 +10,13 @@
 //	keyring.json           every signing key's public key, id, creation and retirement
 //	                       time (a trust file, see keyring.go and docs/keys.md)
 //	ledger.db              lineage ledger (SQLite), unless amnesia.yaml names another (ledger:)
+//	ledger-state.json      the ledger's kind and its log's last signed size and root (ledgerstate.go)
 //	traces/<id>.json       traces saved for `erase --trace`
 //	erasures/<id>/         one erasure: journal.jsonl, sealed evidence while it runs
 //	certificates/<id>.dsse.json
 //	amnesia.log            structured log (JSON lines)
 //	worker.lock            flock of `amnesia worker` while it erases (file-based stores)
+//	locks/erasure-<h>.lock flock of the erasure of one subject (SQLite ledger; internal/saga/lock.go)
 package state
 
 import (
