@@ -143,7 +143,11 @@ func (r *runner) absentOutcome(c *certificate.Artifact, a lineage.TraceArtifact,
 	}
 	methods := []string{"DELETE by key (already absent)"}
 	if rc := res.reclaim[a.Store]; rc != nil && rc.Method != "" {
-		methods = append(methods, "reclaim ran: "+rc.Method)
+		if rc.State == "PENDING-reclaim-deferred" {
+			methods = append(methods, "reclaim deferred: "+rc.Method)
+		} else {
+			methods = append(methods, "reclaim ran: "+rc.Method)
+		}
 	}
 	if c.Measurement != nil && c.Measurement.Logical != nil {
 		methods = append(methods, "logical probe: "+strings.Join(c.Measurement.Logical.Methods, ", "))
