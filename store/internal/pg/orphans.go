@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -46,9 +47,13 @@ func (t *Target) Unreachable(ctx context.Context, col string, fn func(v []byte))
 	})
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
-		// Refused by the server: not measured, say why (code and message
-		// only: they carry no row values).
-		return 0, "pg_dirtyread could not read " + t.Table.String() + ": " + sqlCause(err), nil
+		// Refused by the server: not measured, say why. A data exception's
+		// message can quote bytes of a value: its code alone is kept.
+		cause := pe.Code + " " + pe.Message
+		if strings.HasPrefix(pe.Code, "22") {
+			cause = pe.Code + " data exception"
+		}
+		return 0, "pg_dirtyread could not read " + t.Table.String() + ": " + cause, nil
 	}
 	if err != nil {
 		return 0, "", fmt.Errorf("read dead tuples: %w", err)
