@@ -159,7 +159,7 @@ func (sc *Scanner) Scan(ctx context.Context, r io.Reader) error {
 		}
 		limit := total
 		if !final {
-			limit = total - sc.set.maxLen + 1
+			limit = total - max(sc.set.maxLen, 1) + 1 // an empty set keeps nothing back
 		}
 		sc.search(buf[:total], limit)
 		if final {

@@ -166,3 +166,15 @@ func TestScanMatchesNaiveSearch(t *testing.T) {
 		}
 	}
 }
+
+// A set without needles (every record absent, or every window shared)
+// scans a reader longer than one read without failing, and finds nothing.
+func TestScanEmptySetAcrossReads(t *testing.T) {
+	sc := NewScanner(NewNeedleSet(map[string]*Evidence{}), "test")
+	if err := sc.Scan(context.Background(), bytes.NewReader(make([]byte, 3<<20+5))); err != nil {
+		t.Fatal(err)
+	}
+	if rep := sc.Report(); rep.Bytes != 3<<20+5 || len(rep.Found) != 0 {
+		t.Fatalf("report = %d bytes, found %v", rep.Bytes, rep.Found)
+	}
+}

@@ -174,3 +174,36 @@ type ReclaimReport struct {
 	State    string `json:"state,omitempty"`
 	Evidence string `json:"evidence,omitempty"`
 }
+
+// OrphanProber is implemented by adapters that can look for the bytes of
+// records that were already deleted when the erasure began (an application
+// deleted them itself) but that the store may still keep where no query
+// reaches them: an invalidated slot of a vector chunk, a dead tuple. Such a
+// record yields no evidence (there is nothing left to read by key), so the
+// byte scan has nothing to look for; the ledger still holds the keyed
+// digest of its content, and an orphan probe compares it with the digest
+// of each unreachable record it can read.
+type OrphanProber interface {
+	// ProbeOrphans reads the store's unreachable records and reports which
+	// keys of want have one whose content digests, with digest, to
+	// want[key] (the ledger's content digest, computed over the same bytes
+	// capture digested). It MUST NOT change the store. Report.Measured is
+	// false, with Report.Method saying why, when the adapter could not
+	// look (an extension or a privilege is missing).
+	ProbeOrphans(ctx context.Context, digest func([]byte) string, want map[string]string) (OrphanReport, error)
+}
+
+// OrphanReport is what ProbeOrphans found.
+type OrphanReport struct {
+	// Measured is true when the unreachable records were read and compared.
+	Measured bool `json:"measured"`
+	// Method says what was compared, or why nothing could be, in one line
+	// without content.
+	Method string `json:"method"`
+	// Scanned counts the unreachable records compared.
+	Scanned int `json:"scanned"`
+	// Found holds, for each key whose digest matched, evidence built from
+	// the matched bytes (needles for a later byte scan). It is personal
+	// data, like any Evidence.
+	Found map[string]*Evidence `json:"-"`
+}

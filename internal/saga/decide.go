@@ -113,6 +113,8 @@ func (r *runner) outcome(a lineage.TraceArtifact, res *results) certificate.Arti
 	switch {
 	case l.Found():
 		c.Outcome, c.Reason = certificate.Residual, "still returned by "+strings.Join(foundBy(l), ", ")
+	case !present:
+		r.absentOutcome(&c, a, res) // orphans.go
 	case m.Physical != nil && m.Physical.FoundAfter > 0:
 		c.Outcome, c.Reason = certificate.Residual, fmt.Sprintf("%d of %d needles still in the store's files", m.Physical.FoundAfter, m.Physical.Needles)
 	case m.Physical != nil && m.Physical.FoundBefore > 0:

@@ -38,6 +38,7 @@ type recordEvidence struct {
 type evidenceResult struct {
 	Records  map[string]recordEvidence `json:"records"` // keys present in the store
 	Physical bool                      `json:"physical"`
+	Orphans  *orphanResult             `json:"orphans,omitempty"` // keys absent: orphans.go
 }
 
 type deleteResult struct {
@@ -59,6 +60,7 @@ type probeResult struct {
 	Method   string                         `json:"method,omitempty"`
 	Files    int                            `json:"files"`
 	Bytes    int64                          `json:"bytes"`
+	Orphans  *orphanResult                  `json:"orphans,omitempty"` // orphans.go
 }
 
 type certResult struct {
@@ -321,6 +323,9 @@ func (r *runner) readEvidence(ctx context.Context, st string) (any, error) {
 		return nil, err
 	}
 	r.ev[st] = ev
+	if out.Orphans, err = r.probeOrphans(ctx, st, s, ev, "evidence"); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 
@@ -387,6 +392,11 @@ func (r *runner) probe(ctx context.Context, st string) (any, error) {
 		}
 		out.Physical, out.Method, out.Files, out.Bytes, out.Found = true, rep.Method, rep.Files, rep.Bytes, rep.Found
 	}
+	if _, ok := s.(store.EvidenceReader); ok {
+		if out.Orphans, err = r.probeOrphans(ctx, st, s, ev, "probe"); err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
 }
 
@@ -408,8 +418,10 @@ func (r *runner) publish(ctx context.Context, env []byte, sum string) error {
 		return err
 	}
 	for _, st := range r.stores {
-		if err := shred(r.evidencePath(st)); err != nil {
-			return fmt.Errorf("publish: destroy evidence: %w", err)
+		for _, p := range []string{r.evidencePath(st), r.orphanPath(st)} {
+			if err := shred(p); err != nil {
+				return fmt.Errorf("publish: destroy evidence: %w", err)
+			}
 		}
 	}
 	return state.SyncDir(r.dir)

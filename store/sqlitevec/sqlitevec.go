@@ -267,10 +267,17 @@ func (s *Store) ProbeLogical(ctx context.Context, keys []string, ev map[string]*
 	return out, nil
 }
 
-// Reclaim implements store.Reclaimer.
+// Reclaim implements store.Reclaimer: it first zeroes every invalidated
+// vec0 slot that still holds a vector (rows deleted by plain SQL, which
+// leaves the vector in its chunk), then reclaims the file.
 func (s *Store) Reclaim(ctx context.Context) (store.ReclaimReport, error) {
+	n, err := s.zeroInvalidSlots(ctx)
+	if err != nil {
+		return store.ReclaimReport{}, fmt.Errorf("reclaim: %w", err)
+	}
 	rep, err := sqlitex.Reclaim(ctx, s.db)
-	rep.Method = "vector zeroed before DELETE; " + rep.Method
+	rep.Method = "vector zeroed before DELETE; invalidated vec0 slots zeroed; " + rep.Method
+	rep.Steps = append([]string{fmt.Sprintf("zeroed %d invalidated vec0 slots", n)}, rep.Steps...)
 	return rep, err
 }
 
