@@ -27,6 +27,7 @@ const (
 	exitStaleTrace   = 5
 	exitAborted      = 6
 	exitIncomplete   = 7
+	exitNotReady     = 8
 	exitCertInvalid  = 10
 	exitCertTampered = 11
 	exitWrongKey     = 12
@@ -50,6 +51,7 @@ const exitCodesHelp = `Exit codes:
   5   the trace no longer matches the ledger: trace again
   6   aborted at the confirmation prompt
   7   erasure (or reverify) finished but incomplete: the certificate names UNVERIFIED, RESIDUAL or OUT_OF_SCOPE artifacts
+  8   a store of the trace is not ready (see 'amnesia check'); nothing was changed
   10  verify: not a valid certificate (malformed, or not schema v1)
   11  verify: signature does not match the content (tampered)
   12  verify: not signed by the given public key

@@ -39,6 +39,7 @@ level each store permits, and issues a signed certificate anyone can verify offl
 	})
 	cmd.AddCommand(
 		newInitCommand(g),
+		newCheckCommand(g),
 		newTraceCommand(g),
 		newForgetCommand(g),
 		newEraseCommand(g),
@@ -69,6 +70,7 @@ type app struct {
 	ledger  lineage.Ledger
 	log     *slog.Logger
 	logFile *os.File
+	skip    map[string]error // stores the preflight found not ready, left alone under --allow-partial
 }
 
 func openApp(ctx context.Context, g *globalOptions) (*app, error) {
