@@ -19,7 +19,8 @@ import (
 // at path exists (it is never created), is a regular file this process may
 // write (delete and VACUUM write it, and its directory for the -wal and
 // -journal files), and opens as a SQLite database. It returns the database
-// opened read-only (mode=ro: no statement can write it) for the adapter's
+// opened read-only (mode=ro: no statement can write it; immutable when it
+// has no -wal file, so that not even SQLite's -shm is created) for the adapter's
 // own catalog checks, or nil and the problems that stop it.
 func CheckFile(ctx context.Context, path string) (*sql.DB, []store.Problem) {
 	bad := func(format string, a ...any) (*sql.DB, []store.Problem) {
@@ -44,6 +45,12 @@ func CheckFile(ctx context.Context, path string) (*sql.DB, []store.Problem) {
 	q := url.Values{}
 	q.Set("mode", "ro")
 	q.Set("_busy_timeout", "5000")
+	if _, err := os.Stat(path + "-wal"); errors.Is(err, fs.ErrNotExist) {
+		// No WAL: no connection has the database open in WAL mode and every
+		// page is in the main file. immutable=1 reads it without creating
+		// the -wal and -shm files a read-only WAL open leaves behind.
+		q.Set("immutable", "1")
+	}
 	db, err := sql.Open("sqlite3", "file:"+path+"?"+q.Encode())
 	if err != nil {
 		return bad("%s: %v", path, err)
