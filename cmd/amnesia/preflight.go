@@ -26,6 +26,7 @@ const checkTimeout = 20 * time.Second
 // others; the certificate reports it as not erased. Warnings (what cannot
 // be verified) are printed and never stop anything.
 func (a *app) preflight(ctx context.Context, w io.Writer, t *lineage.Trace, allowPartial bool) error {
+	a.skip = nil
 	var notReady []string
 	seen := map[string]bool{}
 	for _, p := range t.Plan {
