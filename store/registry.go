@@ -96,3 +96,48 @@ func Open(ctx context.Context, c Config, create bool) (Store, error) {
 	}
 	return a.Open(ctx, c, create)
 }
+
+// checkSpec is what RegisterCheck records for an adapter type.
+type checkSpec struct {
+	keys  []string
+	check CheckFunc
+}
+
+var checks = map[string]checkSpec{}
+
+// RegisterCheck records an adapter type's readiness check and the
+// configuration keys the type reads (name and type included): amnesia.yaml
+// refuses any other key on a store of that type. Adapters call it from
+// init, next to Register; registering a type's check twice panics.
+func RegisterCheck(typ string, keys []string, fn CheckFunc) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	if _, dup := checks[typ]; dup {
+		panic("store: check registered twice: " + typ)
+	}
+	checks[typ] = checkSpec{keys: append([]string(nil), keys...), check: fn}
+}
+
+// Keys returns the configuration keys an adapter type reads, or nil when the
+// type registered none (then every key of Config is accepted).
+func Keys(typ string) []string {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	return append([]string(nil), checks[typ].keys...)
+}
+
+// Check runs the readiness check of c's adapter type (see CheckFunc). A
+// configuration the adapter rejects is an error Problem; a type without a
+// registered check gets a warning that its readiness is not known.
+func Check(ctx context.Context, c Config) []Problem {
+	if err := Validate(c); err != nil {
+		return []Problem{{Severity: SeverityError, Message: err.Error()}}
+	}
+	regMu.RLock()
+	spec, ok := checks[c.Type]
+	regMu.RUnlock()
+	if !ok || spec.check == nil {
+		return []Problem{{Severity: SeverityWarning, Message: "adapter type " + c.Type + " has no readiness check: nothing was checked"}}
+	}
+	return spec.check(ctx, c)
+}

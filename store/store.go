@@ -14,6 +14,11 @@
 // call again after a crash: Delete of a key that is already gone returns nil;
 // Reclaim on a clean store does nothing harmful.
 //
+// An adapter also registers a readiness check ([RegisterCheck], [CheckFunc]):
+// a read-only look at the configured store (file or server reachable, table
+// and columns present, dimensions as configured, privileges held) that
+// amnesia runs before an erasure changes anything.
+//
 // Evidence returned by [EvidenceReader] is personal data (text windows, vector
 // bytes, filter values). Callers hold it in memory, or sealed with a one-time
 // key for the duration of one erasure; adapters never log it and error
@@ -207,3 +212,65 @@ type OrphanReport struct {
 	// data, like any Evidence.
 	Found map[string]*Evidence `json:"-"`
 }
+
+// Severity says how much a [Problem] found by a check matters.
+type Severity string
+
+const (
+	// SeverityError: the store is not ready; an erasure would fail on it
+	// (it cannot be reached or opened, the table or columns are missing,
+	// the dimensions differ, the role may not delete). amnesia refuses to
+	// start an erasure that touches it unless the operator allows a partial
+	// erasure.
+	SeverityError Severity = "error"
+	// SeverityWarning: the erasure can run, but less can be verified or
+	// reclaimed than the adapter could otherwise do (e.g. a missing grant
+	// for the physical probe). The certificate says so; nothing is refused.
+	SeverityWarning Severity = "warning"
+)
+
+// Problem is one thing a [CheckFunc] found wrong with a configured store.
+type Problem struct {
+	Severity Severity `json:"severity"`
+	// Key is the configuration key the problem is about ("path", "dsn",
+	// "table", "dimensions", "data_dir", ...), or "" when it is about the
+	// store as a whole (a missing privilege).
+	Key string `json:"key,omitempty"`
+	// Message says what is wrong and what to do, in one line. It names
+	// files, hosts, ports, databases, tables, columns and roles; never a
+	// password, a record, a key or a vector.
+	Message string `json:"message"`
+}
+
+func (p Problem) String() string {
+	if p.Key == "" {
+		return p.Message
+	}
+	return p.Key + ": " + p.Message
+}
+
+// Errors returns the problems of severity error.
+func Errors(ps []Problem) []Problem {
+	var out []Problem
+	for _, p := range ps {
+		if p.Severity == SeverityError {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// CheckFunc is an adapter's readiness check (`amnesia check`, and the
+// preflight of forget, erase and worker): can an erasure run on the store
+// configured by c, and what can it verify there? c's paths are already
+// resolved.
+//
+// A CheckFunc MUST be read-only: it never creates a file, table, extension
+// or index, never writes or deletes a row, and never takes a lock beyond
+// what a catalog read takes (it does not go through the adapter's Opener,
+// which may create what is missing). It MUST NOT read records: it looks at
+// files, catalogs, column types and privileges only, so no personal data
+// can reach its result. Its messages MUST NOT contain a password: name a
+// server by host:port and database. It honours ctx and returns nil when it
+// found nothing wrong.
+type CheckFunc func(ctx context.Context, c Config) []Problem

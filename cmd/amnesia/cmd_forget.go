@@ -18,9 +18,10 @@ import (
 )
 
 type forgetOptions struct {
-	scope  string
-	reason string
-	yes    bool
+	scope        string
+	reason       string
+	yes          bool
+	allowPartial bool
 }
 
 func newForgetCommand(g *globalOptions) *cobra.Command {
@@ -63,6 +64,9 @@ and ends with the same certificate.
 				return err
 			} else if pending != nil {
 				fmt.Fprintf(out, "resuming the interrupted erasure %s of %s\n", saga.ID(pending.ID), pending.SubjectRef)
+				if err := a.preflight(cmd.Context(), cmd.ErrOrStderr(), pending, o.allowPartial); err != nil {
+					return err
+				}
 				return a.erase(cmd.Context(), out, cmd.ErrOrStderr(), pending, o.reason)
 			}
 			t, err := a.trace(cmd.Context(), raw, o.scope, nil)
@@ -70,6 +74,9 @@ and ends with the same certificate.
 				return err
 			}
 			printTrace(out, a.dir, t)
+			if err := a.preflight(cmd.Context(), cmd.ErrOrStderr(), t, o.allowPartial); err != nil {
+				return err
+			}
 			if !o.yes && !confirm(out, in, t) {
 				return withCode(exitAborted, errors.New("aborted: nothing was erased"))
 			}
@@ -79,6 +86,7 @@ and ends with the same certificate.
 	cmd.Flags().StringVar(&o.scope, "scope", "", "scope (tenant); default: the configured scope")
 	cmd.Flags().StringVar(&o.reason, "reason", "", "request or ticket reference (required; goes into the certificate: no personal data)")
 	cmd.Flags().BoolVar(&o.yes, "yes", false, "do not ask for confirmation")
+	cmd.Flags().BoolVar(&o.allowPartial, "allow-partial", false, allowPartialHelp)
 	return cmd
 }
 
@@ -105,9 +113,10 @@ func confirm(out io.Writer, in *bufio.Reader, t *lineage.Trace) bool {
 }
 
 type eraseOptions struct {
-	trace  string
-	reason string
-	queue  bool
+	trace        string
+	reason       string
+	queue        bool
+	allowPartial bool
 }
 
 func newEraseCommand(g *globalOptions) *cobra.Command {
@@ -145,12 +154,16 @@ a path). A new erasure is refused when the ledger no longer gives the same trace
 					return withCode(exitUsage, errors.New("--reason is required for a new erasure"))
 				}
 			}
+			if err := a.preflight(cmd.Context(), cmd.ErrOrStderr(), t, o.allowPartial); err != nil {
+				return err
+			}
 			return a.erase(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), t, o.reason)
 		},
 	}
 	cmd.Flags().StringVar(&o.trace, "trace", "", "trace id (from 'amnesia trace') or path to a trace file")
 	cmd.Flags().StringVar(&o.reason, "reason", "", "request or ticket reference (goes into the certificate: no personal data)")
 	cmd.Flags().BoolVar(&o.queue, "queue", false, "queue the erasure in the ledger for 'amnesia worker' instead of running it")
+	cmd.Flags().BoolVar(&o.allowPartial, "allow-partial", false, allowPartialHelp)
 	return cmd
 }
 
@@ -171,14 +184,14 @@ func loadTrace(a *app, ref string) (*lineage.Trace, error) {
 }
 
 func (a *app) erase(ctx context.Context, out, progress io.Writer, t *lineage.Trace, reason string) error {
-	_, err := a.eraseResult(ctx, out, progress, t, reason, false)
+	_, err := a.eraseResult(ctx, out, progress, t, reason, a.allowPartial)
 	return err
 }
 
 // eraseResult runs (or resumes) the erasure of t and prints its outcome. The
 // result is nil when the erasure did not finish (an error, or a pause).
 func (a *app) eraseResult(ctx context.Context, out, progress io.Writer, t *lineage.Trace, reason string, allowPartial bool) (*saga.Result, error) {
-	stores, failed := a.dir.Config.OpenStores(ctx)
+	stores, failed := a.dir.Config.OpenStoresExcept(ctx, a.skip)
 	defer func() {
 		for _, s := range stores {
 			s.Close()

@@ -145,6 +145,11 @@ func (a *app) runJob(ctx context.Context, q lineage.Queue, j *lineage.Job, lease
 	}
 	permanent := err != nil // a missing or damaged trace never gets better
 	if err == nil {
+		if err = a.preflight(runCtx, progress, t, false); err != nil {
+			a.log.Warn("worker: erasure not started, a store of its trace is not ready; the job is released for a retry", "worker", j.Worker, "erasure", id, "retry_in", retryDelay.String())
+		}
+	}
+	if err == nil {
 		var unlock func()
 		if unlock, err = a.lockFileStores(runCtx); err == nil {
 			var res *saga.Result

@@ -28,6 +28,7 @@ const (
 	exitStaleTrace   = 5
 	exitAborted      = 6
 	exitIncomplete   = 7
+	exitNotReady     = 8
 	exitPending      = 9
 	exitCertInvalid  = 10
 	exitCertTampered = 11
@@ -59,6 +60,7 @@ const exitCodesHelp = `Exit codes:
   7   erasure (or reverify) finished but incomplete: the certificate names UNVERIFIED, RESIDUAL or OUT_OF_SCOPE artifacts,
       or a configured store was unreachable; fix the cause and run the same command again: a new erasure
       erases and verifies what was left, and its certificate links to this one
+  8   a store of the trace is not ready (see 'amnesia check'); nothing was changed
   9   erasure paused (PENDING): a store whose records are deleted is held by another process or unreachable;
       nothing is lost (evidence stays sealed): run the same command again to finish reclaim and verification
   10  verify: not a valid certificate (malformed, or not schema v1)

@@ -40,6 +40,7 @@ level each store permits, and issues a signed certificate anyone can verify offl
 	})
 	cmd.AddCommand(
 		newInitCommand(g),
+		newCheckCommand(g),
 		newTraceCommand(g),
 		newForgetCommand(g),
 		newEraseCommand(g),
@@ -70,6 +71,11 @@ type app struct {
 	ledger  lineage.Ledger
 	log     *slog.Logger
 	logFile *os.File
+	skip    map[string]error // stores the preflight found not ready, left alone under --allow-partial
+	// allowPartial: the operator passed --allow-partial; a store that
+	// cannot reclaim or be probed after its records were deleted then ends
+	// UNVERIFIED instead of pausing the erasure.
+	allowPartial bool
 }
 
 func openApp(ctx context.Context, g *globalOptions) (*app, error) {

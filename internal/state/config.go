@@ -17,7 +17,11 @@ import (
 )
 
 // Config is amnesia.yaml. Values may reference environment variables as
-// $VAR or ${VAR}; relative store paths are relative to the state directory.
+// $VAR or ${VAR}; relative paths (a store's path and data_dir, a SQLite
+// ledger) are relative to the directory of the file they are read from: the
+// state directory for <state>/amnesia.yaml. `amnesia init --config F`
+// writes them into the state directory's copy resolved against F's
+// directory (ResolvePaths).
 type Config struct {
 	Version  int           `yaml:"version"`
 	Scope    string        `yaml:"scope"`
@@ -52,21 +56,23 @@ func DefaultConfig() *Config {
 	return &Config{Version: 1, Scope: subject.DefaultScope, Validity: "8760h"}
 }
 
-// LoadConfig reads and validates a configuration file.
+// LoadConfig reads and validates a configuration file. It is strict: an
+// unknown key (with a suggestion when it is close to a known one), a key the
+// store's type does not read, a value of the wrong type and an impossible
+// value are errors that name the key and its line.
 func LoadConfig(path string) (*Config, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("load config: %w", err)
 	}
-	var c Config
-	if err := yaml.Unmarshal([]byte(os.ExpandEnv(string(b))), &c); err != nil {
+	c, err := parseConfig([]byte(os.ExpandEnv(string(b))))
+	if err != nil {
 		return nil, fmt.Errorf("load config %s: %w", path, err)
 	}
-	c.dir = filepath.Dir(path)
-	if err := c.Validate(); err != nil {
+	if c.dir, err = filepath.Abs(filepath.Dir(path)); err != nil {
 		return nil, fmt.Errorf("load config %s: %w", path, err)
 	}
-	return &c, nil
+	return c, nil
 }
 
 // Marshal encodes the configuration as YAML.
@@ -75,7 +81,10 @@ func (c *Config) Marshal() ([]byte, error) { return yaml.Marshal(c) }
 // Validate checks the configuration and fills defaults.
 func (c *Config) Validate() error {
 	if c.Version != 1 {
-		return fmt.Errorf("config version %d: this amnesia reads version 1", c.Version)
+		if c.Version == 0 {
+			return fieldErr("version", "version is missing: this amnesia reads version 1 (add version: 1)")
+		}
+		return fieldErr("version", "config version %d: this amnesia reads version 1", c.Version)
 	}
 	if c.Scope == "" {
 		c.Scope = subject.DefaultScope
@@ -85,14 +94,14 @@ func (c *Config) Validate() error {
 	}
 	d, err := time.ParseDuration(c.Validity)
 	if err != nil || d <= 0 {
-		return fmt.Errorf("certificate_validity %q: want a positive Go duration such as 8760h", c.Validity)
+		return fieldErr("certificate_validity", "certificate_validity %q: want a positive Go duration such as 8760h", c.Validity)
 	}
 	c.validityDur = d
 	c.tsaTimeout = 10 * time.Second
 	if c.TSATimeout != "" {
 		d, err := time.ParseDuration(c.TSATimeout)
 		if err != nil || d <= 0 {
-			return fmt.Errorf("tsa_timeout %q: want a positive Go duration such as 10s", c.TSATimeout)
+			return fieldErr("tsa_timeout", "tsa_timeout %q: want a positive Go duration such as 10s", c.TSATimeout)
 		}
 		c.tsaTimeout = d
 	}
@@ -107,28 +116,28 @@ func (c *Config) Validate() error {
 	if c.TSA != "" {
 		u, err := url.Parse(c.TSA)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("tsa_url: want an http:// or https:// URL of an RFC 3161 time-stamping authority")
+			return fieldErr("tsa_url", "tsa_url: want an http:// or https:// URL of an RFC 3161 time-stamping authority")
 		}
 	}
 	if lower := strings.ToLower(c.Ledger); strings.HasPrefix(lower, "postgres:") || strings.HasPrefix(lower, "postgresql:") {
 		if !lineage.IsPostgresDSN(c.Ledger) {
-			return fmt.Errorf("ledger: a PostgreSQL ledger is a URL: postgres://user@host/dbname")
+			return fieldErr("ledger", "ledger: a PostgreSQL ledger is a URL: postgres://user@host/dbname")
 		}
 	}
 	seen := map[string]bool{}
 	for i, s := range c.Stores {
 		if s.Name == "" {
-			return fmt.Errorf("stores[%d]: name is required", i)
+			return fieldErr(fmt.Sprintf("stores[%d]", i), "stores[%d]: name is required", i)
 		}
 		if seen[s.Name] {
-			return fmt.Errorf("stores[%d]: duplicate name %q", i, s.Name)
+			return fieldErr(fmt.Sprintf("stores[%d].name", i), "stores[%d]: duplicate name %q", i, s.Name)
 		}
 		seen[s.Name] = true
 		if s.Type == "" {
-			return fmt.Errorf("store %q: type is required (known: %v)", s.Name, store.Types())
+			return fieldErr(fmt.Sprintf("stores[%d]", i), "store %q: type is required (known: %v)", s.Name, store.Types())
 		}
 		if err := store.Validate(s); err != nil {
-			return fmt.Errorf("store %q: %w", s.Name, err)
+			return fieldErr(fmt.Sprintf("stores[%d]", i)+storeKeyIn(err.Error()), "store %q: %v", s.Name, err)
 		}
 	}
 	return nil
@@ -143,7 +152,11 @@ func (c *Config) ReclaimWaitDuration() time.Duration { return c.reclaimWait }
 // ValidityDuration is how long certificates stay valid.
 func (c *Config) ValidityDuration() time.Duration { return c.validityDur }
 
-// StorePath resolves a store path against the state directory.
+// Dir is the directory relative paths resolve against: the configuration
+// file's, made absolute ("" for a configuration not read from a file).
+func (c *Config) Dir() string { return c.dir }
+
+// StorePath resolves a store path against the configuration file's directory.
 func (c *Config) StorePath(s StoreConfig) string {
 	if filepath.IsAbs(s.Path) || c.dir == "" {
 		return s.Path

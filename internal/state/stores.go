@@ -2,7 +2,11 @@ package state
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+	"strconv"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/amnesia-dev/amnesia/store"
 	// The adapters this binary can open register themselves.
@@ -12,23 +16,40 @@ import (
 	_ "github.com/amnesia-dev/amnesia/store/sqlitevec"
 )
 
-// OpenStore opens one configured store, with its path resolved against the
-// state directory. With create false a missing store is an error wrapping
-// store.ErrUnavailable.
-func (c *Config) OpenStore(ctx context.Context, sc StoreConfig, create bool) (store.Store, error) {
+// Resolve returns sc with its path and data_dir resolved against the
+// configuration file's directory.
+func (c *Config) Resolve(sc StoreConfig) StoreConfig {
 	sc.Path = c.StorePath(sc)
 	if sc.DataDir != "" && !filepath.IsAbs(sc.DataDir) && c.dir != "" {
 		sc.DataDir = filepath.Join(c.dir, sc.DataDir)
 	}
-	return store.Open(ctx, sc, create)
+	return sc
+}
+
+// OpenStore opens one configured store, with its paths resolved against
+// the configuration file's directory. With create false a missing store is
+// an error wrapping store.ErrUnavailable.
+func (c *Config) OpenStore(ctx context.Context, sc StoreConfig, create bool) (store.Store, error) {
+	return store.Open(ctx, c.Resolve(sc), create)
 }
 
 // OpenStores opens every configured store that exists. Stores that fail to
 // open are returned in failed, not as an error: an erasure goes on with the
 // others and reports them.
 func (c *Config) OpenStores(ctx context.Context) (open map[string]store.Store, failed map[string]error) {
+	return c.OpenStoresExcept(ctx, nil)
+}
+
+// OpenStoresExcept is OpenStores that does not open the stores named in
+// skip (a check found them not ready): they are returned in failed with
+// skip's error, and nothing is done to them.
+func (c *Config) OpenStoresExcept(ctx context.Context, skip map[string]error) (open map[string]store.Store, failed map[string]error) {
 	open, failed = map[string]store.Store{}, map[string]error{}
 	for _, sc := range c.Stores {
+		if err, ok := skip[sc.Name]; ok {
+			failed[sc.Name] = err
+			continue
+		}
 		s, err := c.OpenStore(ctx, sc, false)
 		if err != nil {
 			failed[sc.Name] = err
@@ -37,4 +58,31 @@ func (c *Config) OpenStores(ctx context.Context) (open map[string]store.Store, f
 		open[sc.Name] = s
 	}
 	return open, failed
+}
+
+// CheckStore runs the store's read-only readiness check (store.Check) with
+// its paths resolved.
+func (c *Config) CheckStore(ctx context.Context, sc StoreConfig) []store.Problem {
+	return store.Check(ctx, c.Resolve(sc))
+}
+
+// StoreTarget names where a store is, for people: its resolved path, or
+// host:port/database of its DSN (never the user's password).
+func (c *Config) StoreTarget(sc StoreConfig) string {
+	sc = c.Resolve(sc)
+	if sc.DSN == "" {
+		if p, err := filepath.Abs(sc.Path); err == nil {
+			return p
+		}
+		return sc.Path
+	}
+	cfg, err := pgx.ParseConfig(sc.DSN)
+	if err != nil {
+		return "(invalid dsn)"
+	}
+	t := cfg.Host + ":" + strconv.Itoa(int(cfg.Port)) + "/" + cfg.Database
+	if sc.Table != "" {
+		t += fmt.Sprintf(" table %s", sc.Table)
+	}
+	return t
 }

@@ -1,0 +1,96 @@
+package state
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Unknown keys, keys a store's type does not read, wrong types and
+// impossible values are errors that name the key and its line.
+func TestStrictConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml string
+		want       []string
+	}{
+		{"misspelt store key", "version: 1\nstores:\n  - name: pg\n    type: postgres\n    dsn: postgres://h/db\n    lock_timout: 5s\n",
+			[]string{"line 6: unknown key lock_timout in stores[0] (did you mean lock_timeout?)"}},
+		{"misspelt top key", "version: 1\ncertificate_validty: 10h\n",
+			[]string{"line 2: unknown key certificate_validty (did you mean certificate_validity?)"}},
+		{"far from anything", "version: 1\nfavourite_colour: blue\n",
+			[]string{"line 2: unknown key favourite_colour (known: version, scope"}},
+		{"wrong type", "version: 1\nstores:\n  - name: v\n    type: sqlite-vec\n    path: v.db\n    dimensions: many\n",
+			[]string{`line 6: stores[0].dimensions: want a whole number, got the string "many"`}},
+		{"list for a string", "version: 1\nscope: [a, b]\n",
+			[]string{"line 2: scope: want a string, got a list"}},
+		{"stores not a list", "version: 1\nstores:\n  name: x\n",
+			[]string{"line 3: stores: want a list, got a mapping"}},
+		{"key of another type", "version: 1\nstores:\n  - name: d\n    type: sqlite-doc\n    path: d.db\n    dimensions: 16\n",
+			[]string{"line 6: stores[0]: key dimensions is not read by type sqlite-doc (its keys: name, type, path)"}},
+		{"several at once", "version: 1\nscop: x\nstores:\n  - {name: a, type: sqlite-doc, pth: a.db}\n",
+			[]string{"line 2: unknown key scop (did you mean scope?)", "line 4: unknown key pth in stores[0] (did you mean path?)"}},
+		{"negative dimensions", "version: 1\nstores:\n  - name: e\n    type: pgvector\n    dsn: postgres://h/db\n    dimensions: -3\n",
+			[]string{"line 6: ", "dimensions must be 1..16000, got -3"}},
+		{"unknown store type", "version: 1\nstores:\n  - name: m\n    type: mongodb\n    path: m.db\n",
+			[]string{"line 4: ", `unknown type "mongodb"`}},
+		{"lock_timeout does not parse", "version: 1\nstores:\n  - name: pg\n    type: postgres\n    dsn: postgres://h/db\n    lock_timeout: soon\n",
+			[]string{"line 6: ", `lock_timeout must be a Go duration of at least 1ms, got "soon"`}},
+		{"validity does not parse", "version: 1\ncertificate_validity: forever\n",
+			[]string{"line 2: ", "certificate_validity"}},
+		{"missing version", "scope: x\n", []string{"version is missing: this amnesia reads version 1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "amnesia.yaml")
+			os.WriteFile(p, []byte(tc.yaml), 0o600)
+			_, err := LoadConfig(p)
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q\ndoes not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestSuggest(t *testing.T) {
+	known := []string{"name", "type", "path", "dimensions", "lock_timeout", "statement_timeout"}
+	for in, want := range map[string]string{"lock_timout": "lock_timeout", "Dimensions": "dimensions", "dimension": "dimensions", "pth": "path", "colour": ""} {
+		if got := suggest(in, known); got != want {
+			t.Errorf("suggest(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// ResolvePaths makes relative paths absolute against the configuration
+// file's directory, and leaves absolute paths and DSNs alone.
+func TestResolvePaths(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "amnesia.yaml")
+	os.WriteFile(p, []byte("version: 1\nledger: meta/ledger.db\nstores:\n  - {name: x, type: sqlite-doc, path: data/x.db}\n  - {name: y, type: sqlite-doc, path: /srv/y.db}\n  - {name: z, type: postgres, dsn: postgres://h/db, data_dir: pgdata}\n"), 0o600)
+	c, err := LoadConfig(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Dir() != dir {
+		t.Fatalf("Dir() = %s, want %s", c.Dir(), dir)
+	}
+	moved := c.ResolvePaths()
+	if len(moved) != 3 {
+		t.Fatalf("moved %v, want the store path, the data_dir and the ledger", moved)
+	}
+	for got, want := range map[string]string{
+		c.Stores[0].Path:    filepath.Join(dir, "data/x.db"),
+		c.Stores[1].Path:    "/srv/y.db",
+		c.Stores[2].DataDir: filepath.Join(dir, "pgdata"),
+		c.Ledger:            filepath.Join(dir, "meta/ledger.db"),
+		c.Stores[2].DSN:     "postgres://h/db",
+	} {
+		if got != want {
+			t.Errorf("got %s, want %s", got, want)
+		}
+	}
+}
