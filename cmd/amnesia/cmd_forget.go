@@ -11,15 +11,15 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/amnesia-dev/amnesia/certificate"
 	"github.com/amnesia-dev/amnesia/internal/saga"
 	"github.com/amnesia-dev/amnesia/lineage"
 )
 
 type forgetOptions struct {
-	scope  string
-	reason string
-	yes    bool
+	scope   string
+	reason  string
+	yes     bool
+	verbose bool
 }
 
 func newForgetCommand(g *globalOptions) *cobra.Command {
@@ -56,7 +56,7 @@ and ends with the same certificate.
 				return err
 			} else if pending != nil {
 				fmt.Fprintf(out, "resuming the interrupted erasure %s of %s\n", saga.ID(pending.ID), pending.SubjectRef)
-				return a.erase(cmd.Context(), out, cmd.ErrOrStderr(), pending, o.reason)
+				return a.erase(cmd.Context(), out, cmd.ErrOrStderr(), pending, o.reason, o.verbose)
 			}
 			t, err := a.trace(cmd.Context(), raw, o.scope, nil)
 			if err != nil {
@@ -66,12 +66,13 @@ and ends with the same certificate.
 			if !o.yes && !confirm(out, in, t) {
 				return withCode(exitAborted, errors.New("aborted: nothing was erased"))
 			}
-			return a.erase(cmd.Context(), out, cmd.ErrOrStderr(), t, o.reason)
+			return a.erase(cmd.Context(), out, cmd.ErrOrStderr(), t, o.reason, o.verbose)
 		},
 	}
 	cmd.Flags().StringVar(&o.scope, "scope", "", "scope (tenant); default: the configured scope")
 	cmd.Flags().StringVar(&o.reason, "reason", "", "request or ticket reference (required; goes into the certificate: no personal data)")
 	cmd.Flags().BoolVar(&o.yes, "yes", false, "do not ask for confirmation")
+	cmd.Flags().BoolVar(&o.verbose, "verbose", false, "print one line per artifact and each store's evidence, not only one line per store")
 	return cmd
 }
 
@@ -98,9 +99,10 @@ func confirm(out io.Writer, in *bufio.Reader, t *lineage.Trace) bool {
 }
 
 type eraseOptions struct {
-	trace  string
-	reason string
-	queue  bool
+	trace   string
+	reason  string
+	queue   bool
+	verbose bool
 }
 
 func newEraseCommand(g *globalOptions) *cobra.Command {
@@ -135,12 +137,13 @@ a path). A new erasure is refused when the ledger no longer gives the same trace
 					return withCode(exitUsage, errors.New("--reason is required for a new erasure"))
 				}
 			}
-			return a.erase(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), t, o.reason)
+			return a.erase(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), t, o.reason, o.verbose)
 		},
 	}
 	cmd.Flags().StringVar(&o.trace, "trace", "", "trace id (from 'amnesia trace') or path to a trace file")
 	cmd.Flags().StringVar(&o.reason, "reason", "", "request or ticket reference")
 	cmd.Flags().BoolVar(&o.queue, "queue", false, "queue the erasure in the ledger for 'amnesia worker' instead of running it")
+	cmd.Flags().BoolVar(&o.verbose, "verbose", false, "print one line per artifact and each store's evidence, not only one line per store")
 	return cmd
 }
 
@@ -160,7 +163,7 @@ func loadTrace(a *app, ref string) (*lineage.Trace, error) {
 	return t, nil
 }
 
-func (a *app) erase(ctx context.Context, out, progress io.Writer, t *lineage.Trace, reason string) error {
+func (a *app) erase(ctx context.Context, out, progress io.Writer, t *lineage.Trace, reason string, verbose bool) error {
 	stores, failed := a.dir.Config.OpenStores(ctx)
 	defer func() {
 		for _, s := range stores {
@@ -174,34 +177,9 @@ func (a *app) erase(ctx context.Context, out, progress io.Writer, t *lineage.Tra
 	if err != nil {
 		return err
 	}
-	printOutcome(out, res)
+	printOutcome(out, res, verbose)
 	if !res.Statement.Predicate.Complete {
 		return withCode(exitIncomplete, fmt.Errorf("erasure %s is incomplete: see the certificate's UNVERIFIED, RESIDUAL and OUT_OF_SCOPE entries", res.ID))
 	}
 	return nil
-}
-
-func printOutcome(w io.Writer, res *saga.Result) {
-	p := res.Statement.Predicate
-	fmt.Fprintf(w, "\n%-26s %-10s %-10s %-22s %s\n", "ARTIFACT", "KIND", "STORE", "OUTCOME", "DETAIL")
-	for _, a := range p.Artifacts {
-		o := a.Outcome
-		if a.Level != "" {
-			o += "(" + a.Level + ")"
-		}
-		detail := a.Reason
-		if a.Measurement != nil && a.Measurement.Physical != nil && a.Outcome == certificate.Verified && a.Level == certificate.LevelPhysical {
-			ph := a.Measurement.Physical
-			detail = fmt.Sprintf("%d/%d needles found before, %d after", ph.FoundBefore, ph.Needles, ph.FoundAfter)
-		}
-		fmt.Fprintf(w, "%-26s %-10s %-10s %-22s %s\n", a.ID, a.Kind, a.Store, o, detail)
-	}
-	fmt.Fprintln(w)
-	for _, s := range p.DeclaredScope {
-		fmt.Fprintf(w, "store %-12s %-34s %s\n", s.Name, s.Residue, s.Evidence)
-	}
-	c := p.Counts
-	fmt.Fprintf(w, "\n%d artifacts: %d verified (%d physical, %d logical), %d residual, %d unverified, %d out of scope, %d need a person\n",
-		c.Artifacts, c.Verified, c.VerifiedPhysical, c.VerifiedLogical, c.Residual, c.Unverified, c.OutOfScope, c.NeedsHuman)
-	fmt.Fprintf(w, "certificate: %s\n", res.CertificatePath)
 }

@@ -144,7 +144,7 @@ func (a *app) runJob(ctx context.Context, q lineage.Queue, j *lineage.Job, lease
 	if err == nil {
 		var unlock func()
 		if unlock, err = a.lockFileStores(runCtx); err == nil {
-			err = a.erase(runCtx, out, progress, t, j.Reason)
+			err = a.erase(runCtx, out, progress, t, j.Reason, false)
 			unlock()
 		}
 	}
