@@ -158,6 +158,7 @@ type View struct {
 	Mentions  []string             // ids of artifacts that mention the subject
 	Children  map[string][]string  // parent id -> child ids, within the view
 	Erased    map[string]string    // artifact id -> outcome of its latest erasure
+	ErasedBy  map[string]string    // artifact id -> id of its latest erasure
 }
 
 // Open opens the ledger named by spec: a PostgreSQL URL (postgres:// or

@@ -3,8 +3,10 @@ package lineage_test
 import (
 	"context"
 	"database/sql"
+	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/amnesia-dev/amnesia/lineage"
@@ -69,4 +71,47 @@ func TestOpenSelectsBySpec(t *testing.T) {
 	if _, ok := l.(*lineage.SQLite); !ok {
 		t.Errorf("Open(path) = %T, want *lineage.SQLite", l)
 	}
+}
+
+// TestSQLiteLedgerIsPrivate: the ledger and its -wal and -shm files are
+// 0600 whatever the umask, and a ledger an earlier version left 0644 is
+// tightened at open.
+func TestSQLiteLedgerIsPrivate(t *testing.T) {
+	old := syscall.Umask(0o022)
+	defer syscall.Umask(old)
+	ctx := context.Background()
+	k := ledgertest.Keyer(t)
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	check := func(when string) {
+		t.Helper()
+		for _, p := range []string{path, path + "-wal", path + "-shm"} {
+			fi, err := os.Stat(p)
+			if err != nil {
+				t.Fatalf("%s: %v", when, err)
+			}
+			if fi.Mode().Perm() != 0o600 {
+				t.Errorf("%s: %s has mode %v, want 0600", when, filepath.Base(p), fi.Mode().Perm())
+			}
+		}
+	}
+	l := openSQLite(t, path)
+	alice, err := k.Key("default", "alice@example.org")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Record(ctx, ledgertest.Art(k, alice, lineage.KindSource, "docs", "d1")); err != nil {
+		t.Fatal(err)
+	}
+	check("new ledger")
+	l.Close()
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		if err := os.Chmod(p, 0o644); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+	}
+	l = openSQLite(t, path)
+	if err := l.Record(ctx, ledgertest.Art(k, alice, lineage.KindSource, "docs", "d2")); err != nil {
+		t.Fatal(err)
+	}
+	check("reopened 0644 ledger")
 }

@@ -82,7 +82,7 @@ func (l *Postgres) Events(ctx context.Context) ([]Event, error) {
 // View implements Ledger. It reads inside one REPEATABLE READ transaction,
 // so the view is one snapshot even while other processes write.
 func (l *Postgres) View(ctx context.Context, scope string, s subject.Key) (*View, error) {
-	v := &View{Scope: scope, Subject: s, Artifacts: map[string]*Artifact{}, Children: map[string][]string{}, Erased: map[string]string{}}
+	v := &View{Scope: scope, Subject: s, Artifacts: map[string]*Artifact{}, Children: map[string][]string{}, Erased: map[string]string{}, ErasedBy: map[string]string{}}
 	err := l.pool.with(ctx, func(c *pgx.Conn) error {
 		opts := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
 		return pgx.BeginTxFunc(ctx, c, opts, func(tx pgx.Tx) error {
@@ -127,11 +127,12 @@ func pgLoadArtifact(ctx context.Context, tx pgx.Tx, v *View, id string) error {
 	if v.Children[id], err = pgIDs(ctx, tx, `SELECT child FROM edges WHERE parent = $1 ORDER BY child COLLATE "C"`, id); err != nil {
 		return err
 	}
-	var outcome string
-	err = tx.QueryRow(ctx, `SELECT outcome FROM erasures WHERE artifact = $1 ORDER BY seq DESC LIMIT 1`, id).Scan(&outcome)
+	var outcome, erasure string
+	err = tx.QueryRow(ctx, `SELECT outcome, erasure FROM erasures WHERE artifact = $1 ORDER BY seq DESC LIMIT 1`, id).Scan(&outcome, &erasure)
 	switch {
 	case err == nil:
 		v.Erased[id] = strings.TrimSpace(outcome)
+		v.ErasedBy[id] = strings.TrimSpace(erasure)
 	case !errors.Is(err, pgx.ErrNoRows):
 		return err
 	}

@@ -83,6 +83,16 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 // file, or one without the ledger's tables, is refused (ErrNoLedger) and
 // nothing is created.
 func openSQLite(ctx context.Context, path string, create bool) (*SQLite, error) {
+	if create {
+		// The ledger is private (0600): created so before SQLite opens it, since
+		// SQLite would create it under the process umask (often 0644), and
+		// SQLite gives its -wal and -shm files the database file's mode.
+		if f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600); err == nil {
+			f.Close()
+		} else if !errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("open ledger: %w", err)
+		}
+	}
 	dsn := "file:" + path + "?_journal_mode=WAL&_busy_timeout=10000&_txlock=immediate&_synchronous=FULL"
 	if !create {
 		fi, err := os.Stat(path)
@@ -130,7 +140,31 @@ func openSQLite(ctx context.Context, path string, create bool) (*SQLite, error) 
 		db.Close()
 		return nil, fmt.Errorf("open ledger: schema %q, this amnesia reads %q", v, SchemaVersion)
 	}
+	if err := privateFiles(path, path+"-wal", path+"-shm"); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open ledger: %w", err)
+	}
 	return &SQLite{db: db}, nil
+}
+
+// privateFiles takes group and other access away from the files that exist
+// (a ledger created by an earlier version under a 022 umask).
+func privateFiles(paths ...string) error {
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if fi.Mode().IsRegular() && fi.Mode().Perm()&0o077 != 0 {
+			if err := os.Chmod(p, fi.Mode().Perm()&0o700); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Close closes the database.

@@ -47,7 +47,7 @@ func (l *SQLite) View(ctx context.Context, scope string, s subject.Key) (*View, 
 			tx.Raw(func(any) error { return driver.ErrBadConn }) // never pool a connection left inside a transaction
 		}
 	}()
-	v := &View{Scope: scope, Subject: s, Artifacts: map[string]*Artifact{}, Children: map[string][]string{}, Erased: map[string]string{}}
+	v := &View{Scope: scope, Subject: s, Artifacts: map[string]*Artifact{}, Children: map[string][]string{}, Erased: map[string]string{}, ErasedBy: map[string]string{}}
 	if v.Owned, err = queryIDs(ctx, tx, `SELECT id FROM artifacts WHERE scope = ? AND subject = ? ORDER BY id`, scope, s.String()); err != nil {
 		return nil, fmt.Errorf("read ledger: %w", err)
 	}
@@ -90,12 +90,13 @@ func loadArtifact(ctx context.Context, tx sqlQuerier, v *View, id string) error 
 	if v.Children[id], err = queryIDs(ctx, tx, `SELECT child FROM edges WHERE parent = ? ORDER BY child`, id); err != nil {
 		return err
 	}
-	var outcome sql.NullString
-	if err := tx.QueryRowContext(ctx, `SELECT outcome FROM erasures WHERE artifact = ? ORDER BY seq DESC LIMIT 1`, id).Scan(&outcome); err != nil && !errors.Is(err, sql.ErrNoRows) {
+	var outcome, erasure sql.NullString
+	if err := tx.QueryRowContext(ctx, `SELECT outcome, erasure FROM erasures WHERE artifact = ? ORDER BY seq DESC LIMIT 1`, id).Scan(&outcome, &erasure); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return err
 	}
 	if outcome.Valid {
 		v.Erased[id] = strings.TrimSpace(outcome.String)
+		v.ErasedBy[id] = strings.TrimSpace(erasure.String)
 	}
 	v.Artifacts[id] = a
 	return nil

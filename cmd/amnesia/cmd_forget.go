@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/amnesia-dev/amnesia/certificate"
 	"github.com/amnesia-dev/amnesia/internal/saga"
 	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/subject"
@@ -22,6 +21,7 @@ type forgetOptions struct {
 	reason       string
 	yes          bool
 	allowPartial bool
+	verbose      bool
 }
 
 func newForgetCommand(g *globalOptions) *cobra.Command {
@@ -67,7 +67,7 @@ and ends with the same certificate.
 				if err := a.preflight(cmd.Context(), cmd.ErrOrStderr(), pending, o.allowPartial); err != nil {
 					return err
 				}
-				return a.erase(cmd.Context(), out, cmd.ErrOrStderr(), pending, o.reason)
+				return a.erase(cmd.Context(), out, cmd.ErrOrStderr(), pending, o.reason, o.verbose)
 			}
 			t, err := a.trace(cmd.Context(), raw, o.scope, nil)
 			if err != nil {
@@ -80,13 +80,14 @@ and ends with the same certificate.
 			if !o.yes && !confirm(out, in, t) {
 				return withCode(exitAborted, errors.New("aborted: nothing was erased"))
 			}
-			return a.erase(cmd.Context(), out, cmd.ErrOrStderr(), t, o.reason)
+			return a.erase(cmd.Context(), out, cmd.ErrOrStderr(), t, o.reason, o.verbose)
 		},
 	}
 	cmd.Flags().StringVar(&o.scope, "scope", "", "scope (tenant); default: the configured scope")
 	cmd.Flags().StringVar(&o.reason, "reason", "", "request or ticket reference (required; goes into the certificate: no personal data)")
 	cmd.Flags().BoolVar(&o.yes, "yes", false, "do not ask for confirmation")
 	cmd.Flags().BoolVar(&o.allowPartial, "allow-partial", false, allowPartialHelp)
+	cmd.Flags().BoolVar(&o.verbose, "verbose", false, "print one line per artifact and each store's evidence, not only one line per store")
 	return cmd
 }
 
@@ -117,6 +118,7 @@ type eraseOptions struct {
 	reason       string
 	queue        bool
 	allowPartial bool
+	verbose      bool
 }
 
 func newEraseCommand(g *globalOptions) *cobra.Command {
@@ -157,13 +159,14 @@ a path). A new erasure is refused when the ledger no longer gives the same trace
 			if err := a.preflight(cmd.Context(), cmd.ErrOrStderr(), t, o.allowPartial); err != nil {
 				return err
 			}
-			return a.erase(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), t, o.reason)
+			return a.erase(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), t, o.reason, o.verbose)
 		},
 	}
 	cmd.Flags().StringVar(&o.trace, "trace", "", "trace id (from 'amnesia trace') or path to a trace file")
 	cmd.Flags().StringVar(&o.reason, "reason", "", "request or ticket reference (goes into the certificate: no personal data)")
 	cmd.Flags().BoolVar(&o.queue, "queue", false, "queue the erasure in the ledger for 'amnesia worker' instead of running it")
 	cmd.Flags().BoolVar(&o.allowPartial, "allow-partial", false, allowPartialHelp)
+	cmd.Flags().BoolVar(&o.verbose, "verbose", false, "print one line per artifact and each store's evidence, not only one line per store")
 	return cmd
 }
 
@@ -183,14 +186,14 @@ func loadTrace(a *app, ref string) (*lineage.Trace, error) {
 	return t, nil
 }
 
-func (a *app) erase(ctx context.Context, out, progress io.Writer, t *lineage.Trace, reason string) error {
-	_, err := a.eraseResult(ctx, out, progress, t, reason, a.allowPartial)
+func (a *app) erase(ctx context.Context, out, progress io.Writer, t *lineage.Trace, reason string, verbose bool) error {
+	_, err := a.eraseResult(ctx, out, progress, t, reason, a.allowPartial, verbose)
 	return err
 }
 
 // eraseResult runs (or resumes) the erasure of t and prints its outcome. The
 // result is nil when the erasure did not finish (an error, or a pause).
-func (a *app) eraseResult(ctx context.Context, out, progress io.Writer, t *lineage.Trace, reason string, allowPartial bool) (*saga.Result, error) {
+func (a *app) eraseResult(ctx context.Context, out, progress io.Writer, t *lineage.Trace, reason string, allowPartial, verbose bool) (*saga.Result, error) {
 	stores, failed := a.dir.Config.OpenStoresExcept(ctx, a.skip)
 	defer func() {
 		for _, s := range stores {
@@ -208,34 +211,9 @@ func (a *app) eraseResult(ctx context.Context, out, progress io.Writer, t *linea
 	if res.Follows != "" {
 		fmt.Fprintf(out, "this erasure continues %s, whose certificate was incomplete; its certificate links to it (predicate.follows)\n", res.Follows)
 	}
-	printOutcome(out, res)
+	printOutcome(out, res, verbose)
 	if !res.Statement.Predicate.Complete {
 		return res, withCode(exitIncomplete, fmt.Errorf("erasure %s is incomplete: see the certificate's UNVERIFIED, RESIDUAL and OUT_OF_SCOPE entries and the declared scope; fix the cause and run the same command again", res.ID))
 	}
 	return res, nil
-}
-
-func printOutcome(w io.Writer, res *saga.Result) {
-	p := res.Statement.Predicate
-	fmt.Fprintf(w, "\n%-26s %-10s %-10s %-22s %s\n", "ARTIFACT", "KIND", "STORE", "OUTCOME", "DETAIL")
-	for _, a := range p.Artifacts {
-		o := a.Outcome
-		if a.Level != "" {
-			o += "(" + a.Level + ")"
-		}
-		detail := a.Reason
-		if a.Measurement != nil && a.Measurement.Physical != nil && a.Outcome == certificate.Verified && a.Level == certificate.LevelPhysical {
-			ph := a.Measurement.Physical
-			detail = fmt.Sprintf("%d/%d needles found before, %d after", ph.FoundBefore, ph.Needles, ph.FoundAfter)
-		}
-		fmt.Fprintf(w, "%-26s %-10s %-10s %-22s %s\n", a.ID, a.Kind, a.Store, o, detail)
-	}
-	fmt.Fprintln(w)
-	for _, s := range p.DeclaredScope {
-		fmt.Fprintf(w, "store %-12s %-34s %s\n", s.Name, s.Residue, s.Evidence)
-	}
-	c := p.Counts
-	fmt.Fprintf(w, "\n%d artifacts: %d verified (%d physical, %d logical), %d residual, %d unverified, %d out of scope, %d need a person\n",
-		c.Artifacts, c.Verified, c.VerifiedPhysical, c.VerifiedLogical, c.Residual, c.Unverified, c.OutOfScope, c.NeedsHuman)
-	fmt.Fprintf(w, "certificate: %s\n", res.CertificatePath)
 }

@@ -74,7 +74,7 @@ func (a *app) reverify(ctx context.Context, out, progress io.Writer, data []byte
 	}
 	l := res.Statement.Predicate.Reverifies
 	fmt.Fprintf(out, "re-verification %s of certificate %s (payload sha256 %s, log index %d)\n", res.ID, l.CertificateID, l.PayloadSHA256, l.LogIndex)
-	printOutcome(out, res)
+	printOutcome(out, res, true)
 	if !res.Statement.Predicate.Complete {
 		return withCode(exitIncomplete, fmt.Errorf("re-verification %s is incomplete: see the certificate's RESIDUAL, UNVERIFIED and OUT_OF_SCOPE entries", res.ID))
 	}

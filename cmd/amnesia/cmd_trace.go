@@ -8,10 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/amnesia-dev/amnesia/certificate"
 	"github.com/amnesia-dev/amnesia/internal/state"
 	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/subject"
@@ -102,6 +105,9 @@ func (a *app) trace(ctx context.Context, arg, scope string, in io.Reader) (*line
 		return nil, err
 	}
 	t, err := lineage.BuildTrace(v)
+	if errors.Is(err, lineage.ErrAlreadyErased) {
+		return nil, fmt.Errorf("trace %s in scope %q: %w%s", k.Ref(), scope, err, erasedBy(a.dir, v))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("trace %s in scope %q: %w", k.Ref(), scope, err)
 	}
@@ -130,4 +136,48 @@ func printTrace(w io.Writer, dir *state.Dir, t *lineage.Trace) {
 		fmt.Fprintf(w, "  %d artifacts of other people mention this subject: NEEDS_HUMAN, not erased\n", len(t.Mentions))
 	}
 	fmt.Fprintf(w, "  saved: %s\n", dir.TracePath(t.ID))
+}
+
+// erasedBy names the erasures that erased the subject's own artifacts (and
+// what derives from them), with their certificates' paths: the answer to
+// "already erased: where is the proof?". Artifacts of other people that
+// mention the subject are left out: their erasures are not this subject's.
+func erasedBy(dir *state.Dir, v *lineage.View) string {
+	seen := map[string]bool{}
+	ids := map[string]bool{}
+	queue := append([]string(nil), v.Owned...)
+	for len(queue) > 0 {
+		id := queue[0]
+		queue = queue[1:]
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		if v.Erased[id] == certificate.Verified && v.ErasedBy[id] != "" {
+			ids[v.ErasedBy[id]] = true
+		}
+		queue = append(queue, v.Children[id]...)
+	}
+	if len(ids) == 0 {
+		return ""
+	}
+	sorted := make([]string, 0, len(ids))
+	for id := range ids {
+		sorted = append(sorted, id)
+	}
+	sort.Strings(sorted)
+	var b strings.Builder
+	for i, id := range sorted {
+		if i == 0 {
+			b.WriteString("\nalready erased by ")
+		} else {
+			b.WriteString("\nand by ")
+		}
+		path := dir.CertificatePath(id)
+		fmt.Fprintf(&b, "%s; certificate: %s", id, path)
+		if _, err := os.Stat(path); err != nil {
+			b.WriteString(" (not in this state directory: that erasure is unfinished here, or ran with another state directory; run the same forget again to finish an unfinished one)")
+		}
+	}
+	return b.String()
 }

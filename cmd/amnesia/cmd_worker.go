@@ -153,7 +153,7 @@ func (a *app) runJob(ctx context.Context, q lineage.Queue, j *lineage.Job, lease
 		var unlock func()
 		if unlock, err = a.lockFileStores(runCtx); err == nil {
 			var res *saga.Result
-			res, err = a.eraseResult(runCtx, out, progress, t, j.Reason, false)
+			res, err = a.eraseResult(runCtx, out, progress, t, j.Reason, false, false)
 			if res != nil {
 				id = res.ID // a continuation of an incomplete erasure has its own id
 			}

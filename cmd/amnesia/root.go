@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -29,7 +30,25 @@ level each store permits, and issues a signed certificate anyone can verify offl
 ` + exitCodesHelp,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// cobra's default distance for "Did you mean this?"
+		SuggestionsMinimumDistance: 2,
+		Version:                    "set below", // adds --version
+		// An unknown command is a usage error (exit 2), with cobra's
+		// suggestion; no command prints the help.
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return nil
+			}
+			msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
+			if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+				msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
+			}
+			return withCode(exitUsage, fmt.Errorf("%s\n\nRun '%s --help' for the commands.", msg, c.CommandPath()))
+		},
+		RunE: func(c *cobra.Command, _ []string) error { return c.Help() },
 	}
+	cmd.SetVersionTemplate("{{.Version}}")
+	cmd.Version = versionText()
 	def := os.Getenv("AMNESIA_STATE")
 	if def == "" {
 		def = state.DefaultDir
@@ -52,6 +71,7 @@ level each store permits, and issues a signed certificate anyone can verify offl
 		newAnchorCommand(g),
 		newWitnessCommand(),
 		newDemoCommand(),
+		newVersionCommand(),
 	)
 	return cmd
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/amnesia-dev/amnesia/capture"
 	"github.com/amnesia-dev/amnesia/certificate"
+	"github.com/amnesia-dev/amnesia/internal/explain"
 	"github.com/amnesia-dev/amnesia/internal/saga"
 	"github.com/amnesia-dev/amnesia/internal/state"
 	"github.com/amnesia-dev/amnesia/lineage"
@@ -156,6 +157,7 @@ func Run(ctx context.Context, dir string, w io.Writer) (*Report, error) {
 		rep.Amnesia[a.Store] = c
 	}
 	printTable(w, p)
+	explain.Write(w, p, "   ", 100)
 	rep.Certificate, rep.Complete = res.CertificatePath, p.Complete
 
 	// 4. Offline verification, from the files alone.

@@ -291,6 +291,9 @@ func testIdempotent(t *testing.T, l lineage.Ledger) {
 	if v.Erased[a.ID] != "VERIFIED" || v.Erased[b.ID] != "" {
 		t.Errorf("view erased = %v, want %s VERIFIED only", v.Erased, a.ID)
 	}
+	if v.ErasedBy[a.ID] != "er-2" || v.ErasedBy[b.ID] != "" {
+		t.Errorf("view erased by = %v, want %s by er-2 only (the latest erasure)", v.ErasedBy, a.ID)
+	}
 }
 
 func testAtomic(t *testing.T, l lineage.Ledger) {
