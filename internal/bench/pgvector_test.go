@@ -2,10 +2,15 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	pgv "github.com/pgvector/pgvector-go"
 )
 
 // The pgvector benchmark at toy scale: every baseline runs, and what must
@@ -80,4 +85,68 @@ func pending(residue map[string]int) int {
 		}
 	}
 	return n
+}
+
+// load fills a table with the seeded vectors, sent through pgvector-go's
+// pgx codec: every row reads back with its own vector, exactly, and its
+// subject tag.
+func TestPGVectorLoad(t *testing.T) {
+	dsn := os.Getenv("AMNESIA_TEST_PGLITE_DSN")
+	if dsn == "" {
+		dsn = os.Getenv("AMNESIA_TEST_PG_DSN")
+	}
+	if dsn == "" {
+		t.Skip("no PostgreSQL: neither AMNESIA_TEST_PGLITE_DSN nor AMNESIA_TEST_PG_DSN is set (eval \"$(scripts/services env)\")")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const rows, dim, subjects = 40, 8, 4
+	r := &pgvRun{o: PGVectorOptions{DSN: dsn, Vectors: rows, Dim: dim, Subjects: subjects, Seed: 7, Lists: 2}, res: &PGVectorResult{}, start: time.Now()}
+	for s := range subjects {
+		r.tags = append(r.tags, fmt.Sprintf("tag-%d", s))
+	}
+	if err := r.withConn(ctx, func(c *pgx.Conn) error {
+		_, err := c.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS vector`)
+		return err
+	}); err != nil {
+		t.Skipf("no pgvector on this server: %v", err)
+	}
+	defer r.dropAll()
+	table := "bench_vectors_loadtest_" + runTag
+	su, err := r.load(ctx, table, "ivfflat", rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if su.Table != table || su.InsertSeconds <= 0 || su.IndexSeconds <= 0 {
+		t.Errorf("setup %+v", su)
+	}
+	got := 0
+	err = r.withConn(ctx, func(c *pgx.Conn) error {
+		rs, err := c.Query(ctx, `SELECT id, embedding::text, metadata->>'subject' FROM `+pgx.Identifier{table}.Sanitize()+` ORDER BY id`)
+		if err != nil {
+			return err
+		}
+		defer rs.Close()
+		for i := 0; rs.Next(); i++ {
+			var id, text, subject string
+			if err := rs.Scan(&id, &text, &subject); err != nil {
+				return err
+			}
+			var v pgv.Vector
+			if err := v.Parse(text); err != nil {
+				return err
+			}
+			if id != pgvKey(i) || subject != r.tags[i%subjects] || !slices.Equal(v.Slice(), pgvVector(7, i, dim)) {
+				t.Errorf("row %d: id %s, subject %s, vector %v; want %s, %s, %v", i, id, subject, v.Slice(), pgvKey(i), r.tags[i%subjects], pgvVector(7, i, dim))
+			}
+			got++
+		}
+		return rs.Err()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != rows {
+		t.Errorf("%d rows, want %d", got, rows)
+	}
 }
