@@ -81,6 +81,14 @@ var Table = []Entry{
 			"are erased and probed again (docs/postgres.md).",
 	},
 	{
+		State: "UNREACHABLE",
+		Meaning: "this configured store could not be opened or reached when the erasure ran. The ledger records " +
+			"nothing of this person in it, but nothing about it was checked, so the certificate is not complete " +
+			"(unless the store is marked out_of_scope: true).",
+		Action: "bring the store back (`amnesia check` says what is wrong), then run the same command again; or, if " +
+			"it can never hold this data, set out_of_scope: true for it in amnesia.yaml.",
+	},
+	{
 		State: certificate.Residual,
 		Meaning: "after the erasure a query still returned the record, or its bytes were still found in the store's " +
 			"files: it is not erased, and the certificate says so with the measurement.",
