@@ -192,7 +192,7 @@ func TestForgetExplainsAFailedStore(t *testing.T) {
 	if err := os.Rename(f.vecsDB(), f.vecsDB()+".away"); err != nil {
 		t.Fatal(err)
 	}
-	r := runBinary(t, nil, "", "--state", f.state(), "forget", "bob@example.org", "--reason", "DSR-8", "--yes")
+	r := runBinary(t, nil, "", "--state", f.state(), "forget", "bob@example.org", "--reason", "DSR-8", "--yes", "--allow-partial")
 	if r.code != exitIncomplete {
 		t.Fatalf("forget with a store down: want exit %d:\n%s", exitIncomplete, r)
 	}
