@@ -122,10 +122,14 @@ failure, reporting it with the error named:
     negative; and no artifact has level "physical" or a
     measurement.physical, since a re-verification cannot repeat the byte
     scan.
+ 12. When predicate.follows is present (an erasure that continues an
+    earlier, incomplete erasure of the same trace): the same rules on
+    certificate_id, payload_sha256 and log_index as in step 11, and
+    predicate.reverifies is absent.
 
 Passing the validity window is not a verification failure: Verify accepts
 an expired certificate, and the caller reports Predicate.Expired. Sign
-makes the checks of steps 4 to 11 on the payload before signing, so it
+makes the checks of steps 4 to 12 on the payload before signing, so it
 never issues a certificate that Verify would reject. Error messages name fields, never their values, so
 they do not leak certificate contents.
 
