@@ -58,6 +58,22 @@ func TestSchemaChecks(t *testing.T) {
 		{"counts.verified_logical", func(st *Statement) { st.Predicate.Counts.VerifiedLogical = 0 }, "counts.verified_logical"},
 		{"counts.needs_human", func(st *Statement) { st.Predicate.Counts.NeedsHuman = 0 }, "counts.needs_human"},
 		{"counts.residual", func(st *Statement) { st.Predicate.Counts.Residual = 1 }, "counts.residual"},
+		{"follows id empty", func(st *Statement) {
+			st.Predicate.Follows = &ReverifyLink{PayloadSHA256: hexSum("x"), LogIndex: 1}
+		}, "follows.certificate_id is empty"},
+		{"follows self", func(st *Statement) {
+			st.Predicate.Follows = &ReverifyLink{CertificateID: st.Predicate.CertificateID, PayloadSHA256: hexSum("x")}
+		}, "follows.certificate_id is the certificate's own id"},
+		{"follows digest", func(st *Statement) {
+			st.Predicate.Follows = &ReverifyLink{CertificateID: "er-0", PayloadSHA256: "ABC"}
+		}, "follows.payload_sha256"},
+		{"follows log index", func(st *Statement) {
+			st.Predicate.Follows = &ReverifyLink{CertificateID: "er-0", PayloadSHA256: hexSum("x"), LogIndex: -1}
+		}, "follows.log_index"},
+		{"follows and reverifies", func(st *Statement) {
+			st.Predicate.Follows = &ReverifyLink{CertificateID: "er-0", PayloadSHA256: hexSum("x")}
+			st.Predicate.Reverifies = &ReverifyLink{CertificateID: "er-1", PayloadSHA256: hexSum("y")}
+		}, "follows is set on a re-verification"},
 		{"artifact dropped", func(st *Statement) { st.Predicate.Artifacts = st.Predicate.Artifacts[:2] }, "counts.artifacts"},
 	}
 	secrets := []string{goldenPredicate().SubjectRef, goldenPredicate().CertificateID, goldenPredicate().Trace.ID}
