@@ -198,7 +198,8 @@ func (s *Store) Delete(ctx context.Context, keys []string) error {
 
 // ReadEvidence implements store.EvidenceReader: the vector's windows in its
 // stored float32 encoding, its subject tag, and the vector itself. Windows
-// that another live vector (outside keys) also holds are counted as Shared.
+// that another live vector (outside keys) also holds are counted as Shared,
+// and that vector's key is named in SharedWith.
 func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*store.Evidence, error) {
 	batch := map[string]bool{}
 	out := map[string]*store.Evidence{}
@@ -211,12 +212,9 @@ func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*st
 		if r == nil {
 			continue
 		}
-		out[k] = &store.Evidence{
-			Key:     k,
-			Needles: store.Windows(store.Float32LE(r.Embedding)),
-			Filter:  map[string]string{"subject": r.Subject},
-			Vector:  r.Embedding,
-		}
+		e := &store.Evidence{Key: k, Filter: map[string]string{"subject": r.Subject}, Vector: r.Embedding}
+		e.AddWindows(store.Float32LE(r.Embedding))
+		out[k] = e
 	}
 	err := store.DropShared(ctx, out, sqlitex.Others(ctx, s.db, `SELECT id, embedding FROM vectors`, batch))
 	if err != nil {
