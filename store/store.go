@@ -150,7 +150,8 @@ type Evidence struct {
 	// RecordBytes is the size of the fields the needles were cut from (the
 	// text, the vector's stored encoding); CoveredBytes how many of those
 	// bytes lie in a window (see Tile). Less than RecordBytes means part of
-	// the record was not searched for.
+	// the record was not searched for. Adapters fill them with AddWindows;
+	// without them amnesia does not claim the physical level.
 	RecordBytes  int `json:"record_bytes,omitempty"`
 	CoveredBytes int `json:"covered_bytes,omitempty"`
 }

@@ -25,11 +25,17 @@ type planResult struct {
 	Stores    []string `json:"stores"`
 }
 
-// recordEvidence is what the journal keeps of one record's evidence: counts.
+// recordEvidence is what the journal keeps of one record's evidence:
+// counts, and the store keys of other records that hold its shared
+// windows; never content.
 type recordEvidence struct {
-	Needles     int `json:"needles"`
-	Shared      int `json:"shared"`
-	FoundBefore int `json:"found_before"`
+	Needles        int            `json:"needles"`
+	Shared         int            `json:"shared"`
+	FoundBefore    int            `json:"found_before"`
+	SharedWith     map[string]int `json:"shared_with,omitempty"` // other record's key -> windows of this record it holds
+	SharedWithMore int            `json:"shared_with_more,omitempty"`
+	RecordBytes    int            `json:"record_bytes,omitempty"`
+	CoveredBytes   int            `json:"covered_bytes,omitempty"`
 }
 
 type evidenceResult struct {
@@ -226,7 +232,8 @@ func (r *runner) readEvidence(ctx context.Context, st string) (any, error) {
 		found, out.Physical = rep.Found, true
 	}
 	for k, e := range ev {
-		out.Records[k] = recordEvidence{Needles: len(e.Needles), Shared: e.Shared, FoundBefore: found[k]}
+		out.Records[k] = recordEvidence{Needles: len(e.Needles), Shared: e.Shared, FoundBefore: found[k],
+			SharedWith: e.SharedWith, SharedWithMore: e.SharedWithMore, RecordBytes: e.RecordBytes, CoveredBytes: e.CoveredBytes}
 	}
 	if err := sealEvidence(r.evidencePath(st), sealKey(r.Dir.Keyer, r.id, st), ev); err != nil {
 		return nil, err
