@@ -133,6 +133,7 @@ func TestDropShared(t *testing.T) {
 			{"b", "xx boilerplate shared by others.... yy"},
 			{"c", "boilerplate shared by others....copied by record c only, 32 b..!"},
 			{"d", "nothing of a's"},
+			{"", "unique window of record a, 32 b!"}, // shared, no holder named
 		} {
 			if err := fn(r.k, []byte(r.b)); err != nil {
 				return err
@@ -144,7 +145,7 @@ func TestDropShared(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := ev["a"]
-	if len(a.Needles) != 1 || a.Shared != 2 || string(a.Needles[0]) != "unique window of record a, 32 b!" {
+	if len(a.Needles) != 0 || a.Shared != 3 {
 		t.Errorf("after DropShared: %q shared=%d", a.Needles, a.Shared)
 	}
 	if len(a.SharedWith) != 2 || a.SharedWith["b"] != 1 || a.SharedWith["c"] != 2 || a.SharedWithMore != 0 {

@@ -16,7 +16,11 @@ const MaxSharedWith = 8
 // copy of it, which the caller must report. others calls fn once per other
 // live record, with its key and its bytes (in the encoding the store keeps
 // them; a record with several fields may be passed once per field), and
-// stops when fn returns an error.
+// stops when fn returns an error. Bytes passed with an empty key are
+// counted as shared but name no holder: adapters pass vector encodings so,
+// because an identical vector is what any identical chunk text (a template
+// line, a boilerplate footer) yields, and the vector alone cannot tell a
+// copy from those; the copy of the text is named where the text is kept.
 func DropShared(ctx context.Context, ev map[string]*Evidence, others func(fn func(key string, b []byte) error) error) error {
 	set := NewNeedleSet(ev)
 	if set.Len() == 0 {
@@ -32,6 +36,9 @@ func DropShared(ctx context.Context, ev map[string]*Evidence, others func(fn fun
 		for _, i := range sc.fresh {
 			sc.hit[i] = false // the next record may hold it too
 			shared[i] = true
+			if key == "" {
+				continue
+			}
 			o := set.owner[i]
 			if holders[o] == nil {
 				holders[o] = map[string]map[int]bool{}

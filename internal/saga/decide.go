@@ -156,22 +156,25 @@ func whyNotPhysical(pr *probeResult, ev recordEvidence, present bool, st string)
 
 // A record outside the subject's lineage is reported as a possible copy of
 // an erased record when it holds at least copyMinWindows of the erased
-// record's windows and at least 1/copyShare of them. Text that many records
-// share (templates, signatures, boilerplate sentences) puts a few windows of
-// a record in dozens of others; a copy puts most of them in one. Holders
-// under the threshold stay counted in measurement.physical.shared only.
-// With copyMinWindows 1 and copyShare a large number, every holder outside
-// the lineage would be reported.
+// record's windows and at least copyShareNum/copyShareDen of them, unless
+// records of two or more owners (subjects in the ledger, or records the
+// ledger does not know, counted as one owner) hold that much of it: text
+// that several people's records contain whole (a template sentence that
+// became a chunk of its own, a boilerplate footer) is not a copy of this
+// subject's data. Holders under the threshold (shared phrases, which put a
+// few windows of a record into dozens of others) stay counted in
+// measurement.physical.shared only. With copyMinWindows 1, copyShareNum 0
+// and no owner rule, every holder outside the lineage would be reported.
 const (
-	copyMinWindows = 2
-	copyShareNum   = 3
-	copyShareDen   = 4
+	copyMinWindows = 8
+	copyShareNum   = 9
+	copyShareDen   = 10
 )
 
 // copiesOutside returns the records of a's store, outside the trace (not
-// erased by this erasure), that hold enough of a's windows to be a copy of
-// it (see copyShare), by keyed id, those holding the most first, and how
-// many such holders the evidence step counted without naming.
+// erased by this erasure), that may be copies of it (see copyShareNum), by
+// keyed id, those holding the most first, and how many more the evidence
+// step counted without naming that may be copies too.
 func (r *runner) copiesOutside(a lineage.TraceArtifact, ev recordEvidence) ([]certificate.Copy, int) {
 	if len(ev.SharedWith) == 0 {
 		return nil, 0
@@ -185,14 +188,19 @@ func (r *runner) copiesOutside(a lineage.TraceArtifact, ev recordEvidence) ([]ce
 		}
 	}
 	var out []certificate.Copy
+	owners := map[int]bool{}
 	least := -1 // fewest windows a named holder holds
 	for k, n := range ev.SharedWith {
 		if least < 0 || n < least {
 			least = n
 		}
-		if !inTrace[k] && isCopy(n) {
+		if isCopy(n) && !inTrace[k] {
+			owners[ev.SharedOwner[k]] = true
 			out = append(out, certificate.Copy{Store: a.Store, Record: lineage.ArtifactID(r.Dir.Keyer, r.Trace.Scope, a.Store, k), Windows: n})
 		}
+	}
+	if len(owners) > 1 {
+		return nil, 0 // text several people's records hold whole
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Windows != out[j].Windows {
@@ -202,10 +210,10 @@ func (r *runner) copiesOutside(a lineage.TraceArtifact, ev recordEvidence) ([]ce
 	})
 	// Holders the evidence step did not name hold at most as many windows
 	// as the least of those it named: when that many make a copy, the
-	// unnamed ones may be copies too, and whether they are in the trace is
-	// not known, so they are counted.
+	// unnamed ones may be copies too, and their owners are not known, so
+	// they are counted.
 	unlisted := 0
-	if ev.SharedWithMore > 0 && isCopy(least) {
+	if len(out) > 0 && ev.SharedWithMore > 0 && isCopy(least) {
 		unlisted = ev.SharedWithMore
 	}
 	return out, unlisted

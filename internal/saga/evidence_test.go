@@ -93,12 +93,22 @@ func TestLongRecordFragmentIsResidual(t *testing.T) {
 // complete. Records of the subject's own trace that share text (a document
 // and its chunks) stay verified.
 func TestCopyOutsideLineageNeedsHuman(t *testing.T) {
+	t.Run("unrecorded", func(t *testing.T) { testCopyOutsideLineage(t, false) })
+	t.Run("another subject's", func(t *testing.T) { testCopyOutsideLineage(t, true) })
+}
+
+func testCopyOutsideLineage(t *testing.T, owned bool) {
 	ctx := context.Background()
 	f := newFixture(t, 2, 1)
 	text := longText(2, 900)
 	f.put(t, "orig-1", f.corpus.People[0].ID, text, nil)
-	// An application copied the text into a record amnesia was never told about.
-	if err := f.rawD.Put(ctx, sqlitedoc.Record{ID: "copy-xyz", Kind: sqlitedoc.KindDocument, Subject: "someone", Text: "Forwarded: " + text}); err != nil {
+	if owned {
+		// Another subject's record, recorded in the ledger, holds the text.
+		if err := f.docs.Put(ctx, capture.Doc{ID: "copy-xyz", Kind: sqlitedoc.KindDocument, Subject: f.corpus.People[1].ID, Text: "Forwarded: " + text}); err != nil {
+			t.Fatal(err)
+		}
+	} else if err := f.rawD.Put(ctx, sqlitedoc.Record{ID: "copy-xyz", Kind: sqlitedoc.KindDocument, Subject: "someone", Text: "Forwarded: " + text}); err != nil {
+		// An application copied the text into a record amnesia was never told about.
 		t.Fatal(err)
 	}
 	res, err := f.erase(t, f.trace(t, 0), map[string]store.Store{"docs": f.rawD, "vectors": f.rawV}, nil)
@@ -161,5 +171,28 @@ func TestPartialCoverageIsNotPhysical(t *testing.T) {
 	}
 	if small := artifactOf(t, f, &p, "docs", f.corpus.Docs[0].ID); small.Level != certificate.LevelPhysical {
 		t.Errorf("a fully covered record next to it: %s %s (%s)", small.Outcome, small.Level, small.Reason)
+	}
+}
+
+// Text that records of several owners hold whole (here: a record the
+// ledger does not know and another subject's record) is taken for shared
+// text, not a copy: counted in physical.shared, as before.
+func TestTextHeldBySeveralOwnersIsShared(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, 2, 1)
+	text := longText(4, 900)
+	f.put(t, "orig-2", f.corpus.People[0].ID, text, nil)
+	if err := f.rawD.Put(ctx, sqlitedoc.Record{ID: "copy-a", Kind: sqlitedoc.KindDocument, Subject: "someone", Text: text}); err != nil {
+		t.Fatal(err)
+	}
+	f.put(t, "copy-b", f.corpus.People[1].ID, "Fwd: "+text, nil)
+	res, err := f.erase(t, f.trace(t, 0), map[string]store.Store{"docs": f.rawD, "vectors": f.rawV}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := res.Statement.Predicate
+	a := artifactOf(t, f, &p, "docs", "orig-2")
+	if a.Outcome != certificate.Verified || a.Level != certificate.LevelLogical || a.Measurement.Copies != nil || !strings.Contains(a.Reason, "also held by other live records") {
+		t.Errorf("text held by two owners: %s %s (%s) copies %v", a.Outcome, a.Level, a.Reason, a.Measurement.Copies)
 	}
 }

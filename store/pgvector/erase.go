@@ -30,7 +30,8 @@ func (s *Store) Delete(ctx context.Context, keys []string) error {
 // ReadEvidence implements store.EvidenceReader: windows of the vector's
 // on-disk encoding (OnDisk) and of the content, the subject tag, and the
 // vector. Windows that another live row (outside keys) also holds are
-// counted as Shared, and that row's key is named in SharedWith.
+// counted as Shared; the rows holding windows of the content are named in
+// SharedWith, those holding the vector's are not (see store.DropShared).
 func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*store.Evidence, error) {
 	out := map[string]*store.Evidence{}
 	for _, k := range keys {
@@ -64,7 +65,7 @@ func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*st
 				if inBatch(x.ids, keys) {
 					continue
 				}
-				if err := fn(x.ID, OnDisk(x.Embedding)); err != nil {
+				if err := fn("", OnDisk(x.Embedding)); err != nil {
 					return err
 				}
 				if err := fn(x.ID, []byte(x.Content)); err != nil {
