@@ -49,6 +49,12 @@ func checkStatement(st *Statement, keyID string) error {
 			if a.Level != LevelPhysical && a.Level != LevelLogical {
 				return fmt.Errorf("predicate.artifacts[%d].level is not %s or %s", i, LevelPhysical, LevelLogical)
 			}
+			if a.Measurement != nil && (len(a.Measurement.Copies) > 0 || a.Measurement.CopiesUnlisted > 0) {
+				return fmt.Errorf("predicate.artifacts[%d] is %s but measurement.copies lists records outside the lineage", i, Verified)
+			}
+			if ph := physicalOf(a); a.Level == LevelPhysical && ph != nil && ph.Coverage != nil && !ph.Coverage.Complete() {
+				return fmt.Errorf("predicate.artifacts[%d].level is %s but measurement.physical.coverage.covered_bytes is less than record_bytes", i, LevelPhysical)
+			}
 		case Unverified, Residual, OutOfScope, NeedsHuman:
 			if a.Reason == "" {
 				return fmt.Errorf("predicate.artifacts[%d].reason is empty", i)
@@ -177,4 +183,11 @@ func isSHA256Hex(s string) bool {
 		}
 	}
 	return true
+}
+
+func physicalOf(a Artifact) *Physical {
+	if a.Measurement == nil {
+		return nil
+	}
+	return a.Measurement.Physical
 }

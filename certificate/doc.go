@@ -111,7 +111,10 @@ failure, reporting it with the error named:
     valid_until is after issued_at.
  8. Every artifact's outcome is one of VERIFIED, UNVERIFIED, RESIDUAL,
     OUT_OF_SCOPE, NEEDS_HUMAN. A VERIFIED artifact has level "physical" or
-    "logical"; any other outcome has a non-empty reason.
+    "logical" and lists no measurement.copies; a VERIFIED
+    artifact of level "physical" whose measurement.physical.coverage is
+    present has covered_bytes equal to record_bytes; any other outcome has
+    a non-empty reason.
  9. predicate.out_of_scope is not empty and each entry names what it
     excludes.
  10. predicate.counts equals the counts recomputed from the artifacts

@@ -118,6 +118,12 @@ type Measurement struct {
 	Deleted  bool      `json:"deleted"`
 	Logical  *Logical  `json:"logical,omitempty"`
 	Physical *Physical `json:"physical,omitempty"`
+	// Copies lists other live records of the same store, outside the
+	// subject's lineage, that held some of the record's windows when it
+	// was read before deletion: at most a few, those holding the most;
+	// CopiesUnlisted counts the others.
+	Copies         []Copy `json:"copies,omitempty"`
+	CopiesUnlisted int    `json:"copies_unlisted,omitempty"`
 }
 
 // Logical records which query paths still returned the record (false = not returned).
@@ -136,6 +142,28 @@ type Physical struct {
 	FoundAfter   int   `json:"found_after"`   // needles found after erasure
 	FilesScanned int   `json:"files_scanned"` // files in the final scan
 	BytesScanned int64 `json:"bytes_scanned"` // bytes in the final scan
+	// Coverage says which of the record's bytes the needles were cut from
+	// (absent from certificates issued before it was recorded).
+	Coverage *Coverage `json:"coverage,omitempty"`
+}
+
+// Coverage is how much of a record the byte scan searched for.
+type Coverage struct {
+	RecordBytes   int64 `json:"record_bytes"`   // bytes of the record's searched fields: its text, its vector's stored encoding
+	CoveredBytes  int64 `json:"covered_bytes"`  // of those, bytes that lie in a window
+	WindowBytes   int   `json:"window_bytes"`   // the size of a window
+	FragmentBytes int   `json:"fragment_bytes"` // any contiguous run of this many covered bytes contains a whole window
+}
+
+// Complete reports whether every byte of the record lies in a window.
+func (c *Coverage) Complete() bool { return c.CoveredBytes >= c.RecordBytes }
+
+// Copy is another record that holds some of an artifact's windows (see
+// Measurement.Copies).
+type Copy struct {
+	Store   string `json:"store"`
+	Record  string `json:"record"`  // keyed id of the record's store key, as an artifact id is made (art:…), never the key
+	Windows int    `json:"windows"` // how many of the artifact's windows it holds
 }
 
 // Counts sums the artifact outcomes.

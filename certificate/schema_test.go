@@ -51,6 +51,12 @@ func TestSchemaChecks(t *testing.T) {
 			st.Predicate.Artifacts[0].Outcome, st.Predicate.Artifacts[0].Level = Residual, ""
 			recount(st)
 		}, "artifacts[0].reason"},
+		{"physical with partial coverage", func(st *Statement) {
+			st.Predicate.Artifacts[0].Measurement.Physical.Coverage = &Coverage{RecordBytes: 5000, CoveredBytes: 4999, WindowBytes: 32, FragmentBytes: 39}
+		}, "artifacts[0].level is physical but measurement.physical.coverage"},
+		{"verified with copies", func(st *Statement) {
+			st.Predicate.Artifacts[0].Measurement.Copies = []Copy{{Store: "s", Record: "art:00", Windows: 1}}
+		}, "artifacts[0] is VERIFIED but measurement.copies"},
 		{"out_of_scope nil", func(st *Statement) { st.Predicate.OutOfScope = nil }, "out_of_scope is empty"},
 		{"out_of_scope what", func(st *Statement) { st.Predicate.OutOfScope[1].What = "" }, "out_of_scope[1].what"},
 		{"counts.artifacts", func(st *Statement) { st.Predicate.Counts.Artifacts++ }, "counts.artifacts"},

@@ -23,21 +23,34 @@ type NeedleSet struct {
 	needles  [][]byte
 	owner    []string // key that owns needles[i]
 	anchor   []int    // offset of needles[i]'s anchor
-	bloom    []uint64 // 2^bloomBits bits over a hash of each needle's anchor
+	bloom    []uint64 // 2^bits bits over a hash of each needle's anchor
+	bits     int
 	byAnchor map[uint64][]int
 	maxLen   int
 	maxAnch  int // largest anchor offset
 }
 
-const bloomBits = 20
+// The bloom filter has at least 2^minBloomBits bits, and at least 16 per
+// needle up to 2^maxBloomBits (32 MiB), so that it still rejects almost
+// every offset when records are tiled into many overlapping windows.
+const (
+	minBloomBits = 20
+	maxBloomBits = 28
+)
 
 // NewNeedleSet builds a set from per-key evidence.
 func NewNeedleSet(ev map[string]*Evidence) *NeedleSet {
-	s := &NeedleSet{bloom: make([]uint64, 1<<(bloomBits-6)), byAnchor: map[uint64][]int{}}
 	keys := make([]string, 0, len(ev))
-	for k := range ev {
+	total := 0
+	for k, e := range ev {
 		keys = append(keys, k)
+		total += len(e.Needles)
 	}
+	bits := minBloomBits
+	for bits < maxBloomBits && 1<<bits < 16*total {
+		bits++
+	}
+	s := &NeedleSet{bloom: make([]uint64, 1<<(bits-6)), bits: bits, byAnchor: make(map[uint64][]int, total)}
 	sort.Strings(keys)
 	for _, k := range keys {
 		for _, n := range ev[k].Needles {
@@ -51,7 +64,7 @@ func NewNeedleSet(ev map[string]*Evidence) *NeedleSet {
 			s.anchor = append(s.anchor, a)
 			p := binary.LittleEndian.Uint64(n[a:])
 			s.byAnchor[p] = append(s.byAnchor[p], i)
-			h := bloomHash(p)
+			h := bloomHash(p, s.bits)
 			s.bloom[h>>6] |= 1 << (h & 63)
 			s.maxLen = max(s.maxLen, len(n))
 			s.maxAnch = max(s.maxAnch, a)
@@ -109,7 +122,7 @@ func (s *NeedleSet) NeedlesOf(key string) int {
 	return n
 }
 
-func bloomHash(p uint64) uint64 { return (p * 0x9E3779B97F4A7C15) >> (64 - bloomBits) }
+func bloomHash(p uint64, bits int) uint64 { return (p * 0x9E3779B97F4A7C15) >> (64 - bits) }
 
 // ScanReport is the result of scanning a store's bytes for a NeedleSet.
 type ScanReport struct {
@@ -129,6 +142,10 @@ type Scanner struct {
 	hit []bool
 	rep ScanReport
 	buf []byte // read buffer, allocated once per Scanner
+	// With track set, search appends to fresh the index of every needle it
+	// finds (DropShared attributes them to the record it scanned).
+	track bool
+	fresh []int
 }
 
 // NewScanner starts a scan for set.
@@ -186,10 +203,11 @@ func (sc *Scanner) search(b []byte, limit int) {
 	}
 	// An anchor at offset i is a needle starting at i - anchor; only starts
 	// in [0, limit) are this call's (later ones come again in the next).
+	bloom, shift := s.bloom, 64-s.bits
 	for i := 0; i < limit+s.maxAnch && i+8 <= len(b); i++ {
 		p := binary.LittleEndian.Uint64(b[i:])
-		h := bloomHash(p)
-		if s.bloom[h>>6]&(1<<(h&63)) == 0 {
+		h := (p * 0x9E3779B97F4A7C15) >> shift // bloomHash, inlined
+		if bloom[h>>6]&(1<<(h&63)) == 0 {
 			continue
 		}
 		for _, idx := range s.byAnchor[p] {
@@ -199,6 +217,9 @@ func (sc *Scanner) search(b []byte, limit int) {
 			}
 			if bytes.HasPrefix(b[start:], s.needles[idx]) {
 				sc.hit[idx] = true
+				if sc.track {
+					sc.fresh = append(sc.fresh, idx)
+				}
 			}
 		}
 	}

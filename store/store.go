@@ -152,6 +152,19 @@ type Evidence struct {
 	Shared  int               `json:"shared,omitempty"`  // windows skipped because other live records hold the same bytes
 	Filter  map[string]string `json:"filter,omitempty"`  // metadata the record can be found by
 	Vector  []float32         `json:"vector,omitempty"`  // the record's own vector, for the similarity probe
+	// SharedWith names, by store key, the other live records that hold
+	// some of the Shared windows, with how many of them each holds: at most
+	// MaxSharedWith records, those holding the most first; SharedWithMore
+	// counts the holders left out. Keys and counts only, never content.
+	SharedWith     map[string]int `json:"shared_with,omitempty"`
+	SharedWithMore int            `json:"shared_with_more,omitempty"`
+	// RecordBytes is the size of the fields the needles were cut from (the
+	// text, the vector's stored encoding); CoveredBytes how many of those
+	// bytes lie in a window (see Tile). Less than RecordBytes means part of
+	// the record was not searched for. Adapters fill them with AddWindows;
+	// without them amnesia does not claim the physical level.
+	RecordBytes  int `json:"record_bytes,omitempty"`
+	CoveredBytes int `json:"covered_bytes,omitempty"`
 }
 
 // LogicalResult is the outcome of a logical probe for one key. A true field

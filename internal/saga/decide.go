@@ -75,7 +75,7 @@ func (r *runner) decide(ctx context.Context, res *results) (*certificate.Predica
 	// A configured store that could not be reached may hold data of the
 	// subject that the ledger does not know of: the certificate is not
 	// complete unless the operator declared the store out of scope.
-	p.Complete = p.Counts.Unverified == 0 && p.Counts.Residual == 0 && p.Counts.OutOfScope == 0 && !unreachable
+	p.Complete = p.Counts.Unverified == 0 && p.Counts.Residual == 0 && p.Counts.OutOfScope == 0 && !unreachable && noneNeedsHuman(p.Artifacts[:len(t.Artifacts)])
 	p.Follows = r.follows
 	p.Reverifiable, p.ReverifyNote = reverifiability(r.Dir.Config, r.Ledger, r.Stores, p.Artifacts) // reverify.go
 	if err := r.Ledger.MarkErased(ctx, marks); err != nil {
@@ -106,18 +106,24 @@ func (r *runner) outcome(a lineage.TraceArtifact, res *results) certificate.Arti
 	methods = append(methods, "logical probe: "+strings.Join(l.Methods, ", "))
 	if pr.Physical {
 		m.Physical = &certificate.Physical{Needles: ev.Needles, Shared: ev.Shared, FoundBefore: ev.FoundBefore, FoundAfter: pr.Found[a.Key], FilesScanned: pr.Files, BytesScanned: pr.Bytes}
-		methods = append(methods, fmt.Sprintf("physical probe: %s for %d windows of up to %d bytes", pr.Method, ev.Needles, store.WindowSize))
+		if ev.RecordBytes > 0 {
+			m.Physical.Coverage = &certificate.Coverage{RecordBytes: int64(ev.RecordBytes), CoveredBytes: int64(ev.CoveredBytes), WindowBytes: store.WindowSize, FragmentBytes: store.FragmentBytes}
+		}
+		methods = append(methods, fmt.Sprintf("physical probe: %s for %d windows of up to %d bytes every %d bytes", pr.Method, ev.Needles, store.WindowSize, store.WindowStride))
 	}
+	m.Copies, m.CopiesUnlisted = r.copiesOutside(a, ev)
 	c.Method = strings.Join(methods, "; ")
 	_, present := res.evidence[a.Store].Records[a.Key]
 	switch {
 	case l.Found():
-		c.Outcome, c.Reason = certificate.Residual, "still returned by "+strings.Join(foundBy(l), ", ")
+		c.Outcome, c.Reason = certificate.Residual, "still returned by "+strings.Join(foundBy(l), ", ")+copiesNote(a.Store, ev, m)
 	case !present:
 		r.absentOutcome(&c, a, res) // orphans.go
 	case m.Physical != nil && m.Physical.FoundAfter > 0:
-		c.Outcome, c.Reason = certificate.Residual, fmt.Sprintf("%d of %d needles still in the store's files", m.Physical.FoundAfter, m.Physical.Needles)
-	case m.Physical != nil && m.Physical.FoundBefore > 0:
+		c.Outcome, c.Reason = certificate.Residual, fmt.Sprintf("%d of %d needles still in the store's files", m.Physical.FoundAfter, m.Physical.Needles)+copiesNote(a.Store, ev, m)
+	case len(m.Copies) > 0 || m.CopiesUnlisted > 0:
+		c.Outcome, c.Reason = certificate.NeedsHuman, copiesReason(a.Store, ev, m)
+	case m.Physical != nil && m.Physical.FoundBefore > 0 && m.Physical.Coverage != nil && m.Physical.Coverage.Complete():
 		c.Outcome, c.Level = certificate.Verified, certificate.LevelPhysical
 	default:
 		c.Outcome, c.Level = certificate.Verified, certificate.LevelLogical
@@ -150,9 +156,113 @@ func whyNotPhysical(pr *probeResult, ev recordEvidence, present bool, st string)
 		return fmt.Sprintf("all %d of its windows are also held by other live records, so finding them would prove nothing", ev.Shared)
 	case ev.Needles == 0:
 		return "the record is too short or too repetitive to yield needles"
-	default:
+	case ev.FoundBefore == 0:
 		return fmt.Sprintf("none of its %d needles was visible in the store's files before deletion, so the scan had no power", ev.Needles)
+	case ev.RecordBytes == 0:
+		return "the evidence does not say how much of the record its needles cover (an adapter that does not count it, or an erasure begun by an earlier version)"
+	default:
+		return fmt.Sprintf("the physical probe covered %d of %d bytes of the record (fields shorter than %d bytes are not searched; a longer field is tiled up to %d windows), so a fragment of the rest would not have been found",
+			ev.CoveredBytes, ev.RecordBytes, store.MinNeedle, store.MaxWindows)
 	}
+}
+
+// A record outside the subject's lineage is reported as a possible copy of
+// an erased record when it holds at least copyMinWindows of the erased
+// record's windows and at least copyShareNum/copyShareDen of them, unless
+// records of two or more owners (subjects in the ledger, or records the
+// ledger does not know, counted as one owner) hold that much of it: text
+// that several people's records contain whole (a template sentence that
+// became a chunk of its own, a boilerplate footer) is not a copy of this
+// subject's data. Holders under the threshold (shared phrases, which put a
+// few windows of a record into dozens of others) stay counted in
+// measurement.physical.shared only. With copyMinWindows 1, copyShareNum 0
+// and no owner rule, every holder outside the lineage would be reported.
+const (
+	copyMinWindows = 8
+	copyShareNum   = 9
+	copyShareDen   = 10
+)
+
+// copiesOutside returns the records of a's store, outside the trace (not
+// erased by this erasure), that may be copies of it (see copyShareNum), by
+// keyed id, those holding the most first, and how many more the evidence
+// step counted without naming that may be copies too.
+func (r *runner) copiesOutside(a lineage.TraceArtifact, ev recordEvidence) ([]certificate.Copy, int) {
+	if len(ev.SharedWith) == 0 {
+		return nil, 0
+	}
+	total := ev.Needles + ev.Shared
+	isCopy := func(n int) bool { return n >= copyMinWindows && n*copyShareDen >= total*copyShareNum }
+	inTrace := map[string]bool{}
+	for _, o := range r.Trace.Artifacts {
+		if o.Store == a.Store {
+			inTrace[o.Key] = true
+		}
+	}
+	var out []certificate.Copy
+	owners := map[int]bool{}
+	least := -1 // fewest windows a named holder holds
+	for k, n := range ev.SharedWith {
+		if least < 0 || n < least {
+			least = n
+		}
+		if isCopy(n) && !inTrace[k] {
+			owners[ev.SharedOwner[k]] = true
+			out = append(out, certificate.Copy{Store: a.Store, Record: lineage.ArtifactID(r.Dir.Keyer, r.Trace.Scope, a.Store, k), Windows: n})
+		}
+	}
+	if len(owners) > 1 {
+		return nil, 0 // text several people's records hold whole
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Windows != out[j].Windows {
+			return out[i].Windows > out[j].Windows
+		}
+		return out[i].Record < out[j].Record
+	})
+	// Holders the evidence step did not name hold at most as many windows
+	// as the least of those it named: when that many make a copy, the
+	// unnamed ones may be copies too, and their owners are not known, so
+	// they are counted.
+	unlisted := 0
+	if len(out) > 0 && ev.SharedWithMore > 0 && isCopy(least) {
+		unlisted = ev.SharedWithMore
+	}
+	return out, unlisted
+}
+
+// copiesReason says which records outside the lineage hold a's windows.
+func copiesReason(st string, ev recordEvidence, m *certificate.Measurement) string {
+	total := ev.Needles + ev.Shared
+	if len(m.Copies) == 1 && m.CopiesUnlisted == 0 {
+		return fmt.Sprintf("%d of %d windows are also held by record %s/%s outside this subject's lineage; a person must decide whether it is a copy of this subject's data",
+			m.Copies[0].Windows, total, st, m.Copies[0].Record)
+	}
+	names := make([]string, 0, len(m.Copies)+1)
+	for _, c := range m.Copies {
+		names = append(names, fmt.Sprintf("%s/%s (%d of %d windows)", st, c.Record, c.Windows, total))
+	}
+	if m.CopiesUnlisted > 0 {
+		names = append(names, fmt.Sprintf("%d more records", m.CopiesUnlisted))
+	}
+	return "its windows are also held by records outside this subject's lineage: " + strings.Join(names, ", ") + "; a person must decide whether they are copies of this subject's data"
+}
+
+func copiesNote(st string, ev recordEvidence, m *certificate.Measurement) string {
+	if len(m.Copies) == 0 && m.CopiesUnlisted == 0 {
+		return ""
+	}
+	return "; also " + copiesReason(st, ev, m)
+}
+
+// noneNeedsHuman reports whether no erased artifact is left to a person.
+func noneNeedsHuman(arts []certificate.Artifact) bool {
+	for _, a := range arts {
+		if a.Outcome == certificate.NeedsHuman {
+			return false
+		}
+	}
+	return true
 }
 
 func (r *runner) storeState(name, typ string, arts []certificate.Artifact, res *results) certificate.StoreState {

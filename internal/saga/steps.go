@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/amnesia-dev/amnesia/certificate"
 	"github.com/amnesia-dev/amnesia/internal/state"
+	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/store"
 	"github.com/amnesia-dev/amnesia/subject"
 	"github.com/amnesia-dev/amnesia/transparency"
@@ -28,11 +30,22 @@ type planResult struct {
 	Stores    []string `json:"stores"`
 }
 
-// recordEvidence is what the journal keeps of one record's evidence: counts.
+// recordEvidence is what the journal keeps of one record's evidence:
+// counts, and the store keys of other records that hold its shared
+// windows; never content.
 type recordEvidence struct {
-	Needles     int `json:"needles"`
-	Shared      int `json:"shared"`
-	FoundBefore int `json:"found_before"`
+	Needles        int            `json:"needles"`
+	Shared         int            `json:"shared"`
+	FoundBefore    int            `json:"found_before"`
+	SharedWith     map[string]int `json:"shared_with,omitempty"` // other record's key -> windows of this record it holds
+	SharedWithMore int            `json:"shared_with_more,omitempty"`
+	// SharedOwner numbers the owners of the SharedWith records, as the
+	// ledger records them: 0 for a record the ledger does not know, the
+	// same number n ≥ 1 for records of the same subject. Numbers, not
+	// subject refs.
+	SharedOwner  map[string]int `json:"shared_owner,omitempty"`
+	RecordBytes  int            `json:"record_bytes,omitempty"`
+	CoveredBytes int            `json:"covered_bytes,omitempty"`
 }
 
 type evidenceResult struct {
@@ -317,7 +330,12 @@ func (r *runner) readEvidence(ctx context.Context, st string) (any, error) {
 		found, out.Physical = rep.Found, true
 	}
 	for k, e := range ev {
-		out.Records[k] = recordEvidence{Needles: len(e.Needles), Shared: e.Shared, FoundBefore: found[k]}
+		owners, err := r.sharedOwners(ctx, st, e.SharedWith)
+		if err != nil {
+			return nil, err
+		}
+		out.Records[k] = recordEvidence{Needles: len(e.Needles), Shared: e.Shared, FoundBefore: found[k],
+			SharedWith: e.SharedWith, SharedWithMore: e.SharedWithMore, SharedOwner: owners, RecordBytes: e.RecordBytes, CoveredBytes: e.CoveredBytes}
 	}
 	if err := sealEvidence(r.evidencePath(st), sealKey(r.Dir.Keyer, r.id, st), ev); err != nil {
 		return nil, err
@@ -325,6 +343,36 @@ func (r *runner) readEvidence(ctx context.Context, st string) (any, error) {
 	r.ev[st] = ev
 	if out.Orphans, err = r.probeOrphans(ctx, st, s, ev, "evidence"); err != nil {
 		return nil, err
+	}
+	return out, nil
+}
+
+// sharedOwners numbers the owners of the records in with (see
+// recordEvidence.SharedOwner), looking each up in the ledger.
+func (r *runner) sharedOwners(ctx context.Context, st string, with map[string]int) (map[string]int, error) {
+	if len(with) == 0 {
+		return nil, nil
+	}
+	keys := make([]string, 0, len(with))
+	for k := range with {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	num := map[string]int{}
+	out := map[string]int{}
+	for _, k := range keys {
+		a, err := r.Ledger.Lookup(ctx, r.Trace.Scope, st, k)
+		if errors.Is(err, lineage.ErrNotFound) {
+			out[k] = 0
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("look up the records that share windows: %w", err)
+		}
+		if _, ok := num[a.Subject.String()]; !ok {
+			num[a.Subject.String()] = len(num) + 1
+		}
+		out[k] = num[a.Subject.String()]
 	}
 	return out, nil
 }

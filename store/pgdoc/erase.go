@@ -27,7 +27,7 @@ func (s *Store) Delete(ctx context.Context, keys []string) error {
 
 // ReadEvidence implements store.EvidenceReader: windows of the content,
 // and the subject tag. Windows that another live row (outside keys) also
-// holds are counted as Shared.
+// holds are counted as Shared, and that row's id is named in SharedWith.
 func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*store.Evidence, error) {
 	batch := map[string]bool{}
 	out := map[string]*store.Evidence{}
@@ -38,10 +38,12 @@ func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*st
 			return nil, fmt.Errorf("read evidence: %w", err)
 		}
 		if r != nil {
-			out[k] = &store.Evidence{Key: k, Filter: map[string]string{"subject": r.Subject}, Needles: store.Windows([]byte(r.Content))}
+			e := &store.Evidence{Key: k, Filter: map[string]string{"subject": r.Subject}}
+			e.AddWindows([]byte(r.Content))
+			out[k] = e
 		}
 	}
-	others := func(fn func(b []byte) error) error {
+	others := func(fn func(key string, b []byte) error) error {
 		return s.db.With(ctx, func(c *pgx.Conn) error {
 			rows, err := c.Query(ctx, `SELECT id, content FROM `+s.tbl.Ident())
 			if err != nil {
@@ -52,7 +54,7 @@ func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*st
 				if batch[id] {
 					return nil
 				}
-				return fn([]byte(content))
+				return fn(id, []byte(content))
 			})
 			return err
 		})

@@ -36,14 +36,14 @@ func (s *Store) ProbeOrphans(ctx context.Context, digest func([]byte) string, wa
 	if reason != "" {
 		return store.OrphanReport{Method: reason}, nil
 	}
-	others := func(fn func(b []byte) error) error {
+	others := func(fn func(key string, b []byte) error) error {
 		return s.db.With(ctx, func(c *pgx.Conn) error {
-			rows, err := c.Query(ctx, `SELECT content FROM `+s.tbl.Ident())
+			rows, err := c.Query(ctx, `SELECT id, content FROM `+s.tbl.Ident())
 			if err != nil {
 				return err
 			}
-			var content string
-			_, err = pgx.ForEachRow(rows, []any{&content}, func() error { return fn([]byte(content)) })
+			var id, content string
+			_, err = pgx.ForEachRow(rows, []any{&id, &content}, func() error { return fn(id, []byte(content)) })
 			return err
 		})
 	}

@@ -146,3 +146,26 @@ func TestProbeFromDataDir(t *testing.T) {
 		t.Fatalf("an empty directory was accepted as the data directory")
 	}
 }
+
+// ReadEvidence tiles the whole content and names, by id, the other live
+// row that holds its windows; rows being read together are not others.
+func TestEvidenceNamesCopies(t *testing.T) {
+	s := open(t, config(t))
+	put(t, s, "orig", "subject-1", 1)
+	put(t, s, "sibling", "subject-1", 1) // same content, read with orig
+	if err := s.Put(context.Background(), pgdoc.Record{ID: "copy", Subject: "subject-2", Kind: "chat", Content: "fwd: " + text(1)}); err != nil {
+		t.Fatal(err)
+	}
+	put(t, s, "other", "subject-3", 2)
+	ev := evidence(t, s, "orig", "sibling")
+	e := ev["orig"]
+	n := len(text(1))
+	if e.RecordBytes != n || e.CoveredBytes != n || len(e.Needles) != 0 || e.Shared != (n-store.WindowSize+store.WindowStride-1)/store.WindowStride+1 {
+		t.Errorf("evidence: record %d covered %d needles %d shared %d", e.RecordBytes, e.CoveredBytes, len(e.Needles), e.Shared)
+	}
+	// "other" shares a few windows of boilerplate ("line 3: patient visited
+	// clinic"); "sibling" is read with orig, so it is no other record.
+	if e.SharedWith["copy"] != e.Shared || e.SharedWith["other"] >= e.Shared/4 || e.SharedWith["sibling"] != 0 || e.SharedWithMore != 0 {
+		t.Errorf("SharedWith = %v (+%d), want copy holding all %d windows", e.SharedWith, e.SharedWithMore, e.Shared)
+	}
+}

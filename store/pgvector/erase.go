@@ -30,7 +30,8 @@ func (s *Store) Delete(ctx context.Context, keys []string) error {
 // ReadEvidence implements store.EvidenceReader: windows of the vector's
 // on-disk encoding (OnDisk) and of the content, the subject tag, and the
 // vector. Windows that another live row (outside keys) also holds are
-// counted as Shared.
+// counted as Shared; the rows holding windows of the content are named in
+// SharedWith, those holding the vector's are not (see store.DropShared).
 func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*store.Evidence, error) {
 	out := map[string]*store.Evidence{}
 	for _, k := range keys {
@@ -42,13 +43,14 @@ func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*st
 			continue
 		}
 		e := &store.Evidence{Key: k, Vector: r.Embedding, Filter: map[string]string{}}
-		e.Needles = append(store.Windows(OnDisk(r.Embedding)), store.Windows([]byte(r.Content))...)
+		e.AddWindows(OnDisk(r.Embedding))
+		e.AddWindows([]byte(r.Content))
 		if r.Subject != "" {
 			e.Filter["subject"] = r.Subject
 		}
 		out[k] = e
 	}
-	others := func(fn func(b []byte) error) error {
+	others := func(fn func(key string, b []byte) error) error {
 		return s.db.With(ctx, func(c *pgx.Conn) error {
 			rows, err := c.Query(ctx, `SELECT `+s.selectList()+` FROM `+s.tbl.Ident())
 			if err != nil {
@@ -63,10 +65,10 @@ func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*st
 				if inBatch(x.ids, keys) {
 					continue
 				}
-				if err := fn(OnDisk(x.Embedding)); err != nil {
+				if err := fn("", OnDisk(x.Embedding)); err != nil {
 					return err
 				}
-				if err := fn([]byte(x.Content)); err != nil {
+				if err := fn(x.ID, []byte(x.Content)); err != nil {
 					return err
 				}
 			}

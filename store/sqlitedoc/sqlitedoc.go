@@ -161,9 +161,10 @@ func (s *Store) Delete(ctx context.Context, keys []string) error {
 	return nil
 }
 
-// ReadEvidence implements store.EvidenceReader. Text windows that another
-// live record (outside keys) also holds are skipped and counted as Shared:
-// finding them later would prove nothing about this record.
+// ReadEvidence implements store.EvidenceReader: windows tiling the text.
+// Windows that another live record (outside keys) also holds are skipped
+// and counted as Shared, and that record is named in SharedWith: finding
+// them later would prove nothing about this record, but it may be a copy.
 func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*store.Evidence, error) {
 	batch := map[string]bool{}
 	out := map[string]*store.Evidence{}
@@ -174,7 +175,9 @@ func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*st
 			return nil, fmt.Errorf("read evidence: %w", err)
 		}
 		if r != nil {
-			out[k] = &store.Evidence{Key: k, Filter: map[string]string{"subject": r.Subject}, Needles: store.Windows([]byte(r.Text))}
+			e := &store.Evidence{Key: k, Filter: map[string]string{"subject": r.Subject}}
+			e.AddWindows([]byte(r.Text))
+			out[k] = e
 		}
 	}
 	err := store.DropShared(ctx, out, sqlitex.Others(ctx, s.db, `SELECT id, text FROM documents`, batch))

@@ -83,6 +83,9 @@ func TestSharedWindowsAreNotNeedles(t *testing.T) {
 	if ev["a"].Shared == 0 {
 		t.Fatalf("no window counted as shared, though %q is in both records", boiler)
 	}
+	if w := ev["a"].SharedWith; len(w) != 1 || w["b"] != ev["a"].Shared {
+		t.Errorf("SharedWith = %v, want b holding all %d shared windows", w, ev["a"].Shared)
+	}
 	for _, n := range ev["a"].Needles {
 		if strings.Contains(boiler, string(n)) {
 			t.Errorf("needle %q is shared boilerplate", n)

@@ -198,7 +198,9 @@ func (s *Store) Delete(ctx context.Context, keys []string) error {
 
 // ReadEvidence implements store.EvidenceReader: the vector's windows in its
 // stored float32 encoding, its subject tag, and the vector itself. Windows
-// that another live vector (outside keys) also holds are counted as Shared.
+// that another live vector (outside keys) also holds are counted as Shared;
+// no holder is named (see store.DropShared: an identical vector cannot tell
+// a copy from an identical boilerplate chunk).
 func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*store.Evidence, error) {
 	batch := map[string]bool{}
 	out := map[string]*store.Evidence{}
@@ -211,14 +213,15 @@ func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*st
 		if r == nil {
 			continue
 		}
-		out[k] = &store.Evidence{
-			Key:     k,
-			Needles: store.Windows(store.Float32LE(r.Embedding)),
-			Filter:  map[string]string{"subject": r.Subject},
-			Vector:  r.Embedding,
-		}
+		e := &store.Evidence{Key: k, Filter: map[string]string{"subject": r.Subject}, Vector: r.Embedding}
+		e.AddWindows(store.Float32LE(r.Embedding))
+		out[k] = e
 	}
-	err := store.DropShared(ctx, out, sqlitex.Others(ctx, s.db, `SELECT id, embedding FROM vectors`, batch))
+	others := sqlitex.Others(ctx, s.db, `SELECT id, embedding FROM vectors`, batch)
+	anonymous := func(fn func(string, []byte) error) error {
+		return others(func(_ string, b []byte) error { return fn("", b) })
+	}
+	err := store.DropShared(ctx, out, anonymous)
 	if err != nil {
 		return nil, fmt.Errorf("read evidence: %w", err)
 	}

@@ -117,8 +117,8 @@ func Scan(ctx context.Context, path string, set *store.NeedleSet) (store.ScanRep
 
 // Others returns a source for store.DropShared: query must select (id,
 // bytes) of every live record; rows whose id is in batch are skipped.
-func Others(ctx context.Context, db *sql.DB, query string, batch map[string]bool) func(fn func([]byte) error) error {
-	return func(fn func([]byte) error) error {
+func Others(ctx context.Context, db *sql.DB, query string, batch map[string]bool) func(fn func(string, []byte) error) error {
+	return func(fn func(string, []byte) error) error {
 		rows, err := db.QueryContext(ctx, query)
 		if err != nil {
 			return err
@@ -131,7 +131,7 @@ func Others(ctx context.Context, db *sql.DB, query string, batch map[string]bool
 				return err
 			}
 			if !batch[id] {
-				if err := fn(b); err != nil {
+				if err := fn(id, b); err != nil {
 					return err
 				}
 			}
