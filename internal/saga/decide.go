@@ -301,7 +301,18 @@ func (r *runner) storeState(name, typ string, arts []certificate.Artifact, res *
 	case c.VerifiedPhysical == c.Artifacts:
 		s.Residue, s.Evidence = "VERIFIED", fmt.Sprintf("%d of %d artifacts verified by byte scan after reclaim", c.VerifiedPhysical, c.Artifacts)
 	default:
-		s.Residue, s.Evidence = "UNVERIFIED-physical-not-measured", fmt.Sprintf("%d of %d artifacts verified by byte scan, %d logically only", c.VerifiedPhysical, c.Artifacts, c.VerifiedLogical)
+		s.Residue = "UNVERIFIED-physical-not-measured"
+		parts := []string{fmt.Sprintf("%d of %d artifacts verified by byte scan", c.VerifiedPhysical, c.Artifacts)}
+		if c.VerifiedLogical > 0 {
+			parts = append(parts, fmt.Sprintf("%d logically only", c.VerifiedLogical))
+		}
+		if c.Unverified > 0 {
+			parts = append(parts, fmt.Sprintf("%d not measured (see each artifact's reason)", c.Unverified))
+		}
+		if c.NeedsHuman > 0 {
+			parts = append(parts, fmt.Sprintf("%d left to a person (a possible copy outside the subject's lineage)", c.NeedsHuman))
+		}
+		s.Evidence = strings.Join(parts, ", ")
 	}
 	if e := res.reclaimE[name]; e != "" {
 		s.Evidence += "; reclaim failed: " + e
