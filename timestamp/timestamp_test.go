@@ -9,6 +9,8 @@ import (
 	"encoding/asn1"
 	"errors"
 	"fmt"
+	"go/parser"
+	"go/token"
 	"math/big"
 	"net"
 	"net/http"
@@ -19,6 +21,8 @@ import (
 	"time"
 
 	dtimestamp "github.com/digitorus/timestamp"
+	"golang.org/x/crypto/cryptobyte"
+	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
 )
 
 var checkpoint = []byte("amnesia.example/log\n42\nq6tE3n0yZ2b1u4bWc1Jw2m0Zp9X7m9h5wF5qvC4Zl0o=\n")
@@ -700,40 +704,32 @@ func TestVerifyAmbiguousSigner(t *testing.T) {
 // certs. The certificates are not signed by the TSA, so this needs no key.
 func withCertificates(t *testing.T, tok []byte, certs ...*x509.Certificate) []byte {
 	t.Helper()
-	ci, err := one(tok, "")
-	if err != nil {
-		t.Fatal(err)
+	in := cryptobyte.String(tok)
+	var ci, ct, wrapped, sd, version, digestAlgs, encap cryptobyte.String
+	if !in.ReadASN1(&ci, cbasn1.SEQUENCE) || !ci.ReadASN1Element(&ct, cbasn1.OBJECT_IDENTIFIER) ||
+		!ci.ReadASN1(&wrapped, tag0) || !wrapped.ReadASN1(&sd, cbasn1.SEQUENCE) ||
+		!sd.ReadASN1Element(&version, cbasn1.INTEGER) || !sd.ReadASN1Element(&digestAlgs, cbasn1.SET) ||
+		!sd.ReadASN1Element(&encap, cbasn1.SEQUENCE) || !sd.SkipOptionalASN1(tag0) {
+		t.Fatal("token is not a ContentInfo with SignedData")
 	}
-	parts, _ := elements(ci.Bytes, "")
-	sdEl, _ := one(parts[1].Bytes, "")
-	sd, _ := elements(sdEl.Bytes, "")
-	var raw []byte
-	for _, c := range certs {
-		raw = append(raw, c.Raw...)
-	}
-	certsEl := asn1.RawValue{Class: asn1.ClassContextSpecific, Tag: 0, IsCompound: true, Bytes: raw}
-	var out []asn1.RawValue
-	for i, e := range sd {
-		if i == 3 && isContext(e, 0, true) {
-			continue
-		}
-		out = append(out, e)
-		if i == 2 {
-			out = append(out, certsEl)
-		}
-	}
-	var body []byte
-	for _, e := range out {
-		b, err := asn1.Marshal(e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body = append(body, b...)
-	}
-	sdDER, _ := asn1.Marshal(asn1.RawValue{Class: asn1.ClassUniversal, Tag: asn1.TagSequence, IsCompound: true, Bytes: body})
-	wrapped, _ := asn1.Marshal(asn1.RawValue{Class: asn1.ClassContextSpecific, Tag: 0, IsCompound: true, Bytes: sdDER})
-	ciDER, _ := asn1.Marshal(asn1.RawValue{Class: asn1.ClassUniversal, Tag: asn1.TagSequence, IsCompound: true, Bytes: append(append([]byte{}, parts[0].FullBytes...), wrapped...)})
-	return ciDER
+	var b cryptobyte.Builder
+	b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) {
+		b.AddBytes(ct)
+		b.AddASN1(tag0, func(b *cryptobyte.Builder) {
+			b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) {
+				b.AddBytes(version)
+				b.AddBytes(digestAlgs)
+				b.AddBytes(encap)
+				b.AddASN1(tag0, func(b *cryptobyte.Builder) {
+					for _, c := range certs {
+						b.AddBytes(c.Raw)
+					}
+				})
+				b.AddBytes(sd) // crls, if any, and signerInfos
+			})
+		})
+	})
+	return b.BytesOrPanic()
 }
 
 // TestVerifyUnsignedCertificates shows the documented limit: certificates
@@ -762,17 +758,22 @@ func TestVerifySignatureChanges(t *testing.T) {
 	a := newTestTSA(t, tsaOptions{})
 	tok := request(t, a).DER
 	// Walk to the SignerInfo: ContentInfo > [0] > SignedData > signerInfos.
-	ci, _ := one(tok, "")
-	parts, _ := elements(ci.Bytes, "")
-	sdEl, _ := one(parts[1].Bytes, "")
-	sd, _ := elements(sdEl.Bytes, "")
-	sis, _ := elements(sd[len(sd)-1].Bytes, "")
-	si, _ := elements(sis[0].Bytes, "")
-	econtent, _ := elements(sd[2].Bytes, "")
+	in := cryptobyte.String(tok)
+	var ci, wrapped, sd, encap, econtent, sis, si, attrs, sig cryptobyte.String
+	if !in.ReadASN1(&ci, cbasn1.SEQUENCE) || !ci.SkipASN1(cbasn1.OBJECT_IDENTIFIER) ||
+		!ci.ReadASN1(&wrapped, tag0) || !wrapped.ReadASN1(&sd, cbasn1.SEQUENCE) ||
+		!sd.SkipASN1(cbasn1.INTEGER) || !sd.SkipASN1(cbasn1.SET) || !sd.ReadASN1(&encap, cbasn1.SEQUENCE) ||
+		!sd.SkipOptionalASN1(tag0) || !sd.ReadASN1(&sis, cbasn1.SET) ||
+		!encap.SkipASN1(cbasn1.OBJECT_IDENTIFIER) || !encap.ReadASN1(&econtent, tag0) ||
+		!sis.ReadASN1(&si, cbasn1.SEQUENCE) || !si.SkipASN1(cbasn1.INTEGER) || !si.SkipASN1(cbasn1.SEQUENCE) ||
+		!si.SkipASN1(cbasn1.SEQUENCE) || !si.ReadASN1(&attrs, tag0) || !si.SkipASN1(cbasn1.SEQUENCE) ||
+		!si.ReadASN1(&sig, cbasn1.OCTET_STRING) {
+		t.Fatal("token is not a ContentInfo with SignedData")
+	}
 	regions := map[string][]byte{
-		"signature":         si[5].Bytes,
-		"signed attributes": si[3].Bytes,
-		"TSTInfo":           econtent[1].Bytes,
+		"signature":         sig,
+		"signed attributes": attrs,
+		"TSTInfo":           econtent,
 	}
 	for name, r := range regions {
 		start := bytes.Index(tok, r)
@@ -793,5 +794,60 @@ func TestVerifySignatureChanges(t *testing.T) {
 			}
 		}
 		t.Logf("%s: %d bytes, %d changes reported as ErrSignature", name, len(r), sig)
+	}
+}
+
+// TestSignatureCheckedOnce: a token's CMS signature is checked once, by
+// checkSignature, on every path (ParseToken, Verify, Request with and
+// without Roots), and no third-party code that would check it again (the
+// Verify of digitorus/pkcs7, which digitorus/timestamp's Parse calls) is
+// used by the package.
+func TestSignatureCheckedOnce(t *testing.T) {
+	a := newTestTSA(t, tsaOptions{})
+	tok := request(t, a)
+	srv := a.server(t, nil)
+	for name, f := range map[string]func() error{
+		"ParseToken": func() error { _, err := ParseToken(tok.DER); return err },
+		"Verify":     func() error { _, err := Verify(tok.DER, checkpoint, a.roots, nil); return err },
+		"Request": func() error {
+			_, err := Request(context.Background(), srv.URL, checkpoint, nil)
+			return err
+		},
+		"Request with Roots": func() error {
+			_, err := Request(context.Background(), srv.URL, checkpoint, &RequestOptions{Roots: a.roots})
+			return err
+		},
+	} {
+		before := signatureChecks.Load()
+		if err := f(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if n := signatureChecks.Load() - before; n != 1 {
+			t.Errorf("%s checked the signature %d times, want 1", name, n)
+		}
+	}
+
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, ".", func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, parser.ImportsOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pkgs {
+		for name, f := range p.Files {
+			for _, imp := range f.Imports {
+				if imp.Path.Value == `"github.com/digitorus/pkcs7"` {
+					t.Errorf("%s imports github.com/digitorus/pkcs7, whose Verify checks the signature again", name)
+				}
+			}
+			src, err := os.ReadFile(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, call := range []string{"dtimestamp.Parse(", "dtimestamp.ParseResponse("} {
+				if strings.Contains(string(src), call) {
+					t.Errorf("%s calls %s, which checks the signature again", name, call)
+				}
+			}
+		}
 	}
 }
