@@ -35,11 +35,6 @@ var (
 	oidAttrSigningTime  = asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 9, 5}
 	oidAttrSigningCert  = asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 9, 16, 2, 12}
 	oidAttrSigningCert2 = asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 9, 16, 2, 47}
-
-	oidSHA1   = asn1.ObjectIdentifier{1, 3, 14, 3, 2, 26}
-	oidSHA256 = asn1.ObjectIdentifier{2, 16, 840, 1, 101, 3, 4, 2, 1}
-	oidSHA384 = asn1.ObjectIdentifier{2, 16, 840, 1, 101, 3, 4, 2, 2}
-	oidSHA512 = asn1.ObjectIdentifier{2, 16, 840, 1, 101, 3, 4, 2, 3}
 )
 
 // Context-specific constructed tags: [0] and [1] of CMS and TSTInfo, [4]
@@ -51,37 +46,42 @@ var (
 )
 
 // digestHashes are the SignerInfo digest algorithms (and TSTInfo imprint
-// hashes) understood.
-var digestHashes = []struct {
-	oid  asn1.ObjectIdentifier
+// hashes) understood, by OID.
+var digestHashes = map[string]crypto.Hash{
+	"1.3.14.3.2.26":          crypto.SHA1, // imprints are checked separately
+	"2.16.840.1.101.3.4.2.1": crypto.SHA256,
+	"2.16.840.1.101.3.4.2.2": crypto.SHA384,
+	"2.16.840.1.101.3.4.2.3": crypto.SHA512,
+}
+
+func hashForOID(oid asn1.ObjectIdentifier) crypto.Hash { return digestHashes[oid.String()] }
+
+var (
+	ecdsaAlgs = map[crypto.Hash]x509.SignatureAlgorithm{crypto.SHA1: x509.ECDSAWithSHA1,
+		crypto.SHA256: x509.ECDSAWithSHA256, crypto.SHA384: x509.ECDSAWithSHA384, crypto.SHA512: x509.ECDSAWithSHA512}
+	rsaAlgs = map[crypto.Hash]x509.SignatureAlgorithm{crypto.SHA1: x509.SHA1WithRSA,
+		crypto.SHA256: x509.SHA256WithRSA, crypto.SHA384: x509.SHA384WithRSA, crypto.SHA512: x509.SHA512WithRSA}
+	ed25519Algs = map[crypto.Hash]x509.SignatureAlgorithm{crypto.SHA1: x509.PureEd25519,
+		crypto.SHA256: x509.PureEd25519, crypto.SHA384: x509.PureEd25519, crypto.SHA512: x509.PureEd25519}
+)
+
+// sigAlgs are the SignerInfo signature algorithms accepted, by OID: the hash
+// the OID names, if any, which must be the signer's digest algorithm, and
+// crypto/x509's algorithm for each digest algorithm.
+var sigAlgs = map[string]struct {
 	hash crypto.Hash
+	algs map[crypto.Hash]x509.SignatureAlgorithm
 }{
-	{oidSHA1, crypto.SHA1}, // imprints are checked separately
-	{oidSHA256, crypto.SHA256},
-	{oidSHA384, crypto.SHA384},
-	{oidSHA512, crypto.SHA512},
-}
-
-func hashForOID(oid asn1.ObjectIdentifier) crypto.Hash {
-	for _, d := range digestHashes {
-		if d.oid.Equal(oid) {
-			return d.hash
-		}
-	}
-	return 0
-}
-
-// sigAlgHash names the hash that a signature algorithm OID implies, if any.
-// Signature algorithms that name no hash (rsaEncryption, Ed25519) map to 0.
-var sigAlgHash = map[string]crypto.Hash{
-	"1.2.840.113549.1.1.5":  crypto.SHA1,   // sha1WithRSAEncryption
-	"1.2.840.113549.1.1.11": crypto.SHA256, // sha256WithRSAEncryption
-	"1.2.840.113549.1.1.12": crypto.SHA384,
-	"1.2.840.113549.1.1.13": crypto.SHA512,
-	"1.2.840.10045.4.1":     crypto.SHA1, // ecdsa-with-SHA1
-	"1.2.840.10045.4.3.2":   crypto.SHA256,
-	"1.2.840.10045.4.3.3":   crypto.SHA384,
-	"1.2.840.10045.4.3.4":   crypto.SHA512,
+	"1.2.840.113549.1.1.1":  {0, rsaAlgs},             // rsaEncryption
+	"1.2.840.113549.1.1.5":  {crypto.SHA1, rsaAlgs},   // sha1WithRSAEncryption
+	"1.2.840.113549.1.1.11": {crypto.SHA256, rsaAlgs}, // sha256WithRSAEncryption
+	"1.2.840.113549.1.1.12": {crypto.SHA384, rsaAlgs},
+	"1.2.840.113549.1.1.13": {crypto.SHA512, rsaAlgs},
+	"1.2.840.10045.4.1":     {crypto.SHA1, ecdsaAlgs}, // ecdsa-with-SHA1
+	"1.2.840.10045.4.3.2":   {crypto.SHA256, ecdsaAlgs},
+	"1.2.840.10045.4.3.3":   {crypto.SHA384, ecdsaAlgs},
+	"1.2.840.10045.4.3.4":   {crypto.SHA512, ecdsaAlgs},
+	"1.3.101.112":           {0, ed25519Algs}, // Ed25519
 }
 
 // structure is what parseStructure found.
@@ -92,9 +92,9 @@ type structure struct {
 	signedAttr map[string][]byte // attribute OID -> DER of its single value
 	tsaName    string
 
-	eContent    []byte                // the DER TSTInfo
-	signedAttrs []byte                // DER of the [0] signed attributes
-	sigOID      asn1.ObjectIdentifier // SignerInfo signatureAlgorithm
+	eContent    []byte // the DER TSTInfo
+	signedAttrs []byte // DER of the [0] signed attributes
+	sigAlg      x509.SignatureAlgorithm
 	signature   []byte
 }
 
@@ -347,11 +347,16 @@ func checkSignerInfo(si cryptobyte.String, st *structure) ([]byte, error) {
 	if err := readSignedAttrs(attrs, st); err != nil {
 		return nil, err
 	}
-	if st.sigOID, _, err = readAlgID(&si, "SignerInfo signatureAlgorithm"); err != nil {
+	sigOID, _, err := readAlgID(&si, "SignerInfo signatureAlgorithm")
+	if err != nil {
 		return nil, err
 	}
-	if h, ok := sigAlgHash[st.sigOID.String()]; ok && h != st.digestHash {
-		return nil, malformed("signature algorithm %v does not match digest algorithm %v", st.sigOID, digestOID)
+	alg := sigAlgs[sigOID.String()]
+	if st.sigAlg = alg.algs[st.digestHash]; st.sigAlg == x509.UnknownSignatureAlgorithm {
+		return nil, malformed("signature algorithm %v is not supported", sigOID)
+	}
+	if alg.hash != 0 && alg.hash != st.digestHash {
+		return nil, malformed("signature algorithm %v does not match digest algorithm %v", sigOID, digestOID)
 	}
 	if !si.ReadASN1Bytes(&st.signature, cbasn1.OCTET_STRING) {
 		return nil, malformed("SignerInfo signature is not a primitive OCTET STRING")
@@ -453,12 +458,8 @@ func checkSignature(st *structure) error {
 	}
 	// The signature covers the signed attributes' DER with a SET tag.
 	signed := append([]byte{byte(cbasn1.SET)}, st.signedAttrs[1:]...)
-	alg, err := signatureAlgorithm(st.sigOID, st.digestHash)
-	if err != nil {
-		return err
-	}
 	signatureChecks.Add(1)
-	if err := st.signer.CheckSignature(alg, signed, st.signature); err != nil {
+	if err := st.signer.CheckSignature(st.sigAlg, signed, st.signature); err != nil {
 		return errorf(ErrSignature, "signature by %q: %v", st.signer.Subject, err)
 	}
 	if err := checkESS(st); err != nil {
@@ -478,31 +479,6 @@ func checkSignature(st *structure) error {
 		}
 	}
 	return nil
-}
-
-// signatureAlgorithm maps a SignerInfo signature algorithm and digest to
-// crypto/x509's name for it.
-func signatureAlgorithm(oid asn1.ObjectIdentifier, h crypto.Hash) (x509.SignatureAlgorithm, error) {
-	byHash := func(m map[crypto.Hash]x509.SignatureAlgorithm) (x509.SignatureAlgorithm, error) {
-		if a, ok := m[h]; ok {
-			return a, nil
-		}
-		return 0, malformed("signature algorithm %v with digest %v is not supported", oid, h)
-	}
-	switch oid.String() {
-	case "1.2.840.10045.4.1", "1.2.840.10045.4.3.2", "1.2.840.10045.4.3.3", "1.2.840.10045.4.3.4": // ecdsa-with-SHA*
-		return byHash(map[crypto.Hash]x509.SignatureAlgorithm{
-			crypto.SHA1: x509.ECDSAWithSHA1, crypto.SHA256: x509.ECDSAWithSHA256,
-			crypto.SHA384: x509.ECDSAWithSHA384, crypto.SHA512: x509.ECDSAWithSHA512})
-	case "1.2.840.113549.1.1.1", "1.2.840.113549.1.1.5", "1.2.840.113549.1.1.11", // rsaEncryption, sha*WithRSAEncryption
-		"1.2.840.113549.1.1.12", "1.2.840.113549.1.1.13":
-		return byHash(map[crypto.Hash]x509.SignatureAlgorithm{
-			crypto.SHA1: x509.SHA1WithRSA, crypto.SHA256: x509.SHA256WithRSA,
-			crypto.SHA384: x509.SHA384WithRSA, crypto.SHA512: x509.SHA512WithRSA})
-	case "1.3.101.112": // Ed25519
-		return x509.PureEd25519, nil
-	}
-	return 0, malformed("signature algorithm %v is not supported", oid)
 }
 
 // ESS signing-certificate attributes (RFC 2634, RFC 5035), decoded with

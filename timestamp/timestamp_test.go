@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto"
+	"crypto/rand"
+	"crypto/sha256"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/asn1"
@@ -848,6 +850,168 @@ func TestSignatureCheckedOnce(t *testing.T) {
 					t.Errorf("%s calls %s, which checks the signature again", name, call)
 				}
 			}
+		}
+	}
+}
+
+// tokenParts is a token taken apart, for tests that rebuild it changed.
+type tokenParts struct {
+	contentType, version, digestAlgs, encap cryptobyte.String
+	certs, crls                             []byte // contents of [0] and [1]
+	hasCerts, hasCRLs                       bool
+	siVersion, sid, digestAlg               cryptobyte.String
+	signedAttrs                             [][]byte // each Attribute's DER
+	sigAlg, signature                       cryptobyte.String
+	unsigned                                []byte // contents of the SignerInfo's [1]
+	hasUnsigned                             bool
+}
+
+func splitToken(t *testing.T, tok []byte) *tokenParts {
+	t.Helper()
+	p := &tokenParts{}
+	in := cryptobyte.String(tok)
+	var ci, wrapped, sd, certs, crls, sis, si, attrs, sig, unsigned cryptobyte.String
+	if !in.ReadASN1(&ci, cbasn1.SEQUENCE) || !ci.ReadASN1Element(&p.contentType, cbasn1.OBJECT_IDENTIFIER) ||
+		!ci.ReadASN1(&wrapped, tag0) || !wrapped.ReadASN1(&sd, cbasn1.SEQUENCE) ||
+		!sd.ReadASN1Element(&p.version, cbasn1.INTEGER) || !sd.ReadASN1Element(&p.digestAlgs, cbasn1.SET) ||
+		!sd.ReadASN1Element(&p.encap, cbasn1.SEQUENCE) ||
+		!sd.ReadOptionalASN1(&certs, &p.hasCerts, tag0) || !sd.ReadOptionalASN1(&crls, &p.hasCRLs, tag1) ||
+		!sd.ReadASN1(&sis, cbasn1.SET) || !sis.ReadASN1(&si, cbasn1.SEQUENCE) ||
+		!si.ReadASN1Element(&p.siVersion, cbasn1.INTEGER) || !si.ReadASN1Element(&p.sid, cbasn1.SEQUENCE) ||
+		!si.ReadASN1Element(&p.digestAlg, cbasn1.SEQUENCE) || !si.ReadASN1(&attrs, tag0) ||
+		!si.ReadASN1Element(&p.sigAlg, cbasn1.SEQUENCE) || !si.ReadASN1Element(&sig, cbasn1.OCTET_STRING) ||
+		!si.ReadOptionalASN1(&unsigned, &p.hasUnsigned, tag1) {
+		t.Fatal("token does not split")
+	}
+	p.certs, p.crls, p.signature, p.unsigned = certs, crls, sig, unsigned
+	for !attrs.Empty() {
+		var a cryptobyte.String
+		if !attrs.ReadASN1Element(&a, cbasn1.SEQUENCE) {
+			t.Fatal("signed attributes do not split")
+		}
+		p.signedAttrs = append(p.signedAttrs, a)
+	}
+	return p
+}
+
+// signedAttrsDER is the DER the signature covers: the attributes as a SET.
+func (p *tokenParts) signedAttrsDER() []byte {
+	var b cryptobyte.Builder
+	b.AddASN1(cbasn1.SET, func(b *cryptobyte.Builder) {
+		for _, a := range p.signedAttrs {
+			b.AddBytes(a)
+		}
+	})
+	return b.BytesOrPanic()
+}
+
+func (p *tokenParts) join() []byte {
+	optional := func(b *cryptobyte.Builder, present bool, tag cbasn1.Tag, contents []byte) {
+		if present {
+			b.AddASN1(tag, func(b *cryptobyte.Builder) { b.AddBytes(contents) })
+		}
+	}
+	var b cryptobyte.Builder
+	b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) {
+		b.AddBytes(p.contentType)
+		b.AddASN1(tag0, func(b *cryptobyte.Builder) {
+			b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) {
+				b.AddBytes(p.version)
+				b.AddBytes(p.digestAlgs)
+				b.AddBytes(p.encap)
+				optional(b, p.hasCerts, tag0, p.certs)
+				optional(b, p.hasCRLs, tag1, p.crls)
+				b.AddASN1(cbasn1.SET, func(b *cryptobyte.Builder) {
+					b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) {
+						b.AddBytes(p.siVersion)
+						b.AddBytes(p.sid)
+						b.AddBytes(p.digestAlg)
+						b.AddASN1(tag0, func(b *cryptobyte.Builder) {
+							for _, a := range p.signedAttrs {
+								b.AddBytes(a)
+							}
+						})
+						b.AddBytes(p.sigAlg)
+						b.AddBytes(p.signature)
+						optional(b, p.hasUnsigned, tag1, p.unsigned)
+					})
+				})
+			})
+		})
+	})
+	return b.BytesOrPanic()
+}
+
+// TestVerifyUnsignedParts: CRLs and unsigned attributes are not signed and
+// not used, but they must be well-formed; signed attributes must be in DER
+// order even when the signature covers them as they are.
+func TestVerifyUnsignedParts(t *testing.T) {
+	a := newTestTSA(t, tsaOptions{})
+	now := time.Now()
+	cert, key := a.goLeaf(t, "parts", now.Add(-time.Hour), now.Add(time.Hour), ekuExt(t, true, oidTimeStamping))
+	tok := goTokenBy(t, cert, key, now, nil)
+	if got := splitToken(t, tok).join(); !bytes.Equal(got, tok) {
+		t.Fatal("split and join change the token")
+	}
+	attr := func(oid asn1.ObjectIdentifier, values ...[]byte) []byte {
+		var b cryptobyte.Builder
+		b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) {
+			b.AddASN1ObjectIdentifier(oid)
+			b.AddASN1(cbasn1.SET, func(b *cryptobyte.Builder) {
+				for _, v := range values {
+					b.AddBytes(v)
+				}
+			})
+		})
+		return b.BytesOrPanic()
+	}
+	null := []byte{0x05, 0x00}
+	crl, err := x509.CreateRevocationList(rand.Reader, &x509.RevocationList{Number: big.NewInt(1), ThisUpdate: now, NextUpdate: now.Add(time.Hour)}, a.ca, a.caSigner(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// resign signs the signed attributes again, in the order given.
+	resign := func(p *tokenParts) {
+		d := sha256.Sum256(p.signedAttrsDER())
+		sig, err := key.Sign(rand.Reader, d[:], crypto.SHA256)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b cryptobyte.Builder
+		b.AddASN1OctetString(sig)
+		p.signature = b.BytesOrPanic()
+	}
+	cases := []struct {
+		name string
+		edit func(*tokenParts)
+		ok   bool
+	}{
+		{"unsigned attribute", func(p *tokenParts) { p.hasUnsigned, p.unsigned = true, attr(asn1.ObjectIdentifier{1, 2, 3, 4}, null) }, true},
+		{"empty unsigned attributes", func(p *tokenParts) { p.hasUnsigned = true }, true},
+		{"unsigned attribute not an Attribute", func(p *tokenParts) { p.hasUnsigned, p.unsigned = true, []byte{0x02, 0x01, 0x00} }, false},
+		{"unsigned attribute with an extra element", func(p *tokenParts) {
+			good := attr(asn1.ObjectIdentifier{1, 2, 3, 4}, null)
+			p.hasUnsigned, p.unsigned = true, append([]byte{0x30, good[1] + 2}, append(good[2:], null...)...)
+		}, false},
+		{"a CRL", func(p *tokenParts) { p.hasCRLs, p.crls = true, crl }, true},
+		{"CRLs holding an INTEGER", func(p *tokenParts) { p.hasCRLs, p.crls = true, []byte{0x02, 0x01, 0x00} }, false},
+		{"CRLs holding an empty SEQUENCE", func(p *tokenParts) { p.hasCRLs, p.crls = true, []byte{0x30, 0x00} }, false},
+		{"signed attributes re-signed", resign, true},
+		{"signed attributes re-signed out of DER order", func(p *tokenParts) {
+			n := len(p.signedAttrs)
+			p.signedAttrs[0], p.signedAttrs[n-1] = p.signedAttrs[n-1], p.signedAttrs[0]
+			resign(p)
+		}, false},
+	}
+	for _, c := range cases {
+		p := splitToken(t, tok)
+		c.edit(p)
+		_, err := Verify(p.join(), checkpoint, a.roots, nil)
+		if c.ok && err != nil {
+			t.Errorf("%s: %v, want it to verify", c.name, err)
+		}
+		if !c.ok && !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: %v, want ErrMalformed", c.name, err)
 		}
 	}
 }
