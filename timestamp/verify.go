@@ -98,8 +98,8 @@ func (i *Info) TSASubject() string {
 // Verify for that.
 func ParseToken(token []byte) (info *Info, err error) {
 	defer func() {
-		// The third-party decoders run only on input that passed the
-		// strict checks below; should one still panic, fail closed.
+		// encoding/asn1 and crypto/x509 decode only parts that passed
+		// the strict walk; should one still panic, fail closed.
 		if r := recover(); r != nil {
 			info, err = nil, errorf(ErrMalformed, "token could not be decoded (%v)", r)
 		}
