@@ -4,7 +4,6 @@ go 1.26.8
 
 require (
 	github.com/asg017/sqlite-vec-go-bindings v0.1.6
-	github.com/digitorus/pkcs7 v0.0.0-20230713084857-e76b763bdc49
 	github.com/digitorus/timestamp v0.0.0-20250524132541-c45532741eea
 	github.com/in-toto/attestation v1.2.0
 	github.com/jackc/pgx/v5 v5.13.0
@@ -14,6 +13,7 @@ require (
 	github.com/spf13/cobra v1.10.2
 	github.com/transparency-dev/formats v0.1.1
 	go.yaml.in/yaml/v3 v3.0.6
+	golang.org/x/crypto v0.55.0
 	golang.org/x/mod v0.43.0
 	golang.org/x/text v0.44.0
 	google.golang.org/protobuf v1.36.11
@@ -21,11 +21,11 @@ require (
 
 require (
 	filippo.io/mldsa v0.0.0-20260215214346-43d0283efc3e // indirect
+	github.com/digitorus/pkcs7 v0.0.0-20230713084857-e76b763bdc49 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
-	golang.org/x/crypto v0.55.0 // indirect
 	golang.org/x/sys v0.47.0 // indirect
 )

@@ -9,18 +9,23 @@ import (
 	"encoding/asn1"
 	"fmt"
 	"math/big"
-	"strings"
+	"sync/atomic"
 	"time"
 
-	"github.com/digitorus/pkcs7"
+	"golang.org/x/crypto/cryptobyte"
+	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
 )
 
 // This file checks the CMS structure of a token strictly, element by
-// element, before any third-party decoder sees it. encoding/asn1 alone is
+// element, and then its signature; no third-party decoder sees the token.
+// The walk uses golang.org/x/crypto/cryptobyte, which accepts DER only
+// (minimal lengths, no indefinite lengths, low-number tags) and leaves any
+// unread bytes for the Empty checks below to refuse. encoding/asn1 alone is
 // too lenient for that: it accepts extra elements at the end of a SEQUENCE
-// decoded into a struct, and github.com/digitorus/pkcs7 ignores some decoding
-// errors. Everything outside the signed attributes and the TSTInfo is not
-// covered by the TSA's signature, so here is where changes to it are caught.
+// decoded into a struct, and github.com/digitorus/pkcs7 ignores some
+// decoding errors. Everything outside the signed attributes and the TSTInfo
+// is not covered by the TSA's signature, so here is where changes to it are
+// caught.
 
 var (
 	oidSignedData       = asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 7, 2}
@@ -30,44 +35,53 @@ var (
 	oidAttrSigningTime  = asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 9, 5}
 	oidAttrSigningCert  = asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 9, 16, 2, 12}
 	oidAttrSigningCert2 = asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 9, 16, 2, 47}
-
-	oidSHA1   = asn1.ObjectIdentifier{1, 3, 14, 3, 2, 26}
-	oidSHA256 = asn1.ObjectIdentifier{2, 16, 840, 1, 101, 3, 4, 2, 1}
-	oidSHA384 = asn1.ObjectIdentifier{2, 16, 840, 1, 101, 3, 4, 2, 2}
-	oidSHA512 = asn1.ObjectIdentifier{2, 16, 840, 1, 101, 3, 4, 2, 3}
 )
 
-// digestHashes are the SignerInfo digest algorithms accepted.
-var digestHashes = []struct {
-	oid  asn1.ObjectIdentifier
+// Context-specific constructed tags: [0] and [1] of CMS and TSTInfo, [4]
+// (directoryName) of GeneralName.
+var (
+	tag0 = cbasn1.Tag(0).ContextSpecific().Constructed()
+	tag1 = cbasn1.Tag(1).ContextSpecific().Constructed()
+	tag4 = cbasn1.Tag(4).ContextSpecific().Constructed()
+)
+
+// digestHashes are the SignerInfo digest algorithms (and TSTInfo imprint
+// hashes) understood, by OID.
+var digestHashes = map[string]crypto.Hash{
+	"1.3.14.3.2.26":          crypto.SHA1, // imprints are checked separately
+	"2.16.840.1.101.3.4.2.1": crypto.SHA256,
+	"2.16.840.1.101.3.4.2.2": crypto.SHA384,
+	"2.16.840.1.101.3.4.2.3": crypto.SHA512,
+}
+
+func hashForOID(oid asn1.ObjectIdentifier) crypto.Hash { return digestHashes[oid.String()] }
+
+var (
+	ecdsaAlgs = map[crypto.Hash]x509.SignatureAlgorithm{crypto.SHA1: x509.ECDSAWithSHA1,
+		crypto.SHA256: x509.ECDSAWithSHA256, crypto.SHA384: x509.ECDSAWithSHA384, crypto.SHA512: x509.ECDSAWithSHA512}
+	rsaAlgs = map[crypto.Hash]x509.SignatureAlgorithm{crypto.SHA1: x509.SHA1WithRSA,
+		crypto.SHA256: x509.SHA256WithRSA, crypto.SHA384: x509.SHA384WithRSA, crypto.SHA512: x509.SHA512WithRSA}
+	ed25519Algs = map[crypto.Hash]x509.SignatureAlgorithm{crypto.SHA1: x509.PureEd25519,
+		crypto.SHA256: x509.PureEd25519, crypto.SHA384: x509.PureEd25519, crypto.SHA512: x509.PureEd25519}
+)
+
+// sigAlgs are the SignerInfo signature algorithms accepted, by OID: the hash
+// the OID names, if any, which must be the signer's digest algorithm, and
+// crypto/x509's algorithm for each digest algorithm.
+var sigAlgs = map[string]struct {
 	hash crypto.Hash
+	algs map[crypto.Hash]x509.SignatureAlgorithm
 }{
-	{oidSHA1, crypto.SHA1}, // pkcs7 accepts it; imprints are checked separately
-	{oidSHA256, crypto.SHA256},
-	{oidSHA384, crypto.SHA384},
-	{oidSHA512, crypto.SHA512},
-}
-
-func hashForOID(oid asn1.ObjectIdentifier) crypto.Hash {
-	for _, d := range digestHashes {
-		if d.oid.Equal(oid) {
-			return d.hash
-		}
-	}
-	return 0
-}
-
-// sigAlgHash names the hash that a signature algorithm OID implies, if any.
-// Signature algorithms that name no hash (rsaEncryption, Ed25519) map to 0.
-var sigAlgHash = map[string]crypto.Hash{
-	"1.2.840.113549.1.1.5":  crypto.SHA1,   // sha1WithRSAEncryption
-	"1.2.840.113549.1.1.11": crypto.SHA256, // sha256WithRSAEncryption
-	"1.2.840.113549.1.1.12": crypto.SHA384,
-	"1.2.840.113549.1.1.13": crypto.SHA512,
-	"1.2.840.10045.4.1":     crypto.SHA1, // ecdsa-with-SHA1
-	"1.2.840.10045.4.3.2":   crypto.SHA256,
-	"1.2.840.10045.4.3.3":   crypto.SHA384,
-	"1.2.840.10045.4.3.4":   crypto.SHA512,
+	"1.2.840.113549.1.1.1":  {0, rsaAlgs},             // rsaEncryption
+	"1.2.840.113549.1.1.5":  {crypto.SHA1, rsaAlgs},   // sha1WithRSAEncryption
+	"1.2.840.113549.1.1.11": {crypto.SHA256, rsaAlgs}, // sha256WithRSAEncryption
+	"1.2.840.113549.1.1.12": {crypto.SHA384, rsaAlgs},
+	"1.2.840.113549.1.1.13": {crypto.SHA512, rsaAlgs},
+	"1.2.840.10045.4.1":     {crypto.SHA1, ecdsaAlgs}, // ecdsa-with-SHA1
+	"1.2.840.10045.4.3.2":   {crypto.SHA256, ecdsaAlgs},
+	"1.2.840.10045.4.3.3":   {crypto.SHA384, ecdsaAlgs},
+	"1.2.840.10045.4.3.4":   {crypto.SHA512, ecdsaAlgs},
+	"1.3.101.112":           {0, ed25519Algs}, // Ed25519
 }
 
 // structure is what parseStructure found.
@@ -78,377 +92,296 @@ type structure struct {
 	signedAttr map[string][]byte // attribute OID -> DER of its single value
 	tsaName    string
 
-	eContent    []byte                // the DER TSTInfo
-	signedAttrs []byte                // DER of the [0] signed attributes
-	sigOID      asn1.ObjectIdentifier // SignerInfo signatureAlgorithm
+	eContent    []byte // the DER TSTInfo
+	signedAttrs []byte // DER of the [0] signed attributes
+	sigAlg      x509.SignatureAlgorithm
 	signature   []byte
 }
 
-// element is one decoded TLV.
-type element = asn1.RawValue
+func malformed(format string, args ...any) error { return errorf(ErrMalformed, format, args...) }
 
-// one decodes exactly one DER element from b.
-func one(b []byte, what string) (element, error) {
-	var e element
-	rest, err := asn1.Unmarshal(b, &e)
-	if err != nil {
-		return e, errorf(ErrMalformed, "%s: %v", what, err)
+// readElement reads an element with the given tag from s and returns its
+// DER and its contents.
+func readElement(s *cryptobyte.String, tag cbasn1.Tag) (der, contents cryptobyte.String, ok bool) {
+	if !s.ReadASN1Element(&der, tag) {
+		return nil, nil, false
 	}
-	if len(rest) != 0 {
-		return e, errorf(ErrMalformed, "%s: %d trailing bytes", what, len(rest))
-	}
-	return e, nil
+	inner := der
+	return der, contents, inner.ReadASN1(&contents, tag)
 }
 
-// elements splits the contents of a constructed element into its elements.
-func elements(b []byte, what string) ([]element, error) {
-	var out []element
-	for len(b) > 0 {
-		var e element
-		rest, err := asn1.Unmarshal(b, &e)
-		if err != nil {
-			return nil, errorf(ErrMalformed, "%s: %v", what, err)
+// readAlgID reads an AlgorithmIdentifier whose parameters must be absent or
+// NULL (true of every algorithm a TSA token uses here), returning its OID
+// and DER.
+func readAlgID(s *cryptobyte.String, what string) (asn1.ObjectIdentifier, []byte, error) {
+	var oid asn1.ObjectIdentifier
+	der, alg, ok := readElement(s, cbasn1.SEQUENCE)
+	if !ok {
+		return nil, nil, malformed("%s is not a DER SEQUENCE", what)
+	}
+	if !alg.ReadASN1ObjectIdentifier(&oid) {
+		return nil, nil, malformed("%s algorithm is not an OBJECT IDENTIFIER", what)
+	}
+	if !alg.Empty() && !bytes.Equal(alg, []byte{0x05, 0x00}) {
+		return nil, nil, malformed("%s %v: parameters are neither absent nor NULL", what, oid)
+	}
+	return oid, der, nil
+}
+
+// readAttributes reads the contents of a [0] or [1] IMPLICIT SET OF
+// Attribute, each a SEQUENCE of a type and a SET of values, and calls f (if
+// not nil) with each attribute's DER, type and values.
+func readAttributes(set cryptobyte.String, what string, f func(der []byte, oid asn1.ObjectIdentifier, values cryptobyte.String) error) error {
+	for !set.Empty() {
+		var values cryptobyte.String
+		var oid asn1.ObjectIdentifier
+		der, attr, ok := readElement(&set, cbasn1.SEQUENCE)
+		if !ok || !attr.ReadASN1ObjectIdentifier(&oid) || !attr.ReadASN1(&values, cbasn1.SET) || !attr.Empty() {
+			return malformed("%s attribute is not a DER {type, SET OF value}", what)
 		}
-		out = append(out, e)
-		b = rest
+		if f != nil {
+			if err := f(der, oid, values); err != nil {
+				return err
+			}
+		}
 	}
-	return out, nil
-}
-
-func isUniversal(e element, tag int, compound bool) bool {
-	return e.Class == asn1.ClassUniversal && e.Tag == tag && e.IsCompound == compound
-}
-
-func isContext(e element, tag int, compound bool) bool {
-	return e.Class == asn1.ClassContextSpecific && e.Tag == tag && e.IsCompound == compound
-}
-
-func parseInt(e element, what string) (int, error) {
-	var v int
-	if !isUniversal(e, asn1.TagInteger, false) {
-		return 0, errorf(ErrMalformed, "%s is not an INTEGER", what)
-	}
-	if _, err := asn1.Unmarshal(e.FullBytes, &v); err != nil {
-		return 0, errorf(ErrMalformed, "%s: %v", what, err)
-	}
-	return v, nil
-}
-
-func parseOID(e element, what string) (asn1.ObjectIdentifier, error) {
-	var v asn1.ObjectIdentifier
-	if !isUniversal(e, asn1.TagOID, false) {
-		return nil, errorf(ErrMalformed, "%s is not an OBJECT IDENTIFIER", what)
-	}
-	if _, err := asn1.Unmarshal(e.FullBytes, &v); err != nil {
-		return nil, errorf(ErrMalformed, "%s: %v", what, err)
-	}
-	return v, nil
-}
-
-// parseAlgID decodes an AlgorithmIdentifier whose parameters must be absent
-// or NULL (true of every algorithm a TSA token uses here).
-func parseAlgID(e element, what string) (asn1.ObjectIdentifier, []byte, error) {
-	if !isUniversal(e, asn1.TagSequence, true) {
-		return nil, nil, errorf(ErrMalformed, "%s is not a SEQUENCE", what)
-	}
-	parts, err := elements(e.Bytes, what)
-	if err != nil {
-		return nil, nil, err
-	}
-	if len(parts) < 1 || len(parts) > 2 {
-		return nil, nil, errorf(ErrMalformed, "%s has %d elements", what, len(parts))
-	}
-	oid, err := parseOID(parts[0], what+" algorithm")
-	if err != nil {
-		return nil, nil, err
-	}
-	if len(parts) == 2 && !bytes.Equal(parts[1].FullBytes, []byte{0x05, 0x00}) {
-		return nil, nil, errorf(ErrMalformed, "%s %v: parameters are neither absent nor NULL", what, oid)
-	}
-	return oid, e.FullBytes, nil
+	return nil
 }
 
 // parseStructure checks everything about the token that can be checked
 // without cryptography and finds the signing certificate.
 func parseStructure(token []byte) (*structure, error) {
 	if len(token) == 0 {
-		return nil, errorf(ErrMalformed, "empty token")
+		return nil, malformed("empty token")
 	}
-	ci, err := one(token, "ContentInfo")
-	if err != nil {
-		return nil, err
+	in := cryptobyte.String(token)
+	var ci, wrapped, sd cryptobyte.String
+	if !in.ReadASN1(&ci, cbasn1.SEQUENCE) {
+		return nil, malformed("ContentInfo is not a DER SEQUENCE")
 	}
-	if !isUniversal(ci, asn1.TagSequence, true) {
-		return nil, errorf(ErrMalformed, "ContentInfo is not a SEQUENCE")
+	if !in.Empty() {
+		return nil, malformed("ContentInfo: %d trailing bytes", len(in))
 	}
-	parts, err := elements(ci.Bytes, "ContentInfo")
-	if err != nil {
-		return nil, err
+	if ci.PeekASN1Tag(cbasn1.SEQUENCE) {
+		return nil, malformed("this looks like a TimeStampResp (it starts with a PKIStatusInfo); pass its TimeStampToken")
 	}
-	if len(parts) >= 1 && isUniversal(parts[0], asn1.TagSequence, true) {
-		return nil, errorf(ErrMalformed, "this looks like a TimeStampResp (it starts with a PKIStatusInfo); pass its TimeStampToken")
+	var ct asn1.ObjectIdentifier
+	switch {
+	case !ci.ReadASN1ObjectIdentifier(&ct):
+		return nil, malformed("ContentInfo contentType is not an OBJECT IDENTIFIER")
+	case !ct.Equal(oidSignedData):
+		return nil, malformed("content type %v is not signedData", ct)
+	case !ci.ReadASN1(&wrapped, tag0) || !ci.Empty():
+		return nil, malformed("ContentInfo content is not one [0] EXPLICIT element")
+	case !wrapped.ReadASN1(&sd, cbasn1.SEQUENCE) || !wrapped.Empty():
+		return nil, malformed("SignedData is not one DER SEQUENCE")
 	}
-	if len(parts) != 2 {
-		return nil, errorf(ErrMalformed, "ContentInfo has %d elements, want 2", len(parts))
-	}
-	ct, err := parseOID(parts[0], "ContentInfo contentType")
-	if err != nil {
-		return nil, err
-	}
-	if !ct.Equal(oidSignedData) {
-		return nil, errorf(ErrMalformed, "content type %v is not signedData", ct)
-	}
-	if !isContext(parts[1], 0, true) {
-		return nil, errorf(ErrMalformed, "ContentInfo content is not [0] EXPLICIT")
-	}
-	sdEl, err := one(parts[1].Bytes, "SignedData")
-	if err != nil {
-		return nil, err
-	}
-	if !isUniversal(sdEl, asn1.TagSequence, true) {
-		return nil, errorf(ErrMalformed, "SignedData is not a SEQUENCE")
-	}
-	sd, err := elements(sdEl.Bytes, "SignedData")
-	if err != nil {
-		return nil, err
-	}
+
 	// version, digestAlgorithms, encapContentInfo, [0] certificates,
 	// [1] crls, signerInfos.
-	if len(sd) < 4 || len(sd) > 6 {
-		return nil, errorf(ErrMalformed, "SignedData has %d elements", len(sd))
-	}
-	if v, err := parseInt(sd[0], "SignedData version"); err != nil {
-		return nil, err
-	} else if v != 3 {
-		return nil, errorf(ErrMalformed, "SignedData version %d, want 3", v)
-	}
-	if !isUniversal(sd[1], asn1.TagSet, true) {
-		return nil, errorf(ErrMalformed, "digestAlgorithms is not a SET")
-	}
-	digestAlgs, err := elements(sd[1].Bytes, "digestAlgorithms")
-	if err != nil {
-		return nil, err
-	}
-	if err := checkEncapContent(sd[2]); err != nil {
-		return nil, err
+	var version int
+	var digestAlgs, encap, certs, crls, signerInfos, si cryptobyte.String
+	switch {
+	case !sd.ReadASN1Integer(&version):
+		return nil, malformed("SignedData version is not an INTEGER")
+	case version != 3:
+		return nil, malformed("SignedData version %d, want 3", version)
+	case !sd.ReadASN1(&digestAlgs, cbasn1.SET):
+		return nil, malformed("digestAlgorithms is not a SET")
+	case !sd.ReadASN1(&encap, cbasn1.SEQUENCE):
+		return nil, malformed("encapContentInfo is not a SEQUENCE")
+	case !sd.ReadOptionalASN1(&certs, nil, tag0) || !sd.ReadOptionalASN1(&crls, nil, tag1):
+		return nil, malformed("SignedData certificates or crls are not DER")
+	case !sd.ReadASN1(&signerInfos, cbasn1.SET):
+		return nil, malformed("signerInfos is not a SET")
+	case !sd.Empty():
+		return nil, malformed("SignedData has unexpected elements")
+	case !signerInfos.ReadASN1(&si, cbasn1.SEQUENCE) || !signerInfos.Empty():
+		return nil, malformed("signerInfos does not hold exactly one SignerInfo SEQUENCE; a token has exactly 1 signer")
 	}
 	st := &structure{}
-	if st.tsaName, st.eContent, err = checkTSTInfoShape(sd[2]); err != nil {
+	var err error
+	if st.eContent, err = readEncapContent(encap); err != nil {
 		return nil, err
 	}
-	var certsEl, signerInfos element
-	i := 3
-	if i < len(sd)-1 && isContext(sd[i], 0, true) {
-		certsEl = sd[i]
-		i++
-	}
-	if i < len(sd)-1 && isContext(sd[i], 1, true) {
-		i++ // CRLs: allowed, not used
-	}
-	if i != len(sd)-1 {
-		return nil, errorf(ErrMalformed, "SignedData has unexpected elements")
-	}
-	signerInfos = sd[i]
-	if !isUniversal(signerInfos, asn1.TagSet, true) {
-		return nil, errorf(ErrMalformed, "signerInfos is not a SET")
-	}
-	sis, err := elements(signerInfos.Bytes, "signerInfos")
-	if err != nil {
+	if st.tsaName, err = checkTSTInfoShape(st.eContent); err != nil {
 		return nil, err
 	}
-	if len(sis) != 1 {
-		return nil, errorf(ErrMalformed, "token has %d signers, want exactly 1", len(sis))
-	}
-
-	if certsEl.FullBytes != nil {
-		// CertificateChoices: only plain certificates are accepted.
-		cs, err := elements(certsEl.Bytes, "certificates")
+	// CertificateChoices: only plain certificates are accepted.
+	for !certs.Empty() {
+		var c cryptobyte.String
+		if !certs.ReadASN1Element(&c, cbasn1.SEQUENCE) {
+			return nil, malformed("certificates holds something other than a DER X.509 certificate")
+		}
+		cert, err := x509.ParseCertificate(c)
 		if err != nil {
-			return nil, err
+			return nil, malformed("embedded certificate: %v", err)
 		}
-		for _, c := range cs {
-			if !isUniversal(c, asn1.TagSequence, true) {
-				return nil, errorf(ErrMalformed, "certificates holds a non-X.509 certificate")
-			}
-			cert, err := x509.ParseCertificate(c.FullBytes)
-			if err != nil {
-				return nil, errorf(ErrMalformed, "embedded certificate: %v", err)
-			}
-			st.certs = append(st.certs, cert)
+		st.certs = append(st.certs, cert)
+	}
+	// CRLs are allowed and not used, but must decode as CertificateLists.
+	for !crls.Empty() {
+		var c cryptobyte.String
+		var list pkix.CertificateList
+		if !crls.ReadASN1Element(&c, cbasn1.SEQUENCE) {
+			return nil, malformed("crls holds something other than a DER CertificateList")
+		}
+		if _, err := asn1.Unmarshal(c, &list); err != nil {
+			return nil, malformed("crls: %v", err)
 		}
 	}
 
-	digestAlg, err := checkSignerInfo(sis[0], st)
+	digestAlg, err := checkSignerInfo(si, st)
 	if err != nil {
 		return nil, err
 	}
-	if len(digestAlgs) != 1 || !bytes.Equal(digestAlgs[0].FullBytes, digestAlg) {
-		return nil, errorf(ErrMalformed, "digestAlgorithms is not exactly the signer's digest algorithm")
+	var da cryptobyte.String
+	if !digestAlgs.ReadASN1Element(&da, cbasn1.SEQUENCE) || !digestAlgs.Empty() || !bytes.Equal(da, digestAlg) {
+		return nil, malformed("digestAlgorithms is not exactly the signer's digest algorithm")
 	}
 	return st, nil
 }
 
-// checkEncapContent checks EncapsulatedContentInfo: id-ct-TSTInfo and an
-// eContent [0] EXPLICIT OCTET STRING.
-func checkEncapContent(e element) error {
-	if !isUniversal(e, asn1.TagSequence, true) {
-		return errorf(ErrMalformed, "encapContentInfo is not a SEQUENCE")
+// readEncapContent checks EncapsulatedContentInfo, id-ct-TSTInfo and an
+// eContent [0] EXPLICIT OCTET STRING, and returns the eContent.
+func readEncapContent(encap cryptobyte.String) ([]byte, error) {
+	var ct asn1.ObjectIdentifier
+	var wrapped, econtent cryptobyte.String
+	switch {
+	case !encap.ReadASN1ObjectIdentifier(&ct):
+		return nil, malformed("eContentType is not an OBJECT IDENTIFIER")
+	case !ct.Equal(oidTSTInfo):
+		return nil, malformed("eContentType %v is not id-ct-TSTInfo", ct)
+	case !encap.ReadASN1(&wrapped, tag0) || !encap.Empty():
+		return nil, malformed("encapContentInfo is not {eContentType, [0] EXPLICIT eContent} (eContent is required)")
+	case !wrapped.ReadASN1(&econtent, cbasn1.OCTET_STRING) || !wrapped.Empty():
+		return nil, malformed("eContent is not one primitive OCTET STRING")
 	}
-	parts, err := elements(e.Bytes, "encapContentInfo")
-	if err != nil {
-		return err
-	}
-	if len(parts) != 2 {
-		return errorf(ErrMalformed, "encapContentInfo has %d elements, want 2 (eContent is required)", len(parts))
-	}
-	ct, err := parseOID(parts[0], "eContentType")
-	if err != nil {
-		return err
-	}
-	if !ct.Equal(oidTSTInfo) {
-		return errorf(ErrMalformed, "eContentType %v is not id-ct-TSTInfo", ct)
-	}
-	if !isContext(parts[1], 0, true) {
-		return errorf(ErrMalformed, "eContent is not [0] EXPLICIT")
-	}
-	oct, err := one(parts[1].Bytes, "eContent")
-	if err != nil {
-		return err
-	}
-	if !isUniversal(oct, asn1.TagOctetString, false) {
-		return errorf(ErrMalformed, "eContent is not a primitive OCTET STRING")
-	}
-	return nil
+	return econtent, nil
 }
 
 // checkTSTInfoShape checks the TSTInfo's outer shape and version and returns
-// its tsa name and DER. The fields are decoded by digitorus/timestamp.
-func checkTSTInfoShape(encap element) (string, []byte, error) {
-	parts, _ := elements(encap.Bytes, "encapContentInfo")
-	econtent, _ := one(parts[1].Bytes, "eContent")
-	tst, err := one(econtent.Bytes, "TSTInfo")
-	if err != nil {
-		return "", nil, err
+// its tsa name. The fields are decoded by decodeTSTInfo.
+func checkTSTInfoShape(der []byte) (string, error) {
+	in := cryptobyte.String(der)
+	var tst cryptobyte.String
+	var version int
+	if !in.ReadASN1(&tst, cbasn1.SEQUENCE) || !in.Empty() {
+		return "", malformed("TSTInfo is not one DER SEQUENCE")
 	}
-	if !isUniversal(tst, asn1.TagSequence, true) {
-		return "", nil, errorf(ErrMalformed, "TSTInfo is not a SEQUENCE")
+	if !tst.ReadASN1Integer(&version) {
+		return "", malformed("TSTInfo version is not an INTEGER")
 	}
-	fields, err := elements(tst.Bytes, "TSTInfo")
-	if err != nil {
-		return "", nil, err
+	if version != 1 {
+		return "", malformed("TSTInfo version %d, want 1", version)
 	}
-	if len(fields) < 5 {
-		return "", nil, errorf(ErrMalformed, "TSTInfo has %d elements", len(fields))
-	}
-	if v, err := parseInt(fields[0], "TSTInfo version"); err != nil {
-		return "", nil, err
-	} else if v != 1 {
-		return "", nil, errorf(ErrMalformed, "TSTInfo version %d, want 1", v)
-	}
-	for _, f := range fields[5:] {
-		if isContext(f, 0, true) {
-			return generalName(f.Bytes), econtent.Bytes, nil
+	// policy, messageImprint, serialNumber, genTime, then the optional
+	// accuracy, ordering, nonce, [0] tsa and [1] extensions.
+	name, n := "", 1
+	for ; !tst.Empty(); n++ {
+		var f cryptobyte.String
+		var tag cbasn1.Tag
+		if !tst.ReadAnyASN1(&f, &tag) {
+			return "", malformed("TSTInfo element %d is not DER", n+1)
+		}
+		if n >= 5 && tag == tag0 && name == "" {
+			name = generalName(f)
 		}
 	}
-	return "", econtent.Bytes, nil
+	if n < 5 {
+		return "", malformed("TSTInfo has %d elements", n)
+	}
+	return name, nil
 }
 
 // generalName renders a DER GeneralName as text.
-func generalName(b []byte) string {
-	var gn element
-	if _, err := asn1.Unmarshal(b, &gn); err != nil || gn.Class != asn1.ClassContextSpecific {
+func generalName(b cryptobyte.String) string {
+	var gn cryptobyte.String
+	var tag cbasn1.Tag
+	if !b.ReadAnyASN1(&gn, &tag) || tag&0xc0 != 0x80 {
 		return "(undecodable name)"
 	}
-	switch gn.Tag {
-	case 4: // directoryName, EXPLICIT Name
+	switch tag {
+	case tag4: // directoryName, EXPLICIT Name
 		var rdn pkix.RDNSequence
-		if rest, err := asn1.Unmarshal(gn.Bytes, &rdn); err == nil && len(rest) == 0 {
+		if rest, err := asn1.Unmarshal(gn, &rdn); err == nil && len(rest) == 0 {
 			var n pkix.Name
 			n.FillFromRDNSequence(&rdn)
 			return n.String()
 		}
-	case 1, 2, 6: // rfc822Name, dNSName, uniformResourceIdentifier
-		if !gn.IsCompound {
-			return string(gn.Bytes)
-		}
+	case 0x81, 0x82, 0x86: // rfc822Name, dNSName, uniformResourceIdentifier
+		return string(gn)
 	}
-	return fmt.Sprintf("(GeneralName [%d])", gn.Tag)
+	return fmt.Sprintf("(GeneralName [%d])", tag&0x1f)
 }
 
 // checkSignerInfo checks a SignerInfo's structure, finds its certificate and
 // reads its signed attributes. It returns the DER of its digestAlgorithm.
-func checkSignerInfo(si element, st *structure) ([]byte, error) {
-	if !isUniversal(si, asn1.TagSequence, true) {
-		return nil, errorf(ErrMalformed, "SignerInfo is not a SEQUENCE")
-	}
-	f, err := elements(si.Bytes, "SignerInfo")
-	if err != nil {
-		return nil, err
-	}
+func checkSignerInfo(si cryptobyte.String, st *structure) ([]byte, error) {
 	// version, sid, digestAlgorithm, [0] signedAttrs, signatureAlgorithm,
 	// signature, [1] unsignedAttrs.
-	if len(f) < 6 || len(f) > 7 {
-		return nil, errorf(ErrMalformed, "SignerInfo has %d elements", len(f))
+	var version int
+	var sid, attrs, unsigned cryptobyte.String
+	var ok bool
+	switch {
+	case !si.ReadASN1Integer(&version):
+		return nil, malformed("SignerInfo version is not an INTEGER")
+	case version != 1:
+		return nil, malformed("SignerInfo version %d: only issuerAndSerialNumber signer identifiers (version 1) are supported", version)
+	case !si.ReadASN1(&sid, cbasn1.SEQUENCE):
+		return nil, malformed("signer identifier is not an IssuerAndSerialNumber")
 	}
-	if v, err := parseInt(f[0], "SignerInfo version"); err != nil {
+	if err := findSigner(sid, st); err != nil {
 		return nil, err
-	} else if v != 1 {
-		return nil, errorf(ErrMalformed, "SignerInfo version %d: only issuerAndSerialNumber signer identifiers (version 1) are supported", v)
 	}
-	if err := findSigner(f[1], st); err != nil {
-		return nil, err
-	}
-	digestOID, digestDER, err := parseAlgID(f[2], "SignerInfo digestAlgorithm")
+	digestOID, digestDER, err := readAlgID(&si, "SignerInfo digestAlgorithm")
 	if err != nil {
 		return nil, err
 	}
 	if st.digestHash = hashForOID(digestOID); st.digestHash == 0 {
-		return nil, errorf(ErrMalformed, "unsupported signer digest algorithm %v", digestOID)
+		return nil, malformed("unsupported signer digest algorithm %v", digestOID)
 	}
-	if !isContext(f[3], 0, true) {
-		return nil, errorf(ErrMalformed, "SignerInfo has no signed attributes")
+	if st.signedAttrs, attrs, ok = readElement(&si, tag0); !ok {
+		return nil, malformed("SignerInfo has no signed attributes")
 	}
-	if err := readSignedAttrs(f[3], st); err != nil {
+	if err := readSignedAttrs(attrs, st); err != nil {
 		return nil, err
 	}
-	st.signedAttrs = f[3].FullBytes
-	sigOID, _, err := parseAlgID(f[4], "SignerInfo signatureAlgorithm")
+	sigOID, _, err := readAlgID(&si, "SignerInfo signatureAlgorithm")
 	if err != nil {
 		return nil, err
 	}
-	if h, ok := sigAlgHash[sigOID.String()]; ok && h != st.digestHash {
-		return nil, errorf(ErrMalformed, "signature algorithm %v does not match digest algorithm %v", sigOID, digestOID)
+	alg := sigAlgs[sigOID.String()]
+	if st.sigAlg = alg.algs[st.digestHash]; st.sigAlg == x509.UnknownSignatureAlgorithm {
+		return nil, malformed("signature algorithm %v is not supported", sigOID)
 	}
-	if !isUniversal(f[5], asn1.TagOctetString, false) {
-		return nil, errorf(ErrMalformed, "SignerInfo signature is not a primitive OCTET STRING")
+	if alg.hash != 0 && alg.hash != st.digestHash {
+		return nil, malformed("signature algorithm %v does not match digest algorithm %v", sigOID, digestOID)
 	}
-	st.sigOID, st.signature = sigOID, f[5].Bytes
-	if len(f) == 7 && !isContext(f[6], 1, true) {
-		return nil, errorf(ErrMalformed, "SignerInfo has an unexpected last element")
+	if !si.ReadASN1Bytes(&st.signature, cbasn1.OCTET_STRING) {
+		return nil, malformed("SignerInfo signature is not a primitive OCTET STRING")
+	}
+	// Unsigned attributes are allowed and not used, but must be attributes.
+	if !si.ReadOptionalASN1(&unsigned, nil, tag1) || !si.Empty() {
+		return nil, malformed("SignerInfo has unexpected elements after the signature")
+	}
+	if err := readAttributes(unsigned, "unsigned", nil); err != nil {
+		return nil, err
 	}
 	return digestDER, nil
 }
 
 // findSigner matches an IssuerAndSerialNumber against the embedded
 // certificates; exactly one must match.
-func findSigner(sid element, st *structure) error {
-	if !isUniversal(sid, asn1.TagSequence, true) {
-		return errorf(ErrMalformed, "signer identifier is not an IssuerAndSerialNumber")
-	}
-	parts, err := elements(sid.Bytes, "IssuerAndSerialNumber")
-	if err != nil {
-		return err
-	}
-	if len(parts) != 2 || !isUniversal(parts[0], asn1.TagSequence, true) || !isUniversal(parts[1], asn1.TagInteger, false) {
-		return errorf(ErrMalformed, "IssuerAndSerialNumber is not {Name, INTEGER}")
-	}
-	var serial *big.Int
-	if _, err := asn1.Unmarshal(parts[1].FullBytes, &serial); err != nil {
-		return errorf(ErrMalformed, "signer serial number: %v", err)
+func findSigner(sid cryptobyte.String, st *structure) error {
+	var issuer cryptobyte.String
+	serial := new(big.Int)
+	if !sid.ReadASN1Element(&issuer, cbasn1.SEQUENCE) || !sid.ReadASN1Integer(serial) || !sid.Empty() {
+		return malformed("IssuerAndSerialNumber is not {Name, INTEGER}")
 	}
 	var match []*x509.Certificate
 	for _, c := range st.certs {
-		if c.SerialNumber.Cmp(serial) == 0 && bytes.Equal(c.RawIssuer, parts[0].FullBytes) &&
+		if c.SerialNumber.Cmp(serial) == 0 && bytes.Equal(c.RawIssuer, issuer) &&
 			(len(match) == 0 || !bytes.Equal(match[0].Raw, c.Raw)) { // identical copies are one
 			match = append(match, c)
 		}
@@ -460,63 +393,96 @@ func findSigner(sid element, st *structure) error {
 	case 0:
 		return errorf(ErrNoCertificate, "%d embedded certificates, none is the signer's (issuer and serial %x); request tokens with certReq", len(st.certs), serial)
 	default:
-		return errorf(ErrMalformed, "%d different embedded certificates have the signer's issuer and serial number", len(match))
+		return malformed("%d different embedded certificates have the signer's issuer and serial number", len(match))
 	}
 }
 
 // readSignedAttrs records the signed attributes, each of which must occur
-// once with one value, and checks the content type.
-func readSignedAttrs(e element, st *structure) error {
-	attrs, err := elements(e.Bytes, "signed attributes")
+// once with one value and in DER (SET OF) order, and checks the content
+// type.
+func readSignedAttrs(attrs cryptobyte.String, st *structure) error {
+	st.signedAttr = map[string][]byte{}
+	var prev []byte
+	err := readAttributes(attrs, "signed", func(der []byte, oid asn1.ObjectIdentifier, values cryptobyte.String) error {
+		var v cryptobyte.String
+		var tag cbasn1.Tag
+		if !values.ReadAnyASN1Element(&v, &tag) || !values.Empty() {
+			return malformed("signed attribute %v does not have exactly one DER value", oid)
+		}
+		if _, dup := st.signedAttr[oid.String()]; dup {
+			return malformed("signed attribute %v occurs twice", oid)
+		}
+		if bytes.Compare(prev, der) > 0 {
+			return malformed("signed attributes are not in DER order")
+		}
+		prev, st.signedAttr[oid.String()] = der, v
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	st.signedAttr = map[string][]byte{}
-	for _, a := range attrs {
-		if !isUniversal(a, asn1.TagSequence, true) {
-			return errorf(ErrMalformed, "signed attribute is not a SEQUENCE")
-		}
-		p, err := elements(a.Bytes, "signed attribute")
-		if err != nil {
-			return err
-		}
-		if len(p) != 2 || !isUniversal(p[1], asn1.TagSet, true) {
-			return errorf(ErrMalformed, "signed attribute is not {type, SET OF value}")
-		}
-		oid, err := parseOID(p[0], "signed attribute type")
-		if err != nil {
-			return err
-		}
-		vals, err := elements(p[1].Bytes, "signed attribute values")
-		if err != nil {
-			return err
-		}
-		if len(vals) != 1 {
-			return errorf(ErrMalformed, "signed attribute %v has %d values, want 1", oid, len(vals))
-		}
-		if _, dup := st.signedAttr[oid.String()]; dup {
-			return errorf(ErrMalformed, "signed attribute %v occurs twice", oid)
-		}
-		st.signedAttr[oid.String()] = vals[0].FullBytes
-	}
 	ct, ok := st.signedAttr[oidAttrContentType.String()]
 	if !ok {
-		return errorf(ErrMalformed, "no content-type signed attribute")
+		return malformed("no content-type signed attribute")
 	}
-	if v, err := one(ct, "content-type attribute"); err != nil {
-		return err
-	} else if oid, err := parseOID(v, "content-type attribute"); err != nil {
-		return err
-	} else if !oid.Equal(oidTSTInfo) {
-		return errorf(ErrMalformed, "content-type attribute %v is not id-ct-TSTInfo", oid)
+	var oid asn1.ObjectIdentifier
+	if v := cryptobyte.String(ct); !v.ReadASN1ObjectIdentifier(&oid) || !v.Empty() {
+		return malformed("content-type attribute is not an OBJECT IDENTIFIER")
+	}
+	if !oid.Equal(oidTSTInfo) {
+		return malformed("content-type attribute %v is not id-ct-TSTInfo", oid)
 	}
 	if _, ok := st.signedAttr[oidAttrDigest.String()]; !ok {
-		return errorf(ErrMalformed, "no message-digest signed attribute")
+		return malformed("no message-digest signed attribute")
 	}
 	return nil
 }
 
-// ESS signing-certificate attributes (RFC 2634, RFC 5035).
+// signatureChecks counts signature verifications, so that tests can show
+// that a token's signature is checked once.
+var signatureChecks atomic.Int64
+
+// checkSignature verifies the CMS signature, the ESS binding of the signer
+// and a signing-time attribute against the signer's validity. It is the only
+// signature check a token gets: no third-party CMS code verifies it again.
+func checkSignature(st *structure) error {
+	// The message-digest attribute is the digest of the TSTInfo.
+	var md []byte
+	if v := cryptobyte.String(st.signedAttr[oidAttrDigest.String()]); !v.ReadASN1Bytes(&md, cbasn1.OCTET_STRING) || !v.Empty() {
+		return malformed("message-digest attribute is not an OCTET STRING")
+	}
+	h := st.digestHash.New()
+	h.Write(st.eContent)
+	if sum := h.Sum(nil); !bytes.Equal(sum, md) {
+		return errorf(ErrSignature, "the TSTInfo's %v digest %x is not the signed message digest %x", st.digestHash, sum, md)
+	}
+	// The signature covers the signed attributes' DER with a SET tag.
+	signed := append([]byte{byte(cbasn1.SET)}, st.signedAttrs[1:]...)
+	signatureChecks.Add(1)
+	if err := st.signer.CheckSignature(st.sigAlg, signed, st.signature); err != nil {
+		return errorf(ErrSignature, "signature by %q: %v", st.signer.Subject, err)
+	}
+	if err := checkESS(st); err != nil {
+		return err
+	}
+	// A signing time is now authenticated; one outside the signer's
+	// validity is a certificate validity failure. encoding/asn1 decodes it
+	// because it takes both UTCTime and GeneralizedTime.
+	if v, ok := st.signedAttr[oidAttrSigningTime.String()]; ok {
+		var t time.Time
+		if rest, err := asn1.Unmarshal(v, &t); err != nil || len(rest) != 0 {
+			return malformed("signing-time attribute is not decodable")
+		}
+		if t.Before(st.signer.NotBefore) || t.After(st.signer.NotAfter) {
+			return errorf(ErrChain, "signing time %s is outside the validity of the signing certificate %q (%s to %s)",
+				t.UTC().Format(time.RFC3339), st.signer.Subject, st.signer.NotBefore.UTC().Format(time.RFC3339), st.signer.NotAfter.UTC().Format(time.RFC3339))
+		}
+	}
+	return nil
+}
+
+// ESS signing-certificate attributes (RFC 2634, RFC 5035), decoded with
+// encoding/asn1 after the signature over them has verified.
 type essCertID struct {
 	CertHash     []byte
 	IssuerSerial asn1.RawValue `asn1:"optional"`
@@ -538,87 +504,6 @@ type signingCertificateV2 struct {
 	Policies asn1.RawValue `asn1:"optional"`
 }
 
-// checkSignature verifies the CMS signature, the ESS binding of the signer
-// and a signing-time attribute against the signer's validity.
-//
-// The signature is checked twice: here first, so that a changed signed
-// attribute (a signing time, say) is reported as a signature failure before
-// anything reads it, and then by digitorus/pkcs7.
-func checkSignature(token []byte, st *structure) error {
-	// The message-digest attribute is the digest of the TSTInfo.
-	var md []byte
-	if rest, err := asn1.Unmarshal(st.signedAttr[oidAttrDigest.String()], &md); err != nil || len(rest) != 0 {
-		return errorf(ErrMalformed, "message-digest attribute is not an OCTET STRING")
-	}
-	h := st.digestHash.New()
-	h.Write(st.eContent)
-	if sum := h.Sum(nil); !bytes.Equal(sum, md) {
-		return errorf(ErrSignature, "the TSTInfo's %v digest %x is not the signed message digest %x", st.digestHash, sum, md)
-	}
-	// The signature covers the signed attributes' DER with a SET tag.
-	signed := append([]byte{0x31}, st.signedAttrs[1:]...)
-	alg, err := signatureAlgorithm(st.sigOID, st.digestHash)
-	if err != nil {
-		return err
-	}
-	if err := st.signer.CheckSignature(alg, signed, st.signature); err != nil {
-		return errorf(ErrSignature, "signature by %q: %v", st.signer.Subject, err)
-	}
-	if err := checkESS(st); err != nil {
-		return err
-	}
-
-	// digitorus/pkcs7 compares a signing-time attribute with the signer's
-	// validity and reports it as a signature failure; it is a certificate
-	// validity failure (and now authenticated), so check it first and say so.
-	if v, ok := st.signedAttr[oidAttrSigningTime.String()]; ok {
-		var t time.Time
-		if rest, err := asn1.Unmarshal(v, &t); err != nil || len(rest) != 0 {
-			return errorf(ErrMalformed, "signing-time attribute is not decodable")
-		}
-		if t.Before(st.signer.NotBefore) || t.After(st.signer.NotAfter) {
-			return errorf(ErrChain, "signing time %s is outside the validity of the signing certificate %q (%s to %s)",
-				t.UTC().Format(time.RFC3339), st.signer.Subject, st.signer.NotBefore.UTC().Format(time.RFC3339), st.signer.NotAfter.UTC().Format(time.RFC3339))
-		}
-	}
-	p7, err := pkcs7.Parse(token)
-	if err != nil {
-		return errorf(ErrMalformed, "CMS: %v", err)
-	}
-	if s := p7.GetOnlySigner(); s == nil || !bytes.Equal(s.Raw, st.signer.Raw) {
-		return errorf(ErrMalformed, "CMS decoder found a different signer")
-	}
-	if err := p7.Verify(); err != nil {
-		return errorf(ErrSignature, "%v", err)
-	}
-	return nil
-}
-
-// signatureAlgorithm maps a SignerInfo signature algorithm and digest to
-// crypto/x509's name for it.
-func signatureAlgorithm(oid asn1.ObjectIdentifier, h crypto.Hash) (x509.SignatureAlgorithm, error) {
-	byHash := func(m map[crypto.Hash]x509.SignatureAlgorithm) (x509.SignatureAlgorithm, error) {
-		if a, ok := m[h]; ok {
-			return a, nil
-		}
-		return 0, errorf(ErrMalformed, "signature algorithm %v with digest %v is not supported", oid, h)
-	}
-	switch s := oid.String(); {
-	case s == "1.2.840.10045.4.1" || strings.HasPrefix(s, "1.2.840.10045.4.3."):
-		return byHash(map[crypto.Hash]x509.SignatureAlgorithm{
-			crypto.SHA1: x509.ECDSAWithSHA1, crypto.SHA256: x509.ECDSAWithSHA256,
-			crypto.SHA384: x509.ECDSAWithSHA384, crypto.SHA512: x509.ECDSAWithSHA512})
-	case s == "1.2.840.113549.1.1.1" || s == "1.2.840.113549.1.1.5" || s == "1.2.840.113549.1.1.11" ||
-		s == "1.2.840.113549.1.1.12" || s == "1.2.840.113549.1.1.13":
-		return byHash(map[crypto.Hash]x509.SignatureAlgorithm{
-			crypto.SHA1: x509.SHA1WithRSA, crypto.SHA256: x509.SHA256WithRSA,
-			crypto.SHA384: x509.SHA384WithRSA, crypto.SHA512: x509.SHA512WithRSA})
-	case s == "1.3.101.112":
-		return x509.PureEd25519, nil
-	}
-	return 0, errorf(ErrMalformed, "signature algorithm %v is not supported", oid)
-}
-
 // checkESS checks that the first ESSCertID(v2) of the signing-certificate
 // attribute is the hash of the signing certificate and, when it carries an
 // issuer and serial, that they are the signer's.
@@ -628,7 +513,7 @@ func checkESS(st *structure) error {
 	if v2, ok := st.signedAttr[oidAttrSigningCert2.String()]; ok {
 		var sc signingCertificateV2
 		if rest, err := asn1.Unmarshal(v2, &sc); err != nil || len(rest) != 0 || len(sc.Certs) == 0 {
-			return errorf(ErrMalformed, "signingCertificateV2 attribute is not decodable")
+			return malformed("signingCertificateV2 attribute is not decodable")
 		}
 		hash = crypto.SHA256
 		if len(sc.Certs[0].HashAlgorithm.Algorithm) != 0 {
@@ -641,12 +526,12 @@ func checkESS(st *structure) error {
 	} else if v1, ok := st.signedAttr[oidAttrSigningCert.String()]; ok {
 		var sc signingCertificate
 		if rest, err := asn1.Unmarshal(v1, &sc); err != nil || len(rest) != 0 || len(sc.Certs) == 0 {
-			return errorf(ErrMalformed, "signingCertificate attribute is not decodable")
+			return malformed("signingCertificate attribute is not decodable")
 		}
 		hash = crypto.SHA1
 		want, issuerSerial = sc.Certs[0].CertHash, sc.Certs[0].IssuerSerial.FullBytes
 	} else {
-		return errorf(ErrMalformed, "no ESS signing-certificate attribute (RFC 3161 2.4.2)")
+		return malformed("no ESS signing-certificate attribute (RFC 3161 2.4.2)")
 	}
 	var got []byte
 	if hash == crypto.SHA1 {
@@ -660,24 +545,28 @@ func checkESS(st *structure) error {
 	if !bytes.Equal(got, want) {
 		return errorf(ErrSignature, "ESS signing-certificate attribute names another certificate than the signer %q", st.signer.Subject)
 	}
-	if issuerSerial != nil {
-		var is struct {
-			Issuer asn1.RawValue
-			Serial *big.Int
+	if issuerSerial == nil {
+		return nil
+	}
+	// IssuerSerial ::= SEQUENCE { issuer GeneralNames, serialNumber,
+	// issuerUID OPTIONAL }; one of the names must be the signer's issuer.
+	in := cryptobyte.String(issuerSerial)
+	var is, names cryptobyte.String
+	serial := new(big.Int)
+	if !in.ReadASN1(&is, cbasn1.SEQUENCE) || !in.Empty() || !is.ReadASN1(&names, cbasn1.SEQUENCE) || !is.ReadASN1Integer(serial) {
+		return malformed("ESS issuerSerial is not decodable")
+	}
+	nameOK := false
+	for !names.Empty() {
+		var n cryptobyte.String
+		var tag cbasn1.Tag
+		if !names.ReadAnyASN1(&n, &tag) {
+			return malformed("ESS issuerSerial names are not DER")
 		}
-		if rest, err := asn1.Unmarshal(issuerSerial, &is); err != nil || len(rest) != 0 {
-			return errorf(ErrMalformed, "ESS issuerSerial is not decodable")
-		}
-		names, _ := elements(is.Issuer.Bytes, "ESS issuer")
-		var nameOK bool
-		for _, n := range names {
-			if isContext(n, 4, true) && bytes.Equal(n.Bytes, st.signer.RawIssuer) {
-				nameOK = true
-			}
-		}
-		if !nameOK || is.Serial == nil || is.Serial.Cmp(st.signer.SerialNumber) != 0 {
-			return errorf(ErrSignature, "ESS issuerSerial is not the signer's")
-		}
+		nameOK = nameOK || (tag == tag4 && bytes.Equal(n, st.signer.RawIssuer))
+	}
+	if !nameOK || serial.Cmp(st.signer.SerialNumber) != 0 {
+		return errorf(ErrSignature, "ESS issuerSerial is not the signer's")
 	}
 	return nil
 }

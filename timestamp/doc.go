@@ -9,24 +9,31 @@ checks a stored token against the message it should cover and a set of trust
 roots. ParseToken decodes a token and checks its structure and signature, but
 establishes no trust; use it only to display a token.
 
-Request encoding, TSTInfo decoding and a CMS signature check use
-github.com/digitorus/timestamp and github.com/digitorus/pkcs7 (pinned in
-go.mod). This package adds the certificate-chain check, which those
-libraries leave out, a strict DER structure check made before they see the
-token, its own check of the signature, the ESS certificate binding, and the
-request/response matching.
+Request encoding and the names of a TSA's failure codes use
+github.com/digitorus/timestamp (pinned in go.mod). A token itself is checked
+here only: the CMS structure by a strict DER walk on
+golang.org/x/crypto/cryptobyte (DER only, every byte read), the signature,
+the ESS certificate binding, the certificate chain, which the libraries
+leave out, and the request/response matching. The signature is checked
+once, by this package: the library's Parse is not used, because it checks
+the signature again with github.com/digitorus/pkcs7 after decoding the
+token leniently. The TSTInfo fields are decoded with encoding/asn1 once the
+signature over them has verified.
 
 # What Verify checks
 
   - The token is one DER-encoded CMS ContentInfo of type signedData with no
-    trailing bytes, SignedData version 3, encapsulated content of type
+    trailing bytes (minimal lengths, no indefinite lengths, tag numbers
+    below 31 throughout), SignedData version 3, encapsulated content of type
     id-ct-TSTInfo (both in eContentType and in the signed content-type
     attribute), exactly one SignerInfo identified by issuer and serial
     number, and digestAlgorithms holding exactly that SignerInfo's digest
     algorithm. AlgorithmIdentifier parameters must be absent or
     NULL, and a signature algorithm that names a hash must name the
-    signer's digest algorithm. TSTInfo version is 1 and its imprint length
-    matches its hash. Violations are ErrMalformed.
+    signer's digest algorithm. Signed attributes occur once each, with one
+    value, in DER order. CRLs, if present, must decode as CertificateLists
+    and unsigned attributes, if present, as Attributes. TSTInfo version is
+    1 and its imprint length matches its hash. Violations are ErrMalformed.
   - The token embeds the TSA's signing certificate (requests made here set
     certReq): one embedded certificate, or identical copies of it, matches
     the SignerInfo's issuer and serial number. A token without it cannot be
@@ -35,8 +42,9 @@ request/response matching.
   - The CMS signature: the message-digest attribute equals the digest of the
     TSTInfo, and the signature over the signed attributes verifies with the
     signing certificate's key (ECDSA, RSA PKCS #1 v1.5 or Ed25519). It is
-    checked here and again by digitorus/pkcs7. The ESS signing-certificate
-    attribute (SigningCertificate with SHA-1, or SigningCertificateV2),
+    checked once, here, before the ESS and signing-time attributes and the
+    TSTInfo fields are decoded. The ESS signing-certificate attribute
+    (SigningCertificate with SHA-1, or SigningCertificateV2),
     which RFC 3161 and RFC 5816 require, must be present and its first hash
     must equal the hash of the signing certificate (and its issuerSerial,
     if present, name it). Failures are ErrSignature.
@@ -67,7 +75,7 @@ request/response matching.
   - The TSA policy: Info.Policy is reported; callers that require a policy
     compare it themselves.
   - Unsigned parts of CMS that take no part in the checks above: unsigned
-    attributes, and embedded certificates that are not on the chain that
+    attributes, CRLs, and embedded certificates that are not on the chain that
     was built. Changing them does not change the outcome, and none of them
     is reported as verified. Certificates on the chain are covered by their
     issuers' signatures.

@@ -141,7 +141,8 @@ func Request(ctx context.Context, tsaURL string, message []byte, opts *RequestOp
 		return nil, errorf(ErrPolicy, "TSA %s issued the token under policy %v, requested %v", tsaURL, info.Policy, opts.Policy)
 	}
 	if opts.Roots != nil {
-		if info, err = Verify(tokenDER, message, opts.Roots, opts.Intermediates); err != nil {
+		// Verify's remaining checks, on the token ParseToken has checked.
+		if err := verifyParsed(info, message, opts.Roots, opts.Intermediates); err != nil {
 			return nil, fmt.Errorf("%w (token from TSA %s)", err, tsaURL)
 		}
 	}

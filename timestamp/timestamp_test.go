@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"context"
 	"crypto"
+	"crypto/rand"
+	"crypto/sha256"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/asn1"
 	"errors"
 	"fmt"
+	"go/parser"
+	"go/token"
 	"math/big"
 	"net"
 	"net/http"
@@ -19,6 +23,8 @@ import (
 	"time"
 
 	dtimestamp "github.com/digitorus/timestamp"
+	"golang.org/x/crypto/cryptobyte"
+	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
 )
 
 var checkpoint = []byte("amnesia.example/log\n42\nq6tE3n0yZ2b1u4bWc1Jw2m0Zp9X7m9h5wF5qvC4Zl0o=\n")
@@ -700,40 +706,32 @@ func TestVerifyAmbiguousSigner(t *testing.T) {
 // certs. The certificates are not signed by the TSA, so this needs no key.
 func withCertificates(t *testing.T, tok []byte, certs ...*x509.Certificate) []byte {
 	t.Helper()
-	ci, err := one(tok, "")
-	if err != nil {
-		t.Fatal(err)
+	in := cryptobyte.String(tok)
+	var ci, ct, wrapped, sd, version, digestAlgs, encap cryptobyte.String
+	if !in.ReadASN1(&ci, cbasn1.SEQUENCE) || !ci.ReadASN1Element(&ct, cbasn1.OBJECT_IDENTIFIER) ||
+		!ci.ReadASN1(&wrapped, tag0) || !wrapped.ReadASN1(&sd, cbasn1.SEQUENCE) ||
+		!sd.ReadASN1Element(&version, cbasn1.INTEGER) || !sd.ReadASN1Element(&digestAlgs, cbasn1.SET) ||
+		!sd.ReadASN1Element(&encap, cbasn1.SEQUENCE) || !sd.SkipOptionalASN1(tag0) {
+		t.Fatal("token is not a ContentInfo with SignedData")
 	}
-	parts, _ := elements(ci.Bytes, "")
-	sdEl, _ := one(parts[1].Bytes, "")
-	sd, _ := elements(sdEl.Bytes, "")
-	var raw []byte
-	for _, c := range certs {
-		raw = append(raw, c.Raw...)
-	}
-	certsEl := asn1.RawValue{Class: asn1.ClassContextSpecific, Tag: 0, IsCompound: true, Bytes: raw}
-	var out []asn1.RawValue
-	for i, e := range sd {
-		if i == 3 && isContext(e, 0, true) {
-			continue
-		}
-		out = append(out, e)
-		if i == 2 {
-			out = append(out, certsEl)
-		}
-	}
-	var body []byte
-	for _, e := range out {
-		b, err := asn1.Marshal(e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body = append(body, b...)
-	}
-	sdDER, _ := asn1.Marshal(asn1.RawValue{Class: asn1.ClassUniversal, Tag: asn1.TagSequence, IsCompound: true, Bytes: body})
-	wrapped, _ := asn1.Marshal(asn1.RawValue{Class: asn1.ClassContextSpecific, Tag: 0, IsCompound: true, Bytes: sdDER})
-	ciDER, _ := asn1.Marshal(asn1.RawValue{Class: asn1.ClassUniversal, Tag: asn1.TagSequence, IsCompound: true, Bytes: append(append([]byte{}, parts[0].FullBytes...), wrapped...)})
-	return ciDER
+	var b cryptobyte.Builder
+	b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) {
+		b.AddBytes(ct)
+		b.AddASN1(tag0, func(b *cryptobyte.Builder) {
+			b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) {
+				b.AddBytes(version)
+				b.AddBytes(digestAlgs)
+				b.AddBytes(encap)
+				b.AddASN1(tag0, func(b *cryptobyte.Builder) {
+					for _, c := range certs {
+						b.AddBytes(c.Raw)
+					}
+				})
+				b.AddBytes(sd) // crls, if any, and signerInfos
+			})
+		})
+	})
+	return b.BytesOrPanic()
 }
 
 // TestVerifyUnsignedCertificates shows the documented limit: certificates
@@ -762,17 +760,22 @@ func TestVerifySignatureChanges(t *testing.T) {
 	a := newTestTSA(t, tsaOptions{})
 	tok := request(t, a).DER
 	// Walk to the SignerInfo: ContentInfo > [0] > SignedData > signerInfos.
-	ci, _ := one(tok, "")
-	parts, _ := elements(ci.Bytes, "")
-	sdEl, _ := one(parts[1].Bytes, "")
-	sd, _ := elements(sdEl.Bytes, "")
-	sis, _ := elements(sd[len(sd)-1].Bytes, "")
-	si, _ := elements(sis[0].Bytes, "")
-	econtent, _ := elements(sd[2].Bytes, "")
+	in := cryptobyte.String(tok)
+	var ci, wrapped, sd, encap, econtent, sis, si, attrs, sig cryptobyte.String
+	if !in.ReadASN1(&ci, cbasn1.SEQUENCE) || !ci.SkipASN1(cbasn1.OBJECT_IDENTIFIER) ||
+		!ci.ReadASN1(&wrapped, tag0) || !wrapped.ReadASN1(&sd, cbasn1.SEQUENCE) ||
+		!sd.SkipASN1(cbasn1.INTEGER) || !sd.SkipASN1(cbasn1.SET) || !sd.ReadASN1(&encap, cbasn1.SEQUENCE) ||
+		!sd.SkipOptionalASN1(tag0) || !sd.ReadASN1(&sis, cbasn1.SET) ||
+		!encap.SkipASN1(cbasn1.OBJECT_IDENTIFIER) || !encap.ReadASN1(&econtent, tag0) ||
+		!sis.ReadASN1(&si, cbasn1.SEQUENCE) || !si.SkipASN1(cbasn1.INTEGER) || !si.SkipASN1(cbasn1.SEQUENCE) ||
+		!si.SkipASN1(cbasn1.SEQUENCE) || !si.ReadASN1(&attrs, tag0) || !si.SkipASN1(cbasn1.SEQUENCE) ||
+		!si.ReadASN1(&sig, cbasn1.OCTET_STRING) {
+		t.Fatal("token is not a ContentInfo with SignedData")
+	}
 	regions := map[string][]byte{
-		"signature":         si[5].Bytes,
-		"signed attributes": si[3].Bytes,
-		"TSTInfo":           econtent[1].Bytes,
+		"signature":         sig,
+		"signed attributes": attrs,
+		"TSTInfo":           econtent,
 	}
 	for name, r := range regions {
 		start := bytes.Index(tok, r)
@@ -793,5 +796,222 @@ func TestVerifySignatureChanges(t *testing.T) {
 			}
 		}
 		t.Logf("%s: %d bytes, %d changes reported as ErrSignature", name, len(r), sig)
+	}
+}
+
+// TestSignatureCheckedOnce: a token's CMS signature is checked once, by
+// checkSignature, on every path (ParseToken, Verify, Request with and
+// without Roots), and no third-party code that would check it again (the
+// Verify of digitorus/pkcs7, which digitorus/timestamp's Parse calls) is
+// used by the package.
+func TestSignatureCheckedOnce(t *testing.T) {
+	a := newTestTSA(t, tsaOptions{})
+	tok := request(t, a)
+	srv := a.server(t, nil)
+	for name, f := range map[string]func() error{
+		"ParseToken": func() error { _, err := ParseToken(tok.DER); return err },
+		"Verify":     func() error { _, err := Verify(tok.DER, checkpoint, a.roots, nil); return err },
+		"Request": func() error {
+			_, err := Request(context.Background(), srv.URL, checkpoint, nil)
+			return err
+		},
+		"Request with Roots": func() error {
+			_, err := Request(context.Background(), srv.URL, checkpoint, &RequestOptions{Roots: a.roots})
+			return err
+		},
+	} {
+		before := signatureChecks.Load()
+		if err := f(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if n := signatureChecks.Load() - before; n != 1 {
+			t.Errorf("%s checked the signature %d times, want 1", name, n)
+		}
+	}
+
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, ".", func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, parser.ImportsOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pkgs {
+		for name, f := range p.Files {
+			for _, imp := range f.Imports {
+				if imp.Path.Value == `"github.com/digitorus/pkcs7"` {
+					t.Errorf("%s imports github.com/digitorus/pkcs7, whose Verify checks the signature again", name)
+				}
+			}
+			src, err := os.ReadFile(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, call := range []string{"dtimestamp.Parse(", "dtimestamp.ParseResponse("} {
+				if strings.Contains(string(src), call) {
+					t.Errorf("%s calls %s, which checks the signature again", name, call)
+				}
+			}
+		}
+	}
+}
+
+// tokenParts is a token taken apart, for tests that rebuild it changed.
+type tokenParts struct {
+	contentType, version, digestAlgs, encap cryptobyte.String
+	certs, crls                             []byte // contents of [0] and [1]
+	hasCerts, hasCRLs                       bool
+	siVersion, sid, digestAlg               cryptobyte.String
+	signedAttrs                             [][]byte // each Attribute's DER
+	sigAlg, signature                       cryptobyte.String
+	unsigned                                []byte // contents of the SignerInfo's [1]
+	hasUnsigned                             bool
+}
+
+func splitToken(t *testing.T, tok []byte) *tokenParts {
+	t.Helper()
+	p := &tokenParts{}
+	in := cryptobyte.String(tok)
+	var ci, wrapped, sd, certs, crls, sis, si, attrs, sig, unsigned cryptobyte.String
+	if !in.ReadASN1(&ci, cbasn1.SEQUENCE) || !ci.ReadASN1Element(&p.contentType, cbasn1.OBJECT_IDENTIFIER) ||
+		!ci.ReadASN1(&wrapped, tag0) || !wrapped.ReadASN1(&sd, cbasn1.SEQUENCE) ||
+		!sd.ReadASN1Element(&p.version, cbasn1.INTEGER) || !sd.ReadASN1Element(&p.digestAlgs, cbasn1.SET) ||
+		!sd.ReadASN1Element(&p.encap, cbasn1.SEQUENCE) ||
+		!sd.ReadOptionalASN1(&certs, &p.hasCerts, tag0) || !sd.ReadOptionalASN1(&crls, &p.hasCRLs, tag1) ||
+		!sd.ReadASN1(&sis, cbasn1.SET) || !sis.ReadASN1(&si, cbasn1.SEQUENCE) ||
+		!si.ReadASN1Element(&p.siVersion, cbasn1.INTEGER) || !si.ReadASN1Element(&p.sid, cbasn1.SEQUENCE) ||
+		!si.ReadASN1Element(&p.digestAlg, cbasn1.SEQUENCE) || !si.ReadASN1(&attrs, tag0) ||
+		!si.ReadASN1Element(&p.sigAlg, cbasn1.SEQUENCE) || !si.ReadASN1Element(&sig, cbasn1.OCTET_STRING) ||
+		!si.ReadOptionalASN1(&unsigned, &p.hasUnsigned, tag1) {
+		t.Fatal("token does not split")
+	}
+	p.certs, p.crls, p.signature, p.unsigned = certs, crls, sig, unsigned
+	for !attrs.Empty() {
+		var a cryptobyte.String
+		if !attrs.ReadASN1Element(&a, cbasn1.SEQUENCE) {
+			t.Fatal("signed attributes do not split")
+		}
+		p.signedAttrs = append(p.signedAttrs, a)
+	}
+	return p
+}
+
+// signedAttrsDER is the DER the signature covers: the attributes as a SET.
+func (p *tokenParts) signedAttrsDER() []byte {
+	var b cryptobyte.Builder
+	b.AddASN1(cbasn1.SET, func(b *cryptobyte.Builder) {
+		for _, a := range p.signedAttrs {
+			b.AddBytes(a)
+		}
+	})
+	return b.BytesOrPanic()
+}
+
+func (p *tokenParts) join() []byte {
+	optional := func(b *cryptobyte.Builder, present bool, tag cbasn1.Tag, contents []byte) {
+		if present {
+			b.AddASN1(tag, func(b *cryptobyte.Builder) { b.AddBytes(contents) })
+		}
+	}
+	var b cryptobyte.Builder
+	b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) {
+		b.AddBytes(p.contentType)
+		b.AddASN1(tag0, func(b *cryptobyte.Builder) {
+			b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) {
+				b.AddBytes(p.version)
+				b.AddBytes(p.digestAlgs)
+				b.AddBytes(p.encap)
+				optional(b, p.hasCerts, tag0, p.certs)
+				optional(b, p.hasCRLs, tag1, p.crls)
+				b.AddASN1(cbasn1.SET, func(b *cryptobyte.Builder) {
+					b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) {
+						b.AddBytes(p.siVersion)
+						b.AddBytes(p.sid)
+						b.AddBytes(p.digestAlg)
+						b.AddASN1(tag0, func(b *cryptobyte.Builder) {
+							for _, a := range p.signedAttrs {
+								b.AddBytes(a)
+							}
+						})
+						b.AddBytes(p.sigAlg)
+						b.AddBytes(p.signature)
+						optional(b, p.hasUnsigned, tag1, p.unsigned)
+					})
+				})
+			})
+		})
+	})
+	return b.BytesOrPanic()
+}
+
+// TestVerifyUnsignedParts: CRLs and unsigned attributes are not signed and
+// not used, but they must be well-formed; signed attributes must be in DER
+// order even when the signature covers them as they are.
+func TestVerifyUnsignedParts(t *testing.T) {
+	a := newTestTSA(t, tsaOptions{})
+	now := time.Now()
+	cert, key := a.goLeaf(t, "parts", now.Add(-time.Hour), now.Add(time.Hour), ekuExt(t, true, oidTimeStamping))
+	tok := goTokenBy(t, cert, key, now, nil)
+	if got := splitToken(t, tok).join(); !bytes.Equal(got, tok) {
+		t.Fatal("split and join change the token")
+	}
+	attr := func(oid asn1.ObjectIdentifier, values ...[]byte) []byte {
+		var b cryptobyte.Builder
+		b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) {
+			b.AddASN1ObjectIdentifier(oid)
+			b.AddASN1(cbasn1.SET, func(b *cryptobyte.Builder) {
+				for _, v := range values {
+					b.AddBytes(v)
+				}
+			})
+		})
+		return b.BytesOrPanic()
+	}
+	null := []byte{0x05, 0x00}
+	crl, err := x509.CreateRevocationList(rand.Reader, &x509.RevocationList{Number: big.NewInt(1), ThisUpdate: now, NextUpdate: now.Add(time.Hour)}, a.ca, a.caSigner(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// resign signs the signed attributes again, in the order given.
+	resign := func(p *tokenParts) {
+		d := sha256.Sum256(p.signedAttrsDER())
+		sig, err := key.Sign(rand.Reader, d[:], crypto.SHA256)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b cryptobyte.Builder
+		b.AddASN1OctetString(sig)
+		p.signature = b.BytesOrPanic()
+	}
+	cases := []struct {
+		name string
+		edit func(*tokenParts)
+		ok   bool
+	}{
+		{"unsigned attribute", func(p *tokenParts) { p.hasUnsigned, p.unsigned = true, attr(asn1.ObjectIdentifier{1, 2, 3, 4}, null) }, true},
+		{"empty unsigned attributes", func(p *tokenParts) { p.hasUnsigned = true }, true},
+		{"unsigned attribute not an Attribute", func(p *tokenParts) { p.hasUnsigned, p.unsigned = true, []byte{0x02, 0x01, 0x00} }, false},
+		{"unsigned attribute with an extra element", func(p *tokenParts) {
+			good := attr(asn1.ObjectIdentifier{1, 2, 3, 4}, null)
+			p.hasUnsigned, p.unsigned = true, append([]byte{0x30, good[1] + 2}, append(good[2:], null...)...)
+		}, false},
+		{"a CRL", func(p *tokenParts) { p.hasCRLs, p.crls = true, crl }, true},
+		{"CRLs holding an INTEGER", func(p *tokenParts) { p.hasCRLs, p.crls = true, []byte{0x02, 0x01, 0x00} }, false},
+		{"CRLs holding an empty SEQUENCE", func(p *tokenParts) { p.hasCRLs, p.crls = true, []byte{0x30, 0x00} }, false},
+		{"signed attributes re-signed", resign, true},
+		{"signed attributes re-signed out of DER order", func(p *tokenParts) {
+			n := len(p.signedAttrs)
+			p.signedAttrs[0], p.signedAttrs[n-1] = p.signedAttrs[n-1], p.signedAttrs[0]
+			resign(p)
+		}, false},
+	}
+	for _, c := range cases {
+		p := splitToken(t, tok)
+		c.edit(p)
+		_, err := Verify(p.join(), checkpoint, a.roots, nil)
+		if c.ok && err != nil {
+			t.Errorf("%s: %v, want it to verify", c.name, err)
+		}
+		if !c.ok && !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: %v, want ErrMalformed", c.name, err)
+		}
 	}
 }

@@ -6,13 +6,12 @@ import (
 	_ "crypto/sha256" // imprint hashes
 	_ "crypto/sha512"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/asn1"
 	"errors"
 	"fmt"
 	"math/big"
 	"time"
-
-	dtimestamp "github.com/digitorus/timestamp"
 )
 
 // Errors returned by ParseToken, Verify and Request. Returned errors wrap
@@ -99,8 +98,8 @@ func (i *Info) TSASubject() string {
 // Verify for that.
 func ParseToken(token []byte) (info *Info, err error) {
 	defer func() {
-		// The third-party decoders run only on input that passed the
-		// strict checks below; should one still panic, fail closed.
+		// encoding/asn1 and crypto/x509 decode only parts that passed
+		// the strict walk; should one still panic, fail closed.
 		if r := recover(); r != nil {
 			info, err = nil, errorf(ErrMalformed, "token could not be decoded (%v)", r)
 		}
@@ -109,33 +108,66 @@ func ParseToken(token []byte) (info *Info, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkSignature(token, st); err != nil {
+	if err := checkSignature(st); err != nil {
 		return nil, err
 	}
-	ts, err := dtimestamp.Parse(token)
+	info, err = decodeTSTInfo(st.eContent)
 	if err != nil {
-		// The signature verified above on these same bytes, so this is a
-		// TSTInfo decoding failure.
+		return nil, err
+	}
+	info.TSAName, info.Signer, info.certs = st.tsaName, st.signer, st.certs
+	return info, nil
+}
+
+// tstInfo is RFC 3161's TSTInfo as github.com/digitorus/timestamp declares
+// it. Its Parse would check the CMS signature a second time, so the fields
+// are decoded here, with encoding/asn1 as it does, after checkTSTInfoShape
+// and checkSignature.
+type tstInfo struct {
+	Version        int
+	Policy         asn1.ObjectIdentifier
+	MessageImprint struct {
+		HashAlgorithm pkix.AlgorithmIdentifier
+		HashedMessage []byte
+	}
+	SerialNumber *big.Int
+	Time         time.Time `asn1:"generalized"`
+	Accuracy     struct {
+		Seconds      int64 `asn1:"optional"`
+		Milliseconds int64 `asn1:"tag:0,optional"`
+		Microseconds int64 `asn1:"tag:1,optional"`
+	} `asn1:"optional"`
+	Ordering   bool             `asn1:"optional,default:false"`
+	Nonce      *big.Int         `asn1:"optional"`
+	TSA        asn1.RawValue    `asn1:"tag:0,optional"`
+	Extensions []pkix.Extension `asn1:"tag:1,optional"`
+}
+
+// decodeTSTInfo decodes the fields of a DER TSTInfo.
+func decodeTSTInfo(der []byte) (*Info, error) {
+	var ti tstInfo
+	if _, err := asn1.Unmarshal(der, &ti); err != nil {
 		return nil, errorf(ErrMalformed, "TSTInfo: %v", err)
 	}
-	if ts.HashAlgorithm.Size() != len(ts.HashedMessage) {
-		return nil, errorf(ErrMalformed, "message imprint is %d bytes, %v needs %d", len(ts.HashedMessage), ts.HashAlgorithm, ts.HashAlgorithm.Size())
-	}
-	if ts.SerialNumber == nil || ts.SerialNumber.Sign() < 0 {
+	hash := hashForOID(ti.MessageImprint.HashAlgorithm.Algorithm)
+	switch {
+	case hash == 0:
+		return nil, errorf(ErrMalformed, "TSTInfo: unknown imprint hash algorithm %v", ti.MessageImprint.HashAlgorithm.Algorithm)
+	case hash.Size() != len(ti.MessageImprint.HashedMessage):
+		return nil, errorf(ErrMalformed, "message imprint is %d bytes, %v needs %d", len(ti.MessageImprint.HashedMessage), hash, hash.Size())
+	case ti.SerialNumber == nil || ti.SerialNumber.Sign() < 0:
 		return nil, errorf(ErrMalformed, "TSTInfo serial number missing or negative")
 	}
+	acc := ti.Accuracy
 	return &Info{
-		GenTime:       ts.Time.UTC(),
-		Accuracy:      ts.Accuracy,
-		Ordering:      ts.Ordering,
-		SerialNumber:  ts.SerialNumber,
-		Policy:        ts.Policy,
-		HashAlgorithm: ts.HashAlgorithm,
-		HashedMessage: ts.HashedMessage,
-		Nonce:         ts.Nonce,
-		TSAName:       st.tsaName,
-		Signer:        st.signer,
-		certs:         st.certs,
+		GenTime:       ti.Time.UTC(),
+		Accuracy:      time.Duration(acc.Seconds)*time.Second + time.Duration(acc.Milliseconds)*time.Millisecond + time.Duration(acc.Microseconds)*time.Microsecond,
+		Ordering:      ti.Ordering,
+		SerialNumber:  ti.SerialNumber,
+		Policy:        ti.Policy,
+		HashAlgorithm: hash,
+		HashedMessage: ti.MessageImprint.HashedMessage,
+		Nonce:         ti.Nonce,
 	}, nil
 }
 
@@ -156,15 +188,21 @@ func Verify(token, message []byte, roots, intermediates *x509.CertPool) (*Info, 
 	if err != nil {
 		return nil, err
 	}
-	chain, err := verifyChain(info, roots, intermediates)
-	if err != nil {
-		return nil, err
-	}
-	info.Chain = chain
-	if err := checkImprint(info, message); err != nil {
+	if err := verifyParsed(info, message, roots, intermediates); err != nil {
 		return nil, err
 	}
 	return info, nil
+}
+
+// verifyParsed makes the checks of Verify that follow ParseToken and sets
+// info.Chain.
+func verifyParsed(info *Info, message []byte, roots, intermediates *x509.CertPool) error {
+	chain, err := verifyChain(info, roots, intermediates)
+	if err != nil {
+		return err
+	}
+	info.Chain = chain
+	return checkImprint(info, message)
 }
 
 // checkImprint compares the token's imprint with the digest of message.
