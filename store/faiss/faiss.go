@@ -72,11 +72,12 @@ const IDMapSuffix = ".ids.json"
 
 // Store is the adapter.
 type Store struct {
-	name    string
-	path    string
-	dim     int
-	mu      sync.Mutex
-	lastDel string // how the last Delete that changed the file rewrote it
+	name     string
+	path     string
+	dim      int
+	docstore string // the configured store holding the texts, if any
+	mu       sync.Mutex
+	lastDel  string // how the last Delete that changed the file rewrote it
 }
 
 var (
@@ -661,12 +662,19 @@ func (s *Store) docstoreFiles() []string {
 	return out
 }
 
-// coverage says plainly what the adapter does not erase.
+// coverage says plainly what the adapter does not erase, and which
+// configured store (docstore:) holds the texts.
 func (s *Store) coverage() string {
-	if d := s.docstoreFiles(); len(d) > 0 {
-		return "vectors only: the docstore beside the index (" + strings.Join(d, ", ") + ") is NOT covered by this store and was not erased or scanned"
+	parts := []string{"vectors only"}
+	if s.docstore != "" {
+		parts = append(parts, fmt.Sprintf("their texts are in configured store %q, whose state this certificate reports", s.docstore))
 	}
-	return "vectors only: text an application keeps outside the index (a docstore) is not covered by this store"
+	if d := s.docstoreFiles(); len(d) > 0 {
+		parts = append(parts, "the docstore file beside the index ("+strings.Join(d, ", ")+") is NOT covered by this store: not erased, not scanned")
+	} else if s.docstore == "" {
+		parts = append(parts, "text an application keeps outside the index (a docstore) is not covered by this store")
+	}
+	return strings.Join(parts, "; ")
 }
 
 // temps lists the temp files this adapter's rewrites left beside the index.
@@ -787,7 +795,12 @@ func syncDir(dir string) error {
 func init() {
 	store.Register(Type, store.Adapter{
 		Open: func(ctx context.Context, c store.Config, create bool) (store.Store, error) {
-			return Open(ctx, c.Name, c.Path, c.Dimensions, c.Schema, create)
+			s, err := Open(ctx, c.Name, c.Path, c.Dimensions, c.Schema, create)
+			if err != nil {
+				return nil, err
+			}
+			s.docstore = c.Docstore
+			return s, nil
 		},
 		Validate: func(c store.Config) error {
 			if c.Path == "" {
