@@ -49,6 +49,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/amnesia-dev/amnesia/store"
@@ -169,6 +170,12 @@ func Open(ctx context.Context, name, path string, dim int, fac string, create bo
 		if err := Create(path, fac, dim, nil); err != nil {
 			return nil, fmt.Errorf("open %s: %w", path, err)
 		}
+	}
+	// The rewrite renames a new file over the index: through a symbolic
+	// link that would replace the link and leave the old file whole, so
+	// the store works on the file the link points to.
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
 	}
 	l, err := readLayout(path)
 	if err != nil {
@@ -384,6 +391,9 @@ func (s *Store) Delete(ctx context.Context, keys []string) error {
 		}
 	}
 	if len(gone) > 0 {
+		if err := singleLink(s.path); err != nil {
+			return fmt.Errorf("delete vectors: %w", err)
+		}
 		out, how, err := s.without(ld, gone)
 		if err != nil {
 			return fmt.Errorf("delete vectors: %w", err)
@@ -778,6 +788,20 @@ func writeFileAtomic(path string, write func(tmp string) error) error {
 		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
 	}
 	return syncDir(dir)
+}
+
+// singleLink refuses an index file with other hard links: the rewrite
+// replaces this name only, and the old content would live on under the
+// others.
+func singleLink(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, store.ErrUnavailable)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+		return fmt.Errorf("index file %s has %d hard links: the rewrite would replace one name and leave the old vectors under the others; remove the other links (or copy the file to break them) and erase again", path, st.Nlink)
+	}
+	return nil
 }
 
 func syncDir(dir string) error {

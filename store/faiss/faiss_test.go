@@ -429,3 +429,49 @@ func TestRegistry(t *testing.T) {
 		t.Fatalf("creating an untrained IVF: %v", err)
 	}
 }
+
+// TestLinks: the rewrite goes to the file a symbolic link names (renaming
+// over the link would leave the old file whole), and an index file with
+// another hard link is refused (the old content would live on under it).
+func TestLinks(t *testing.T) {
+	ctx := context.Background()
+	s := create(t, "IDMap2,Flat", false)
+	for i := 1; i <= 2; i++ {
+		if err := s.Add(ctx, strconv.Itoa(i), int64(i), vec(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ev, err := s.ReadEvidence(ctx, []string{"1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "link.faiss")
+	if err := os.Symlink(s.path, link); err != nil {
+		t.Fatal(err)
+	}
+	ls, err := Open(ctx, "v", link, testDim, "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ls.Delete(ctx, []string{"1"}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the symbolic link was replaced: %v", err)
+	}
+	if rep := scanFor(t, s, ev); rep.Found["1"] != 0 {
+		t.Errorf("the file behind the link still holds %d needles", rep.Found["1"])
+	}
+
+	hard := filepath.Join(filepath.Dir(s.path), "hard.faiss")
+	if err := os.Link(s.path, hard); err != nil {
+		t.Fatal(err)
+	}
+	err = s.Delete(ctx, []string{"2"})
+	if err == nil || !strings.Contains(err.Error(), "hard links") {
+		t.Fatalf("Delete with a second hard link = %v", err)
+	}
+	if res, _ := s.ProbeLogical(ctx, []string{"2"}, nil); !res[0].ByID {
+		t.Errorf("a refused Delete still deleted")
+	}
+}
