@@ -65,6 +65,10 @@ const SimilarityK = 10
 // and the configuration names no factory string (schema:).
 const DefaultFactory = "IDMap2,Flat"
 
+// DefaultLockWait is how long a rewrite waits for another amnesia process
+// that holds the index's lock (lock_timeout: overrides it).
+const DefaultLockWait = 5 * time.Second
+
 // tmpMark marks the temp files this adapter writes beside the index.
 const tmpMark = ".amnesia-tmp-"
 
@@ -76,7 +80,8 @@ type Store struct {
 	name     string
 	path     string
 	dim      int
-	docstore string // the configured store holding the texts, if any
+	docstore string        // the configured store holding the texts, if any
+	lockWait time.Duration // how long to wait for another amnesia process's lock
 	mu       sync.Mutex
 	lastDel  string // how the last Delete that changed the file rewrote it
 }
@@ -184,7 +189,7 @@ func Open(ctx context.Context, name, path string, dim int, fac string, create bo
 	if l.dim != dim {
 		return nil, fmt.Errorf("open %s: the index holds %d-dimensional vectors, the configuration says dimensions: %d", path, l.dim, dim)
 	}
-	return &Store{name: name, path: path, dim: dim}, nil
+	return &Store{name: name, path: path, dim: dim, lockWait: DefaultLockWait}, nil
 }
 
 // Create writes a new, empty index file at path from a FAISS factory string
@@ -338,6 +343,11 @@ func (s *Store) Add(ctx context.Context, key string, id int64, vec []float32) er
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	unlock, err := s.lockFile(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	ld, err := s.load()
 	if err != nil {
 		return err
@@ -375,6 +385,11 @@ func (s *Store) Delete(ctx context.Context, keys []string) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	unlock, err := s.lockFile(ctx)
+	if err != nil {
+		return fmt.Errorf("delete vectors: %w", err)
+	}
+	defer unlock()
 	ids, m, err := s.resolve(keys)
 	if err != nil {
 		return fmt.Errorf("delete vectors: %w", err)
@@ -627,6 +642,11 @@ func (s *Store) Reclaim(ctx context.Context) (store.ReclaimReport, error) {
 	if err != nil {
 		return store.ReclaimReport{}, fmt.Errorf("reclaim: %w", err)
 	}
+	unlock, err := s.lockFile(ctx)
+	if err != nil {
+		return store.ReclaimReport{}, fmt.Errorf("reclaim: %w", err)
+	}
+	defer unlock()
 	how := s.lastDel
 	if how == "" {
 		how = "rebuilt " + l.String() + " from the surviving vectors"
@@ -790,6 +810,40 @@ func writeFileAtomic(path string, write func(tmp string) error) error {
 	return syncDir(dir)
 }
 
+// lockMark names the lock file beside the index that amnesia processes
+// (workers erasing different subjects at once) take while they rewrite it.
+const lockMark = ".amnesia-lock"
+
+// lockFile takes an exclusive lock (flock) on the index's lock file,
+// waiting at most lockWait (lock_timeout:) and while ctx lasts; then it
+// returns an error wrapping store.ErrBusy. Applications do not take it: an application that writes
+// the index while amnesia rewrites it can undo the erasure (docs/faiss.md).
+func (s *Store) lockFile(ctx context.Context) (unlock func(), err error) {
+	dir, base := filepath.Split(s.path)
+	f, err := os.OpenFile(filepath.Join(dir, "."+base+lockMark), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", s.path, store.ErrUnavailable)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.lockWait)
+	defer cancel()
+	for wait := time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", s.path, err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, fmt.Errorf("another amnesia process is rewriting %s (%w): %w", s.path, ctx.Err(), store.ErrBusy)
+		case <-time.After(wait):
+		}
+	}
+}
+
 // singleLink refuses an index file with other hard links: the rewrite
 // replaces this name only, and the old content would live on under the
 // others.
@@ -824,6 +878,13 @@ func init() {
 				return nil, err
 			}
 			s.docstore = c.Docstore
+			if c.LockTimeout != "" {
+				d, err := time.ParseDuration(c.LockTimeout)
+				if err != nil || d <= 0 {
+					return nil, fmt.Errorf("lock_timeout %q: want a positive Go duration such as 5s", c.LockTimeout)
+				}
+				s.lockWait = d
+			}
 			return s, nil
 		},
 		Validate: func(c store.Config) error {
@@ -832,6 +893,11 @@ func init() {
 			}
 			if c.Dimensions <= 0 {
 				return fmt.Errorf("faiss needs dimensions > 0 (the index's d)")
+			}
+			if c.LockTimeout != "" {
+				if d, err := time.ParseDuration(c.LockTimeout); err != nil || d <= 0 {
+					return fmt.Errorf("lock_timeout %q: want a positive Go duration such as 5s", c.LockTimeout)
+				}
 			}
 			return nil
 		},

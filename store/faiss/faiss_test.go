@@ -9,7 +9,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/amnesia-dev/amnesia/store"
 	"github.com/amnesia-dev/amnesia/store/storetest"
@@ -473,5 +475,79 @@ func TestLinks(t *testing.T) {
 	}
 	if res, _ := s.ProbeLogical(ctx, []string{"2"}, nil); !res[0].ByID {
 		t.Errorf("a refused Delete still deleted")
+	}
+}
+
+// TestLockSerializesRewrites: two amnesia processes (two Stores on one
+// file) erasing different ids at once both succeed; without the lock the
+// later rename would bring back what the other removed. A lock held past
+// lock_timeout makes Delete fail with store.ErrBusy and change nothing.
+func TestLockSerializesRewrites(t *testing.T) {
+	ctx := context.Background()
+	a := create(t, "IDMap2,Flat", false)
+	const n = 40
+	for i := 1; i <= n; i++ {
+		if err := a.Add(ctx, strconv.Itoa(i), int64(i), vec(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := Open(ctx, "vectors", a.path, testDim, "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 2)
+	go func() {
+		for i := 1; i <= n/2; i += 2 {
+			if err := a.Delete(ctx, []string{strconv.Itoa(i)}); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	go func() {
+		for i := 2; i <= n/2; i += 2 {
+			if err := b.Delete(ctx, []string{strconv.Itoa(i)}); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for i := 0; i < 2; i++ {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = strconv.Itoa(i + 1)
+	}
+	res, err := a.ProbeLogical(ctx, keys, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		if r.ByID != (i+1 > n/2) {
+			t.Errorf("id %d: found=%v after concurrent deletes", i+1, r.ByID)
+		}
+	}
+
+	// Hold the lock as another process would.
+	f, err := os.OpenFile(filepath.Join(filepath.Dir(a.path), ".index.faiss"+lockMark), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	a.lockWait = 200 * time.Millisecond
+	if err := a.Delete(ctx, []string{"30"}); !errors.Is(err, store.ErrBusy) {
+		t.Fatalf("Delete under another process's lock = %v, want store.ErrBusy", err)
+	}
+	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	if err := a.Delete(ctx, []string{"30"}); err != nil {
+		t.Fatal(err)
 	}
 }
