@@ -141,6 +141,14 @@ func readLayout(path string) (layout, error) {
 		return layout{}, fmt.Errorf("faiss index %s: type code %q is not supported: amnesia erases indexes wrapped in IDMap or IDMap2 (for example index_factory(d, \"IDMap2,Flat\")), whose ids stay stable; see docs/faiss.md", path, string(b[:4]))
 	}
 	l.dim = int(int32(binary.LittleEndian.Uint32(b[4:])))
+	// Flat, IVF-Flat and HNSW-Flat keep every vector in the file. A file
+	// smaller than its vectors is truncated, or keeps them elsewhere
+	// (IVF's on-disk inverted lists, a .ivfdata file) where neither the
+	// rewrite nor the byte scan would reach.
+	ntotal := int64(binary.LittleEndian.Uint64(b[8:]))
+	if fi, err := f.Stat(); err == nil && l.dim > 0 && ntotal > 0 && fi.Size() < ntotal*int64(l.dim)*4 {
+		return layout{}, fmt.Errorf("faiss index %s holds %d bytes, less than its %d vectors need: it is truncated, or its vectors live in another file (on-disk inverted lists), which amnesia does not erase", path, fi.Size(), ntotal)
+	}
 	off := 37
 	if metric := binary.LittleEndian.Uint32(b[33:]); metric > 1 {
 		off += 4

@@ -551,3 +551,23 @@ func TestLockSerializesRewrites(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestVectorsOutsideTheFile: a file smaller than its vectors (truncated,
+// or with on-disk inverted lists in another file) is refused: neither the
+// rewrite nor the byte scan would reach the vectors.
+func TestVectorsOutsideTheFile(t *testing.T) {
+	ctx := context.Background()
+	s := create(t, "IDMap2,Flat", false)
+	for i := 1; i <= 20; i++ {
+		if err := s.Add(ctx, strconv.Itoa(i), int64(i), vec(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Truncate(s.path, 1000); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(ctx, "v", s.path, testDim, "", false)
+	if err == nil || !strings.Contains(err.Error(), "less than its 20 vectors need") {
+		t.Fatalf("Open of a file smaller than its vectors = %v", err)
+	}
+}
