@@ -791,8 +791,12 @@ func writeFileAtomic(path string, write func(tmp string) error) error {
 	}
 	tmp := filepath.Join(dir, "."+base+tmpMark+hex.EncodeToString(rnd[:]))
 	mode := fs.FileMode(0o644)
+	uid, gid := -1, -1
 	if fi, err := os.Stat(path); err == nil {
 		mode = fi.Mode().Perm()
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			uid, gid = int(st.Uid), int(st.Gid)
+		}
 	}
 	if err := write(tmp); err != nil {
 		os.Remove(tmp)
@@ -800,7 +804,17 @@ func writeFileAtomic(path string, write func(tmp string) error) error {
 	}
 	f, err := os.OpenFile(tmp, os.O_RDWR, 0)
 	if err == nil {
-		err = f.Chmod(mode)
+		// The application must still own and read the file it saved.
+		if fi, serr := f.Stat(); serr == nil && uid >= 0 {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok && (int(st.Uid) != uid || int(st.Gid) != gid) {
+				if cerr := f.Chown(uid, gid); cerr != nil {
+					err = fmt.Errorf("keep the file's owner %d:%d (run amnesia as that user, or as root): %w", uid, gid, cerr)
+				}
+			}
+		}
+		if err == nil {
+			err = f.Chmod(mode)
+		}
 		if err == nil {
 			err = f.Sync()
 		}

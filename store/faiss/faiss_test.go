@@ -571,3 +571,35 @@ func TestVectorsOutsideTheFile(t *testing.T) {
 		t.Fatalf("Open of a file smaller than its vectors = %v", err)
 	}
 }
+
+// TestRewriteKeepsOwnerAndMode: the rewritten file keeps the owner and
+// permissions of the one the application saved (amnesia may run as root).
+func TestRewriteKeepsOwnerAndMode(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give the file another owner")
+	}
+	ctx := context.Background()
+	s := create(t, "IDMap2,Flat", false)
+	for i := 1; i <= 2; i++ {
+		if err := s.Add(ctx, strconv.Itoa(i), int64(i), vec(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chown(s.path, 12345, 23456); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(s.path, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, []string{"1"}); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(s.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	if st.Uid != 12345 || st.Gid != 23456 || fi.Mode().Perm() != 0o640 {
+		t.Errorf("after the rewrite: owner %d:%d mode %v, want 12345:23456 -rw-r-----", st.Uid, st.Gid, fi.Mode().Perm())
+	}
+}
