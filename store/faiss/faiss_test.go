@@ -180,6 +180,11 @@ func TestIVFRebuildKeepsIDsRight(t *testing.T) {
 	} else {
 		t.Logf("FAISS's own remove_ids on IDMap2,IVF: %d survivors found under a wrong id", wrong)
 	}
+	// amnesia refuses to read such an index rather than take one vector
+	// for another.
+	if _, err := ns.ReadEvidence(ctx, []string{keyOf(5)}); err == nil || !strings.Contains(err.Error(), "not sequential") {
+		t.Errorf("evidence from an IVF index FAISS's remove_ids misaligned = %v, want a refusal", err)
+	}
 
 	if err := s.Delete(ctx, []string{keyOf(1), keyOf(2)}); err != nil {
 		t.Fatal(err)
