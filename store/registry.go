@@ -22,6 +22,10 @@ type Config struct {
 	StatementTimeout string `yaml:"statement_timeout,omitempty"` // Go duration; default none
 	Retries          int    `yaml:"retries,omitempty"`           // reclaim retries with backoff; default 0
 	DataDir          string `yaml:"data_dir,omitempty"`          // server's data directory, when the physical probe may read it
+	// Docstore names the configured store that holds the texts of a
+	// vectors-only store (faiss), so that its certificate says where they
+	// are covered.
+	Docstore string `yaml:"docstore,omitempty"`
 	// OutOfScope marks a store the operator has declared outside what
 	// erasures must cover: when it cannot be reached, certificates still
 	// list it as unreachable, but it does not make them incomplete.

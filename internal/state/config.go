@@ -140,6 +140,11 @@ func (c *Config) Validate() error {
 			return fieldErr(fmt.Sprintf("stores[%d]", i)+storeKeyIn(err.Error()), "store %q: %v", s.Name, err)
 		}
 	}
+	for _, s := range c.Stores {
+		if s.Docstore != "" && (!seen[s.Docstore] || s.Docstore == s.Name) {
+			return fmt.Errorf("store %q: docstore %q is not another configured store: name the store that holds the texts, or leave docstore out", s.Name, s.Docstore)
+		}
+	}
 	return nil
 }
 
