@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"github.com/amnesia-dev/amnesia/certificate"
+	"github.com/amnesia-dev/amnesia/internal/erasure"
 	"github.com/amnesia-dev/amnesia/internal/saga"
-	"github.com/amnesia-dev/amnesia/internal/state"
 	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/store"
 )
@@ -88,44 +88,22 @@ func (a *App) Erase(ctx context.Context, rawSubject, reason string, opts ...Eras
 	if err != nil {
 		return nil, err
 	}
-	scope := a.rec.scope
-	t, err := saga.Pending(a.dir, k.String(), scope)
-	if err != nil {
-		return nil, fmt.Errorf("capture erase: %w", err)
-	}
-	if t == nil {
-		v, err := a.ledger.View(ctx, scope, k)
-		if err != nil {
-			return nil, fmt.Errorf("capture erase: %w", err)
-		}
-		if t, err = lineage.BuildTrace(v); err != nil {
-			return nil, fmt.Errorf("capture erase: trace %s in scope %q: %w", k.Ref(), scope, err)
-		}
-		b, err := t.Encode()
-		if err != nil {
-			return nil, fmt.Errorf("capture erase: %w", err)
-		}
-		if err := state.WriteFileAtomic(a.dir.TracePath(t.ID), b); err != nil {
-			return nil, fmt.Errorf("capture erase: save trace: %w", err)
-		}
-	}
 	logf, err := os.OpenFile(a.dir.LogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("capture erase: open log: %w", err)
 	}
 	defer logf.Close()
-	log := slog.New(slog.NewJSONHandler(logf, nil))
-	log.Info("traced", "subject", t.SubjectRef, "trace", t.ID, "artifacts", len(t.Artifacts), "mentions", len(t.Mentions), "via", "capture")
-	res, err := saga.Run(ctx, &saga.Erasure{
-		Dir: a.dir, Ledger: a.ledger, Stores: stores, OpenErr: failed,
-		Trace: t, Reason: reason, Log: log, Progress: o.Progress,
-		ReclaimWait: a.dir.Config.ReclaimWaitDuration(),
-	})
+	env := &erasure.Env{Dir: a.dir, Ledger: a.ledger, Log: slog.New(slog.NewJSONHandler(logf, nil)), Via: "capture"}
+	t, _, err := env.Begin(ctx, k, a.rec.scope)
+	if err != nil {
+		return nil, fmt.Errorf("capture erase: %w", err)
+	}
+	res, err := env.Run(ctx, t, reason, erasure.Options{Progress: o.Progress, Stores: stores, OpenErr: failed})
 	if err != nil {
 		return nil, fmt.Errorf("capture erase: %w", err)
 	}
 	return &Erasure{
-		ID: res.ID, Certificate: res.CertificatePath, Complete: res.Statement.Predicate.Complete,
+		ID: res.ID, Certificate: res.CertificatePath, Complete: res.Complete(),
 		Resumed: res.Resumed, Follows: res.Follows, Statement: res.Statement,
 	}, nil
 }

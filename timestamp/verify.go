@@ -263,3 +263,47 @@ func verifyChain(info *Info, roots, intermediates *x509.CertPool) ([]*x509.Certi
 	}
 	return chains[0], nil
 }
+
+// Checker returns the RFC 3161 check a certificate verifier applies to a
+// token over message, returning the token's time. With roots (the root
+// certificates of the timestamp authorities trusted) it is Verify: the
+// token's signature, its imprint of message and its chain to one of the
+// roots. With nil roots no TSA is trusted: the token's own signature and
+// its imprint of message are still checked, so a damaged token fails, but
+// the token's time is only the TSA's word.
+func Checker(roots *x509.CertPool) func(token, message []byte) (time.Time, error) {
+	if roots == nil {
+		return func(token, message []byte) (time.Time, error) {
+			info, err := ParseToken(token)
+			if err != nil {
+				return time.Time{}, err
+			}
+			h := info.HashAlgorithm.New()
+			h.Write(message)
+			if !bytes.Equal(h.Sum(nil), info.HashedMessage) {
+				return time.Time{}, fmt.Errorf("the token's message imprint is not the checkpoint's: %w", ErrImprint)
+			}
+			return info.GenTime, nil
+		}
+	}
+	return func(token, message []byte) (time.Time, error) {
+		info, err := Verify(token, message, roots, nil)
+		if err != nil {
+			return time.Time{}, err
+		}
+		return info.GenTime, nil
+	}
+}
+
+// AppendRootsPEM adds every PEM certificate of pemBytes to pool (a new
+// pool when nil) as a trusted TSA root. Bytes without a certificate are an
+// error.
+func AppendRootsPEM(pool *x509.CertPool, pemBytes []byte) (*x509.CertPool, error) {
+	if pool == nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(pemBytes) {
+		return pool, errors.New("no PEM certificate")
+	}
+	return pool, nil
+}

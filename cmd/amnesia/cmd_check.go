@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/amnesia-dev/amnesia/internal/erasure"
 	"github.com/amnesia-dev/amnesia/internal/state"
 	"github.com/amnesia-dev/amnesia/store"
 )
@@ -84,12 +85,12 @@ func checkStores(ctx context.Context, w io.Writer, cfg *state.Config) (notReady 
 		return 0
 	}
 	for _, sc := range cfg.Stores {
-		cctx, cancel := context.WithTimeout(ctx, checkTimeout)
+		cctx, cancel := context.WithTimeout(ctx, erasure.CheckTimeout)
 		probs := cfg.CheckStore(cctx, sc)
 		cancel()
 		verdict := "OK"
 		if errs := store.Errors(probs); len(errs) > 0 {
-			verdict = "NOT READY: " + joinProblems(errs)
+			verdict = "NOT READY: " + erasure.JoinProblems(errs)
 			notReady++
 		}
 		fmt.Fprintf(w, "%-12s %-10s %s  %s\n", sc.Name, sc.Type, cfg.StoreTarget(sc), verdict)

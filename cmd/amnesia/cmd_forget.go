@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/amnesia-dev/amnesia/internal/erasure"
 	"github.com/amnesia-dev/amnesia/internal/saga"
 	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/subject"
@@ -64,23 +64,25 @@ and ends with the same certificate.
 				return err
 			} else if pending != nil {
 				fmt.Fprintf(out, "resuming the interrupted erasure %s of %s\n", saga.ID(pending.ID), pending.SubjectRef)
-				if err := a.preflight(cmd.Context(), cmd.ErrOrStderr(), pending, o.allowPartial); err != nil {
+				skip, err := a.env().Preflight(cmd.Context(), cmd.ErrOrStderr(), pending, o.allowPartial)
+				if err != nil {
 					return err
 				}
-				return a.erase(cmd.Context(), out, cmd.ErrOrStderr(), pending, o.reason, o.verbose)
+				return a.erase(cmd.Context(), out, cmd.ErrOrStderr(), pending, o.reason, erasure.Options{AllowPartial: o.allowPartial, Skip: skip}, o.verbose)
 			}
 			t, err := a.trace(cmd.Context(), raw, o.scope, nil)
 			if err != nil {
 				return err
 			}
 			printTrace(out, a.dir, t)
-			if err := a.preflight(cmd.Context(), cmd.ErrOrStderr(), t, o.allowPartial); err != nil {
+			skip, err := a.env().Preflight(cmd.Context(), cmd.ErrOrStderr(), t, o.allowPartial)
+			if err != nil {
 				return err
 			}
 			if !o.yes && !confirm(out, in, t) {
 				return withCode(exitAborted, errors.New("aborted: nothing was erased"))
 			}
-			return a.erase(cmd.Context(), out, cmd.ErrOrStderr(), t, o.reason, o.verbose)
+			return a.erase(cmd.Context(), out, cmd.ErrOrStderr(), t, o.reason, erasure.Options{AllowPartial: o.allowPartial, Skip: skip}, o.verbose)
 		},
 	}
 	cmd.Flags().StringVar(&o.scope, "scope", "", "scope (tenant); default: the configured scope")
@@ -100,7 +102,7 @@ func (a *app) pending(raw, scope string) (*lineage.Trace, error) {
 	if err != nil {
 		return nil, withCode(exitUsage, err)
 	}
-	return saga.Pending(a.dir, k.String(), scope)
+	return a.env().Pending(k, scope)
 }
 
 func confirm(out io.Writer, in *bufio.Reader, t *lineage.Trace) bool {
@@ -144,22 +146,21 @@ a path). A new erasure is refused when the ledger no longer gives the same trace
 				return err
 			}
 			defer a.Close()
-			t, err := loadTrace(a, o.trace)
+			t, err := a.env().LoadTrace(o.trace)
 			if err != nil {
 				return err
 			}
 			if o.queue {
 				return a.enqueue(cmd.Context(), cmd.OutOrStdout(), t, o.reason)
 			}
-			if strings.TrimSpace(o.reason) == "" {
-				if _, err := os.Stat(a.dir.ErasureDir(saga.ID(t.ID))); err != nil {
-					return withCode(exitUsage, errors.New("--reason is required for a new erasure"))
-				}
+			if strings.TrimSpace(o.reason) == "" && !a.env().Started(t) {
+				return withCode(exitUsage, errors.New("--reason is required for a new erasure"))
 			}
-			if err := a.preflight(cmd.Context(), cmd.ErrOrStderr(), t, o.allowPartial); err != nil {
+			skip, err := a.env().Preflight(cmd.Context(), cmd.ErrOrStderr(), t, o.allowPartial)
+			if err != nil {
 				return err
 			}
-			return a.erase(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), t, o.reason, o.verbose)
+			return a.erase(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), t, o.reason, erasure.Options{AllowPartial: o.allowPartial, Skip: skip}, o.verbose)
 		},
 	}
 	cmd.Flags().StringVar(&o.trace, "trace", "", "trace id (from 'amnesia trace') or path to a trace file")
@@ -170,50 +171,22 @@ a path). A new erasure is refused when the ledger no longer gives the same trace
 	return cmd
 }
 
-func loadTrace(a *app, ref string) (*lineage.Trace, error) {
-	path := ref
-	if _, err := os.Stat(path); err != nil {
-		path = a.dir.TracePath(ref)
-	}
-	b, err := os.ReadFile(path)
+// erase runs (or resumes) the erasure of t and prints its outcome; an
+// incomplete certificate is a saga.IncompleteError (exit 7).
+func (a *app) erase(ctx context.Context, out, progress io.Writer, t *lineage.Trace, reason string, o erasure.Options, verbose bool) error {
+	o.Progress = progress
+	res, err := a.env().Run(ctx, t, reason, o)
 	if err != nil {
-		return nil, fmt.Errorf("load trace %s: %w", ref, err)
+		return err
 	}
-	t, err := lineage.DecodeTrace(b)
-	if err != nil {
-		return nil, fmt.Errorf("load trace %s: %w", ref, err)
-	}
-	return t, nil
+	printResult(out, res, verbose)
+	return res.Err()
 }
 
-func (a *app) erase(ctx context.Context, out, progress io.Writer, t *lineage.Trace, reason string, verbose bool) error {
-	_, err := a.eraseResult(ctx, out, progress, t, reason, a.allowPartial, verbose)
-	return err
-}
-
-// eraseResult runs (or resumes) the erasure of t and prints its outcome. The
-// result is nil when the erasure did not finish (an error, or a pause).
-func (a *app) eraseResult(ctx context.Context, out, progress io.Writer, t *lineage.Trace, reason string, allowPartial, verbose bool) (*saga.Result, error) {
-	stores, failed := a.dir.Config.OpenStoresExcept(ctx, a.skip)
-	defer func() {
-		for _, s := range stores {
-			s.Close()
-		}
-	}()
-	res, err := saga.Run(ctx, &saga.Erasure{
-		Dir: a.dir, Ledger: a.ledger, Stores: stores, OpenErr: failed,
-		Trace: t, Reason: reason, Log: a.log, Progress: progress,
-		AllowPartial: allowPartial, ReclaimWait: a.dir.Config.ReclaimWaitDuration(),
-	})
-	if err != nil {
-		return nil, err
-	}
+// printResult prints the outcome of a finished erasure.
+func printResult(out io.Writer, res *saga.Result, verbose bool) {
 	if res.Follows != "" {
 		fmt.Fprintf(out, "this erasure continues %s, whose certificate was incomplete; its certificate links to it (predicate.follows)\n", res.Follows)
 	}
 	printOutcome(out, res, verbose)
-	if !res.Statement.Predicate.Complete {
-		return res, withCode(exitIncomplete, fmt.Errorf("erasure %s is incomplete: see the certificate's UNVERIFIED, RESIDUAL and OUT_OF_SCOPE entries and the declared scope; fix the cause and run the same command again", res.ID))
-	}
-	return res, nil
 }

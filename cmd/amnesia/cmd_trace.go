@@ -100,26 +100,11 @@ func (a *app) trace(ctx context.Context, arg, scope string, in io.Reader) (*line
 	if err != nil {
 		return nil, withCode(exitUsage, err)
 	}
-	v, err := a.ledger.View(ctx, scope, k)
-	if err != nil {
-		return nil, err
-	}
-	t, err := lineage.BuildTrace(v)
+	t, v, err := a.env().Trace(ctx, k, scope)
 	if errors.Is(err, lineage.ErrAlreadyErased) {
-		return nil, fmt.Errorf("trace %s in scope %q: %w%s", k.Ref(), scope, err, erasedBy(a.dir, v))
+		return nil, fmt.Errorf("%w%s", err, erasedBy(a.dir, v))
 	}
-	if err != nil {
-		return nil, fmt.Errorf("trace %s in scope %q: %w", k.Ref(), scope, err)
-	}
-	b, err := t.Encode()
-	if err != nil {
-		return nil, err
-	}
-	if err := state.WriteFileAtomic(a.dir.TracePath(t.ID), b); err != nil {
-		return nil, fmt.Errorf("save trace: %w", err)
-	}
-	a.log.Info("traced", "subject", t.SubjectRef, "trace", t.ID, "artifacts", len(t.Artifacts), "mentions", len(t.Mentions))
-	return t, nil
+	return t, err
 }
 
 func printTrace(w io.Writer, dir *state.Dir, t *lineage.Trace) {

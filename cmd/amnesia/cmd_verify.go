@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -95,85 +96,19 @@ given more than once is retired from the earliest time given for it.
 	return cmd
 }
 
-// options turns the flags into certificate.VerifyOptions.
+// options turns the flags into certificate.VerifyOptions: the policy
+// (certificate.LoadPolicy) a Go program gets for the same files.
 func (o *verifyOptions) options() (certificate.VerifyOptions, error) {
-	var opts certificate.VerifyOptions
-	for _, spec := range o.publicKeys {
-		path, retired := spec, time.Time{}
-		if i := strings.LastIndex(spec, "@"); i > 0 {
-			if t, err := time.Parse(time.RFC3339, spec[i+1:]); err == nil {
-				path, retired = spec[:i], t
-			}
-		}
-		pemBytes, err := os.ReadFile(path)
-		if err != nil {
-			return opts, fmt.Errorf("read public key: %w", err)
-		}
-		pub, err := certificate.ParsePublicKeyPEM(pemBytes)
-		if err != nil {
-			return opts, fmt.Errorf("read public key %s: %w", path, err)
-		}
-		opts.Keys = addTrustedKey(opts.Keys, certificate.TrustedKey{Public: pub, Retired: retired})
+	p, err := certificate.LoadPolicy(certificate.PolicyFiles{
+		PublicKeys: o.publicKeys, TrustFiles: o.trust,
+		WitnessKeys: o.witnesses, MinWitnesses: o.minWit,
+		TSARoots: o.tsaRoots, RequireTimestamp: o.requireTS, Origin: o.origin,
+	})
+	if errors.Is(err, certificate.ErrPolicy) {
+		return certificate.VerifyOptions{}, withCode(exitUsage, err)
 	}
-	for _, path := range o.trust {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return opts, fmt.Errorf("read trust file: %w", err)
-		}
-		tf, err := certificate.ParseTrustFile(b)
-		if err != nil {
-			return opts, fmt.Errorf("%s: %w", path, err)
-		}
-		for _, k := range tf.TrustedKeys() {
-			opts.Keys = addTrustedKey(opts.Keys, k)
-		}
-	}
-	seen := map[string]bool{}
-	for _, w := range o.witnesses {
-		v, err := parseWitnessKey(w)
-		if err != nil {
-			return opts, withCode(exitUsage, err)
-		}
-		id := fmt.Sprintf("%s+%08x", v.Name(), v.KeyHash())
-		if seen[id] { // the same key twice counts once
-			continue
-		}
-		seen[id] = true
-		opts.Witnesses = append(opts.Witnesses, v)
-	}
-	if o.minWit < 0 {
-		return opts, withCode(exitUsage, fmt.Errorf("--witnesses %d: want a count of cosignatures, 0 or more", o.minWit))
-	}
-	opts.MinWitnesses = o.minWit
-	if o.minWit == 0 {
-		opts.MinWitnesses = len(opts.Witnesses)
-	}
-	if o.minWit > len(opts.Witnesses) {
-		return opts, withCode(exitUsage, fmt.Errorf("--witnesses %d, but only %d --witness-key given", o.minWit, len(opts.Witnesses)))
-	}
-	check, err := timestampChecker(o.tsaRoots)
 	if err != nil {
-		return opts, err
+		return certificate.VerifyOptions{}, err
 	}
-	opts.Timestamp = check
-	opts.TimestampTrusted = len(o.tsaRoots) > 0
-	opts.RequireTimestamp = o.requireTS
-	opts.Origin = o.origin
-	return opts, nil
-}
-
-// addTrustedKey adds k to keys; a key already there keeps one entry,
-// retired from the earlier of the two times (not retired only if neither
-// says it is).
-func addTrustedKey(keys []certificate.TrustedKey, k certificate.TrustedKey) []certificate.TrustedKey {
-	for i := range keys {
-		if !keys[i].Public.Equal(k.Public) {
-			continue
-		}
-		if !k.Retired.IsZero() && (keys[i].Retired.IsZero() || k.Retired.Before(keys[i].Retired)) {
-			keys[i].Retired = k.Retired
-		}
-		return keys
-	}
-	return append(keys, k)
+	return p.Options()
 }

@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/amnesia-dev/amnesia/certificate"
+	"github.com/amnesia-dev/amnesia/internal/erasure"
 	"github.com/amnesia-dev/amnesia/internal/saga"
 	"github.com/amnesia-dev/amnesia/internal/state"
 	"github.com/amnesia-dev/amnesia/lineage"
@@ -101,6 +102,10 @@ func exitCode(err error) int {
 		return exitNoLineage
 	case errors.Is(err, lineage.ErrAlreadyErased):
 		return exitErased
+	case errors.Is(err, saga.ErrIncomplete):
+		return exitIncomplete
+	case errors.Is(err, erasure.ErrNotReady):
+		return exitNotReady
 	case errors.Is(err, saga.ErrPending):
 		return exitPending
 	case errors.Is(err, saga.ErrBusy):
@@ -127,7 +132,7 @@ func exitCode(err error) int {
 		return exitCertTampered
 	case errors.Is(err, certificate.ErrMalformed), errors.Is(err, certificate.ErrSchema):
 		return exitCertInvalid
-	case errors.Is(err, errUsage), errors.Is(err, subject.ErrPersonalData):
+	case errors.Is(err, errUsage), errors.Is(err, subject.ErrPersonalData), errors.Is(err, certificate.ErrPolicy):
 		return exitUsage
 	case errors.Is(err, state.ErrLedgerLost), errors.Is(err, transparency.ErrShrunk):
 		return exitLedgerLost

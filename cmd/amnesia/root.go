@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/amnesia-dev/amnesia/internal/erasure"
 	"github.com/amnesia-dev/amnesia/internal/state"
 	"github.com/amnesia-dev/amnesia/lineage"
 )
@@ -91,11 +92,11 @@ type app struct {
 	ledger  lineage.Ledger
 	log     *slog.Logger
 	logFile *os.File
-	skip    map[string]error // stores the preflight found not ready, left alone under --allow-partial
-	// allowPartial: the operator passed --allow-partial; a store that
-	// cannot reclaim or be probed after its records were deleted then ends
-	// UNVERIFIED instead of pausing the erasure.
-	allowPartial bool
+}
+
+// env is the installation as the erasure flow (internal/erasure) sees it.
+func (a *app) env() *erasure.Env {
+	return &erasure.Env{Dir: a.dir, Ledger: a.ledger, Log: a.log}
 }
 
 func openApp(ctx context.Context, g *globalOptions) (*app, error) {

@@ -84,7 +84,7 @@ func testWorkers(t *testing.T, ledger string) {
 		}
 	}
 
-	// The store files are intact (see (*app).lockFileStores).
+	// The store files are intact (see lockFileStores in internal/worker).
 	for _, path := range []string{f.docsDB(), f.vecsDB()} {
 		db, err := sql.Open("sqlite3", "file:"+path)
 		if err != nil {

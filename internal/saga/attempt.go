@@ -106,7 +106,7 @@ func (r *runner) chooseID(ctx context.Context) error {
 		if !st.published || st.complete {
 			break
 		}
-		if r.checkFresh(ctx) != nil {
+		if CheckFresh(ctx, r.Ledger, r.Trace) != nil {
 			break
 		}
 		prev, id = id, AttemptID(r.Trace.ID, id)

@@ -25,7 +25,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/amnesia-dev/amnesia/certificate"
@@ -71,6 +70,40 @@ type Result struct {
 	// Follows is the id of the earlier, incomplete erasure of the same
 	// trace that this one continues (empty for a first erasure).
 	Follows string
+}
+
+// ErrIncomplete matches, with errors.Is, the error of an erasure that
+// finished and published a certificate that is not complete (Result.Err).
+var ErrIncomplete = errors.New("erasure incomplete")
+
+// IncompleteError is an erasure that finished with an incomplete
+// certificate: an artifact is UNVERIFIED, RESIDUAL or OUT_OF_SCOPE, or a
+// configured store could not be reached. The certificate is published;
+// running the same erasure again after the cause is fixed is a new erasure
+// whose certificate follows this one.
+type IncompleteError struct {
+	Erasure     string // the erasure id
+	Certificate string // the published certificate's path
+}
+
+func (e *IncompleteError) Error() string {
+	return fmt.Sprintf("erasure %s is incomplete: see the certificate's UNVERIFIED, RESIDUAL and OUT_OF_SCOPE entries and the declared scope; fix the cause and run the same command again", e.Erasure)
+}
+
+// Is makes errors.Is(err, ErrIncomplete) true for an IncompleteError.
+func (e *IncompleteError) Is(target error) bool { return target == ErrIncomplete }
+
+// Complete reports whether the certificate says every artifact was
+// verified.
+func (r *Result) Complete() bool { return r.Statement.Predicate.Complete }
+
+// Err returns nil for a complete erasure and an *IncompleteError (matching
+// ErrIncomplete) for one whose certificate is incomplete.
+func (r *Result) Err() error {
+	if r.Complete() {
+		return nil
+	}
+	return &IncompleteError{Erasure: r.ID, Certificate: r.CertificatePath}
 }
 
 // ID returns the erasure id of a trace: erasing the same trace again is the
@@ -152,7 +185,7 @@ func start(ctx context.Context, e *Erasure) (*runner, error) {
 	jpath := filepath.Join(r.dir, "journal.jsonl")
 	if _, err := os.Stat(jpath); err == nil {
 		r.resumed = true
-	} else if err := r.checkFresh(ctx); err != nil {
+	} else if err := CheckFresh(ctx, e.Ledger, e.Trace); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(r.dir, 0o700); err != nil {
@@ -197,12 +230,17 @@ func (r *runner) finish(st *certificate.Statement, err error) (*Result, error) {
 	return res, nil
 }
 
-func (r *runner) checkFresh(ctx context.Context) error {
-	k, err := subjectKey(r.Trace.Subject)
+// CheckFresh returns ErrStaleTrace when the ledger no longer gives the
+// trace t: something was recorded or erased for the subject since t was
+// taken. It is the one check of a trace against the ledger; Run makes it
+// before a new erasure (not a resumed one), and queueing an erasure makes
+// it too.
+func CheckFresh(ctx context.Context, l lineage.Ledger, t *lineage.Trace) error {
+	k, err := subjectKey(t.Subject)
 	if err != nil {
 		return err
 	}
-	v, err := r.Ledger.View(ctx, r.Trace.Scope, k)
+	v, err := l.View(ctx, t.Scope, k)
 	if err != nil {
 		return err
 	}
@@ -210,7 +248,7 @@ func (r *runner) checkFresh(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrStaleTrace, err)
 	}
-	if now.ID != r.Trace.ID {
+	if now.ID != t.ID {
 		return ErrStaleTrace
 	}
 	return nil
@@ -222,12 +260,48 @@ func (r *runner) progress(format string, a ...any) {
 	}
 }
 
+// StepError is a step of an erasure that failed. Store is the store of a
+// per-store step (evidence, delete, reclaim, probe), empty for a step of
+// the whole erasure (plan, suppress, decide, certificate, publish).
+//
+// A per-store step that fails is journaled as failed and the erasure goes
+// on without the store (its artifacts end UNVERIFIED); Run returns a
+// StepError only for a step of the whole erasure, or a step cut short by
+// the context, both left open in the journal so that running the erasure
+// again retries them.
+type StepError struct {
+	Step  string // the step's kind: "plan", "delete", …
+	Store string // "" for a step of the whole erasure
+	Err   error
+}
+
+// Name is the step's name in the journal: "delete:<store>", or "plan".
+func (e *StepError) Name() string { return stepName(e.Step, e.Store) }
+
+func (e *StepError) Error() string { return fmt.Sprintf("%s: %v", e.Name(), e.Err) }
+
+func (e *StepError) Unwrap() error { return e.Err }
+
+// stepName is the journal name of a step: "kind:store" for a per-store
+// step, "kind" for a step of the whole erasure.
+func stepName(kind, st string) string {
+	if st == "" {
+		return kind
+	}
+	return kind + ":" + st
+}
+
 // step runs fn once: a finished step's journaled result is decoded into out
-// and fn is skipped. A failed step returns its journaled error as stepErr.
-func (r *runner) step(name string, out any, fn func() (any, error)) (stepErr error, err error) {
+// and fn is skipped. st is the store of a per-store step, "" for a step of
+// the whole erasure. A failed per-store step is journaled as failed and
+// returned as stepErr (its journaled error when replayed); a step of the
+// whole erasure that fails, or any step cut short by the context, is left
+// open in the journal and returned as err (a *StepError).
+func (r *runner) step(kind, st string, out any, fn func() (any, error)) (stepErr *StepError, err error) {
+	name := stepName(kind, st)
 	if e := r.j.final(name); e != nil {
 		if e.Phase == phaseFailed {
-			return errors.New(e.Error), nil
+			return &StepError{Step: kind, Store: st, Err: errors.New(e.Error)}, nil
 		}
 		if out != nil && len(e.Result) > 0 {
 			if err := json.Unmarshal(e.Result, out); err != nil {
@@ -249,14 +323,14 @@ func (r *runner) step(name string, out any, fn func() (any, error)) (stepErr err
 		return nil, pe
 	}
 	if ferr != nil {
-		if errors.Is(ferr, context.Canceled) || errors.Is(ferr, context.DeadlineExceeded) || !strings.Contains(name, ":") {
+		if errors.Is(ferr, context.Canceled) || errors.Is(ferr, context.DeadlineExceeded) || st == "" {
 			// Not a store failure: leave the step open, so that running
 			// the erasure again retries it.
-			return nil, fmt.Errorf("%s: %w", name, ferr)
+			return nil, &StepError{Step: kind, Store: st, Err: ferr}
 		}
 		r.Log.Warn("step failed", "erasure", r.id, "step", name, "err", ferr)
 		r.progress("  %-28s FAILED: %v", name, ferr)
-		return ferr, r.j.append(name, phaseFailed, nil, ferr)
+		return &StepError{Step: kind, Store: st, Err: ferr}, r.j.append(name, phaseFailed, nil, ferr)
 	}
 	if out != nil && res != nil {
 		b, _ := json.Marshal(res)
@@ -268,18 +342,18 @@ func (r *runner) step(name string, out any, fn func() (any, error)) (stepErr err
 	return nil, r.j.append(name, phaseDone, res, nil)
 }
 
-// storeStep runs a per-store step unless the store already failed.
-func (r *runner) storeStep(step, st string, out any, fn func() (any, error)) error {
+// storeStep runs a per-store step unless the store already failed; a
+// failure marks the store failed (r.failed) and the erasure goes on.
+func (r *runner) storeStep(kind, st string, out any, fn func() (any, error)) error {
 	if _, bad := r.failed[st]; bad {
 		return nil
 	}
-	name := step + ":" + st
-	serr, err := r.step(name, out, fn)
+	serr, err := r.step(kind, st, out, fn)
 	if err != nil {
 		return err
 	}
 	if serr != nil {
-		r.failed[st] = fmt.Sprintf("%s: %v", step, serr)
+		r.failed[st] = fmt.Sprintf("%s: %v", kind, serr.Err)
 	}
 	return nil
 }

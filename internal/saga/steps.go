@@ -104,14 +104,14 @@ func (r *runner) before(ctx context.Context) (*results, error) {
 	t := r.Trace
 	r.progress("erasure %s of %s: %d artifacts in %d stores", r.id, t.SubjectRef, len(t.Artifacts), len(r.stores))
 	var plan planResult
-	if _, err := r.step("plan", &plan, func() (any, error) {
+	if _, err := r.step("plan", "", &plan, func() (any, error) {
 		return planResult{Erasure: r.id, Trace: t.ID, Reason: r.Reason, Artifacts: len(t.Artifacts), Stores: r.stores}, nil
 	}); err != nil {
 		return nil, err
 	}
 	r.Reason = plan.Reason // a resumed erasure keeps the reason it started with
 
-	if _, err := r.step("suppress", nil, func() (any, error) {
+	if _, err := r.step("suppress", "", nil, func() (any, error) {
 		ids := make([]string, 0, len(t.Artifacts))
 		for _, a := range t.Artifacts {
 			ids = append(ids, a.ID)
@@ -163,7 +163,7 @@ func (r *runner) reclaimAll(ctx context.Context, res *results, do func(context.C
 			continue
 		}
 		out := &reclaimResult{}
-		serr, err := r.step("reclaim:"+st, out, func() (any, error) { return r.reclaimWaiting(ctx, st, do) })
+		serr, err := r.step("reclaim", st, out, func() (any, error) { return r.reclaimWaiting(ctx, st, do) })
 		var pe *PendingError
 		if errors.As(err, &pe) {
 			if r.AllowPartial {
@@ -181,7 +181,7 @@ func (r *runner) reclaimAll(ctx context.Context, res *results, do func(context.C
 			return err
 		}
 		if serr != nil {
-			res.reclaimE[st] = serr.Error() // a failed reclaim is measured by the probe, not assumed
+			res.reclaimE[st] = serr.Err.Error() // a failed reclaim is measured by the probe, not assumed
 		}
 		res.reclaim[st] = out
 	}
@@ -270,7 +270,7 @@ func (r *runner) after(ctx context.Context, res *results) (*certificate.Statemen
 	}
 
 	pred := &certificate.Predicate{}
-	if _, err := r.step("decide", pred, func() (any, error) { return r.decide(ctx, res) }); err != nil {
+	if _, err := r.step("decide", "", pred, func() (any, error) { return r.decide(ctx, res) }); err != nil {
 		return nil, err
 	}
 	head, steps := r.j.head("decide")
@@ -281,7 +281,7 @@ func (r *runner) after(ctx context.Context, res *results) (*certificate.Statemen
 	// writes the file. No certificate file exists before every step is done.
 	sign := func() ([]byte, error) { return certificate.Sign(ctx, st, r.Dir.Key) }
 	var cr certResult
-	if _, err := r.step("certificate", &cr, func() (any, error) {
+	if _, err := r.step("certificate", "", &cr, func() (any, error) {
 		env, err := sign()
 		if err != nil {
 			return nil, err
@@ -291,7 +291,7 @@ func (r *runner) after(ctx context.Context, res *results) (*certificate.Statemen
 	}); err != nil {
 		return nil, err
 	}
-	if _, err := r.step("publish", nil, func() (any, error) {
+	if _, err := r.step("publish", "", nil, func() (any, error) {
 		env, err := sign()
 		if err != nil {
 			return nil, err

@@ -1,0 +1,70 @@
+package saga_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/amnesia-dev/amnesia/internal/saga"
+	"github.com/amnesia-dev/amnesia/lineage"
+	"github.com/amnesia-dev/amnesia/store"
+	"github.com/amnesia-dev/amnesia/store/sqlitevec"
+)
+
+// failingDelete is a real vector store whose Delete fails.
+type failingDelete struct{ *sqlitevec.Store }
+
+var errBoom = errors.New("boom")
+
+func (failingDelete) Delete(context.Context, []string) error { return errBoom }
+
+// failingSuppress is the real ledger whose Suppress fails while fail is set.
+type failingSuppress struct {
+	*lineage.SQLite
+	fail bool
+}
+
+func (l *failingSuppress) Suppress(ctx context.Context, erasure string, ids []string) error {
+	if l.fail {
+		return errBoom
+	}
+	return l.SQLite.Suppress(ctx, erasure, ids)
+}
+
+// A per-store step that fails is the store's failure (the erasure goes on
+// and its certificate is incomplete: Result.Err is an IncompleteError); a
+// step of the whole erasure that fails stops it with a *StepError without a
+// store, left open so that the same erasure runs it again.
+func TestStepErrorsAreTyped(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, 4, 3)
+
+	tr := f.trace(t, 1)
+	res, err := f.erase(t, tr, map[string]store.Store{"docs": f.rawD, "vectors": failingDelete{f.rawV}}, nil)
+	if err != nil {
+		t.Fatalf("a failed delete in one store stopped the erasure: %v", err)
+	}
+	var ie *saga.IncompleteError
+	if res.Complete() || !errors.Is(res.Err(), saga.ErrIncomplete) || !errors.As(res.Err(), &ie) || ie.Erasure != res.ID || ie.Certificate != res.CertificatePath {
+		t.Fatalf("complete %v, Err %v; want an IncompleteError of %s", res.Complete(), res.Err(), res.ID)
+	}
+	for _, s := range res.Statement.Predicate.DeclaredScope {
+		if s.Name == "vectors" && (s.Residue != "UNVERIFIED-store-failed" || s.Evidence != "failed at delete: boom") {
+			t.Errorf("vectors: residue %q, evidence %q", s.Residue, s.Evidence)
+		}
+	}
+
+	tr = f.trace(t, 2)
+	l := &failingSuppress{SQLite: f.ledger, fail: true}
+	e := &saga.Erasure{Dir: f.dir, Ledger: l, Stores: map[string]store.Store{"docs": f.rawD, "vectors": f.rawV}, Trace: tr, Reason: "TICKET-2"}
+	_, err = saga.Run(ctx, e)
+	var se *saga.StepError
+	if !errors.As(err, &se) || se.Step != "suppress" || se.Store != "" || !errors.Is(err, errBoom) || err.Error() != "suppress: boom" {
+		t.Fatalf("failed suppress: %v (%#v), want StepError{suppress, no store}", err, se)
+	}
+	l.fail = false
+	res, err = saga.Run(ctx, e)
+	if err != nil || !res.Complete() || res.Err() != nil || !res.Resumed {
+		t.Fatalf("the same erasure after suppress works again: %v, %+v", err, res)
+	}
+}

@@ -1,0 +1,322 @@
+// Package worker runs the erasures queued in the ledger (lineage.Queue):
+// the claim loop, the lease and its renewal, the lock that serialises the
+// erasures of file-based stores, and the end of each claim. Each erasure
+// runs through internal/erasure exactly like `amnesia erase --trace <id>`.
+// How a claim ends is decided on the erasure's result and typed errors,
+// never on exit codes or messages:
+//
+//   - finished (complete, or with an incomplete certificate,
+//     saga.ErrIncomplete): the job is complete, with the certificate's
+//     digest;
+//   - cannot ever succeed (a missing, damaged or mismatched trace,
+//     saga.ErrStaleTrace, lineage.ErrNoLineage, lineage.ErrAlreadyErased,
+//     subject.ErrPersonalData): the job failed;
+//   - anything else (a paused erasure, saga.ErrPending; a store not ready,
+//     erasure.ErrNotReady; a store or ledger error): released for a retry
+//     after RetryDelay, or at once when the worker is stopped;
+//   - the claim was lost (lineage.ErrLeaseLost): nothing is written; the
+//     next claim resumes the erasure from its journal.
+//
+// It prints nothing: the caller's hooks (Worker.Claimed, Finished, Failed,
+// Idle) do.
+package worker
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/amnesia-dev/amnesia/internal/erasure"
+	"github.com/amnesia-dev/amnesia/internal/saga"
+	"github.com/amnesia-dev/amnesia/lineage"
+	"github.com/amnesia-dev/amnesia/subject"
+)
+
+// RetryDelay is how long a job that stopped on an error waits before
+// another claim; the error is in the log.
+const RetryDelay = time.Minute
+
+// TestBarrier, when set, is called by a worker once it has claimed its
+// first erasure, before the erasure runs: a test hook (cmd/amnesia sets it
+// from AMNESIA_TEST_WORKER_BARRIER) to show several workers sharing the
+// work without relying on timing.
+var TestBarrier func(worker string)
+
+// Worker claims and runs queued erasures.
+type Worker struct {
+	Env   *erasure.Env
+	Queue lineage.Queue
+	ID    string        // the worker's name in the queue and the log
+	Lease time.Duration // how long a claim lasts without renewal; renewed every third of it
+	Poll  time.Duration // how often an idle worker looks for work
+	Once  bool          // run at most one erasure; Run returns its error
+	Drain bool          // return when no erasure is waiting
+	// Progress receives the human progress lines of the preflight and the
+	// erasures; nil discards them.
+	Progress io.Writer
+
+	// Hooks, each optional. Claimed is called when an erasure is claimed;
+	// Finished when its erasure finished (complete or not), before the
+	// queue is updated; Failed when an erasure did not finish and the
+	// worker goes on (not Once); Idle when nothing is waiting and the
+	// worker returns (Once or Drain).
+	Claimed  func(j *lineage.Job)
+	Finished func(j *lineage.Job, res *saga.Result)
+	Failed   func(j *lineage.Job, err error)
+	Idle     func()
+}
+
+// QueueOf returns the erasure queue of a ledger.
+func QueueOf(l lineage.Ledger) (lineage.Queue, error) {
+	q, ok := l.(lineage.Queue)
+	if !ok {
+		return nil, fmt.Errorf("the ledger %T has no erasure queue", l)
+	}
+	return q, nil
+}
+
+// Run claims and runs erasures until ctx ends (then it returns nil), or,
+// with Once, after one erasure (returning its error: a
+// *saga.IncompleteError for an incomplete certificate), or, with Once or
+// Drain, when nothing is waiting (returning an error when an erasure of
+// this run did not finish).
+func (w *Worker) Run(ctx context.Context) error {
+	failed, first := 0, true
+	for {
+		j, err := w.Queue.Claim(ctx, w.ID, w.Lease)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return nil // stopped
+		case errors.Is(err, lineage.ErrNoJob) && (w.Once || w.Drain):
+			if w.Idle != nil {
+				w.Idle()
+			}
+			if failed > 0 {
+				return fmt.Errorf("%d erasures did not finish: see 'failed' and 'pending' jobs in the queue and %s", failed, w.Env.Dir.LogPath())
+			}
+			return nil
+		case errors.Is(err, lineage.ErrNoJob) || (err != nil && !w.Once && !w.Drain):
+			if err != nil {
+				w.log().Error("worker claim", "worker", w.ID, "err", err)
+			}
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(w.Poll):
+			}
+			continue
+		case err != nil:
+			return err
+		}
+		claimed := func() {}
+		if first && TestBarrier != nil {
+			claimed = func() { TestBarrier(w.ID) }
+		}
+		first = false
+		jerr := w.runJob(ctx, j, claimed)
+		if w.Once || ctx.Err() != nil {
+			return jerr
+		}
+		if jerr != nil && !errors.Is(jerr, saga.ErrIncomplete) {
+			failed++
+			if w.Failed != nil {
+				w.Failed(j, jerr)
+			}
+		}
+	}
+}
+
+func (w *Worker) log() *slog.Logger { return w.Env.Logger() }
+
+// badTraceError is a queued erasure whose trace is missing, damaged or not
+// the queued one: it never gets better, so the job fails.
+type badTraceError struct{ err error }
+
+func (e *badTraceError) Error() string { return e.err.Error() }
+func (e *badTraceError) Unwrap() error { return e.err }
+
+// runJob runs the claimed erasure like `erase --trace`, renewing the lease
+// meanwhile, and ends the claim: done with the certificate's digest, failed
+// when it can never succeed, released otherwise.
+func (w *Worker) runJob(ctx context.Context, j *lineage.Job, claimed func()) error {
+	id := saga.ID(j.ID)
+	if w.Claimed != nil {
+		w.Claimed(j)
+	}
+	w.log().Info("worker claimed", "worker", j.Worker, "erasure", id, "trace", j.ID, "attempt", j.Attempts)
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	beat := make(chan struct{})
+	go func() {
+		defer close(beat)
+		w.heartbeat(runCtx, j, cancel)
+	}()
+	claimed()
+	var res *saga.Result
+	t, err := w.Env.LoadTrace(j.ID)
+	if err == nil && (t.Subject != j.Subject || t.Scope != j.Scope) {
+		err = fmt.Errorf("trace %s does not match the queued erasure", j.ID)
+	}
+	if err != nil {
+		err = &badTraceError{err}
+	}
+	if err == nil {
+		if _, err = w.Env.Preflight(runCtx, w.Progress, t, false); err != nil {
+			w.log().Warn("worker: erasure not started, a store of its trace is not ready; the job is released for a retry", "worker", j.Worker, "erasure", id, "retry_in", RetryDelay.String())
+		}
+	}
+	if err == nil {
+		var unlock func()
+		if unlock, err = w.lockFileStores(runCtx); err == nil {
+			res, err = w.Env.Run(runCtx, t, j.Reason, erasure.Options{Progress: w.Progress})
+			unlock()
+		}
+	}
+	if res != nil {
+		id = res.ID // a continuation of an incomplete erasure has its own id
+		if w.Finished != nil {
+			w.Finished(j, res)
+		}
+		err = res.Err()
+	}
+	cancel(nil)
+	<-beat
+	end, cancelEnd := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancelEnd()
+	var qerr error
+	var bad *badTraceError
+	switch {
+	case errors.Is(context.Cause(runCtx), lineage.ErrLeaseLost):
+		return fmt.Errorf("erasure %s stopped: %w (another worker resumes it from the journal)", id, lineage.ErrLeaseLost)
+	case res != nil: // finished: complete, or with an incomplete certificate
+		var sum string
+		if sum, qerr = fileDigest(w.Env.Dir.CertificatePath(id)); qerr == nil {
+			qerr = w.Queue.Complete(end, j, sum)
+		}
+	case ctx.Err() != nil:
+		qerr = w.Queue.Release(end, j, 0)
+	case errors.As(err, &bad) || errors.Is(err, saga.ErrStaleTrace) || errors.Is(err, subject.ErrPersonalData) || errors.Is(err, lineage.ErrNoLineage) || errors.Is(err, lineage.ErrAlreadyErased):
+		qerr = w.Queue.Fail(end, j, err.Error())
+	default:
+		qerr = w.Queue.Release(end, j, RetryDelay)
+	}
+	w.log().Info("worker finished", "worker", j.Worker, "erasure", id, "err", errString(err), "queue_err", errString(qerr))
+	if qerr != nil {
+		return errors.Join(err, fmt.Errorf("erasure %s: update the queue: %w", id, qerr))
+	}
+	return err
+}
+
+// heartbeat renews the claim every third of the lease until ctx ends. When
+// the claim is lost, or cannot be renewed before the lease runs out, it
+// cancels the erasure: its journal leaves it resumable by the next claim.
+func (w *Worker) heartbeat(ctx context.Context, j *lineage.Job, cancel context.CancelCauseFunc) {
+	until := time.Now().Add(w.Lease)
+	tick := time.NewTicker(w.Lease / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		err := w.Queue.Renew(ctx, j, w.Lease)
+		switch {
+		case err == nil:
+			until = time.Now().Add(w.Lease)
+		case ctx.Err() != nil:
+			return
+		case errors.Is(err, lineage.ErrLeaseLost) || time.Now().Add(w.Lease/3).After(until):
+			w.log().Error("worker lost its claim", "worker", j.Worker, "trace", j.ID, "err", err)
+			cancel(lineage.ErrLeaseLost)
+			return
+		default:
+			w.log().Warn("worker lease renewal", "worker", j.Worker, "trace", j.ID, "err", err)
+		}
+	}
+}
+
+// lockFileStores serialises, across the workers of one state directory, the
+// erasures of an installation with file-based stores (a path: SQLite,
+// sqlite-vec): two processes deleting from and reclaiming one SQLite file at
+// once find its WAL busy, and were seen to damage its indexes. It holds an
+// exclusive flock on <state>/worker.lock until unlock; stores on a server are
+// not serialised.
+func (w *Worker) lockFileStores(ctx context.Context) (unlock func(), err error) {
+	files := false
+	for _, s := range w.Env.Dir.Config.Stores {
+		files = files || s.Path != ""
+	}
+	if !files {
+		return func() {}, nil
+	}
+	f, err := os.OpenFile(filepath.Join(w.Env.Dir.Path, "worker.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("worker lock: %w", err)
+	}
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() }, nil // closing releases the lock
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("worker lock: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Enqueue queues the erasure of trace t for a worker (`erase --queue`).
+// As for a new erasure, the reason must hold no personal data and the
+// trace must still match the ledger (saga.CheckFresh), unless its erasure
+// has begun.
+func Enqueue(ctx context.Context, env *erasure.Env, t *lineage.Trace, reason string) error {
+	if err := saga.CheckReason(env.Dir, t, reason); err != nil {
+		return err
+	}
+	q, err := QueueOf(env.Ledger)
+	if err != nil {
+		return err
+	}
+	if !env.Started(t) {
+		if err := saga.CheckFresh(ctx, env.Ledger, t); err != nil {
+			return err
+		}
+	}
+	if err := q.Enqueue(ctx, t.ID, t.Subject, t.Scope, reason); err != nil {
+		return err
+	}
+	env.Logger().Info("erasure queued", "erasure", saga.ID(t.ID), "trace", t.ID, "subject", t.SubjectRef)
+	return nil
+}
+
+// fileDigest returns "sha256:<hex>" of a file.
+func fileDigest(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
