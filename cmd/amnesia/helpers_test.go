@@ -46,7 +46,9 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, "amnesia tests: go tool not found:", err)
 			return 1
 		}
-		cmd := exec.Command(goTool, "build", "-o", bin, ".")
+		// The test hooks (AMNESIA_CRASH_AFTER_JOURNAL, the worker barrier)
+		// are only in a binary built with this tag; a release build has none.
+		cmd := exec.Command(goTool, "build", "-tags", "amnesia_testhooks", "-o", bin, ".")
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 		if err := cmd.Run(); err != nil {
 			fmt.Fprintln(os.Stderr, "amnesia tests: go build:", err)

@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"strconv"
-	"syscall"
 	"time"
 )
 
@@ -42,7 +40,6 @@ type journal struct {
 	path    string
 	f       *os.File
 	entries []entry
-	crashAt int // test hook: SIGKILL self after this many appends (0 = never)
 	appends int
 	now     func() time.Time
 	release func() // the subject's erasure lock (lock.go), released by close
@@ -52,9 +49,6 @@ type journal struct {
 // last line (a crash mid-write) is dropped; any other damage is an error.
 func openJournal(path string, now func() time.Time) (*journal, error) {
 	j := &journal{path: path, now: now}
-	if v := os.Getenv("AMNESIA_CRASH_AFTER_JOURNAL"); v != "" {
-		j.crashAt, _ = strconv.Atoi(v)
-	}
 	b, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("open journal: %w", err)
@@ -138,10 +132,7 @@ func (j *journal) append(step, phase string, result any, stepErr error) error {
 	}
 	j.entries = append(j.entries, e)
 	j.appends++
-	if j.crashAt > 0 && j.appends == j.crashAt {
-		syscall.Kill(os.Getpid(), syscall.SIGKILL)
-		select {}
-	}
+	afterJournalAppend(j.appends) // test hook: testhooks.go
 	return nil
 }
 
