@@ -102,12 +102,12 @@ func TestSeedCorpus(t *testing.T) {
 		a := newTestTSA(t, tsaOptions{})
 		now := time.Now()
 		a.goLeaf(t, "seed", now.Add(-10*time.Minute), now.Add(10*time.Minute), ekuExt(t, true, oidTimeStamping))
-		a.signerArgs = []string{"-signer", a.path("seed.pem"), "-inkey", a.path("seed.key")}
-		tok, err := Request(context.Background(), a.server(t, nil).URL, []byte(seedMessage), &RequestOptions{Roots: a.roots})
+		a.SignerArgs = []string{"-signer", a.Path("seed.pem"), "-inkey", a.Path("seed.key")}
+		tok, err := Request(context.Background(), a.Serve(t, nil).URL, []byte(seedMessage), &RequestOptions{Roots: a.roots})
 		if err != nil {
 			t.Fatal(err)
 		}
-		root, err := os.ReadFile(a.path("ca.pem"))
+		root, err := os.ReadFile(a.Path("ca.pem"))
 		if err != nil {
 			t.Fatal(err)
 		}

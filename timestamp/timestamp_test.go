@@ -32,7 +32,7 @@ var checkpoint = []byte("amnesia.example/log\n42\nq6tE3n0yZ2b1u4bWc1Jw2m0Zp9X7m9
 // request asks the openssl TSA for a token over checkpoint.
 func request(t *testing.T, a *testTSA) *Token {
 	t.Helper()
-	srv := a.server(t, nil)
+	srv := a.Serve(t, nil)
 	tok, err := Request(context.Background(), srv.URL, checkpoint, nil)
 	if err != nil {
 		t.Fatalf("Request: %v", err)
@@ -80,7 +80,7 @@ func TestRequestVerify(t *testing.T) {
 	}
 
 	// The same with the chain check inside Request.
-	srv := a.server(t, nil)
+	srv := a.Serve(t, nil)
 	tok2, err := Request(context.Background(), srv.URL, checkpoint, &RequestOptions{Roots: a.roots})
 	if err != nil {
 		t.Fatalf("Request with Roots: %v", err)
@@ -293,7 +293,7 @@ func TestVerifyResponseNotToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := a.reply(q)
+	resp, err := a.Reply(q)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +332,7 @@ func TestVerifyCertificateValidity(t *testing.T) {
 	for _, c := range cases {
 		a.goLeaf(t, c.name, c.nb, c.na, good)
 		q, _ := dtimestamp.CreateRequest(strings.NewReader(string(checkpoint)), &dtimestamp.RequestOptions{Certificates: true})
-		resp, err := a.reply(q, "-signer", a.path(c.name+".pem"), "-inkey", a.path(c.name+".key"))
+		resp, err := a.Reply(q, "-signer", a.Path(c.name+".pem"), "-inkey", a.Path(c.name+".key"))
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -572,7 +572,7 @@ func TestRequestBadReplies(t *testing.T) {
 
 func TestRequestRejectedByOpenSSL(t *testing.T) {
 	a := newTestTSA(t, tsaOptions{})
-	srv := a.server(t, nil)
+	srv := a.Serve(t, nil)
 	_, err := Request(context.Background(), srv.URL, checkpoint, &RequestOptions{Policy: asn1.ObjectIdentifier{1, 2, 9, 9}})
 	if !errors.Is(err, ErrRejected) || !strings.Contains(err.Error(), "unacceptedPolicy") {
 		t.Fatalf("unknown policy: %v, want ErrRejected with unacceptedPolicy", err)
@@ -619,7 +619,7 @@ func TestRequestMismatch(t *testing.T) {
 		{"no-certificate", func(r *dtimestamp.Request) { r.Certificates = false }, ErrNoCertificate},
 	}
 	for _, c := range cases {
-		srv := a.server(t, rewrite(c.f))
+		srv := a.Serve(t, rewrite(c.f))
 		_, err := Request(context.Background(), srv.URL, checkpoint, nil)
 		if !errors.Is(err, c.want) {
 			t.Errorf("%s: %v, want %v", c.name, err, c.want)
@@ -628,7 +628,7 @@ func TestRequestMismatch(t *testing.T) {
 		}
 	}
 	// The policy check: a TSA that ignores the requested policy.
-	srv := a.server(t, rewrite(func(r *dtimestamp.Request) { r.TSAPolicyOID = nil }))
+	srv := a.Serve(t, rewrite(func(r *dtimestamp.Request) { r.TSAPolicyOID = nil }))
 	if _, err := Request(context.Background(), srv.URL, checkpoint, &RequestOptions{Policy: asn1.ObjectIdentifier{1, 2, 3, 4, 5}}); !errors.Is(err, ErrPolicy) {
 		t.Errorf("policy ignored: %v, want ErrPolicy", err)
 	}

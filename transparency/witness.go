@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/amnesia-dev/amnesia/internal/atomicfile"
 )
 
 // A witness keeps, per log, the last checkpoint it cosigned, and cosigns a
@@ -96,7 +98,9 @@ func InitWitness(dir, name string) (*Witness, error) {
 	if err := f.Close(); err != nil {
 		return nil, fmt.Errorf("witness init: %w", err)
 	}
-	syncDir(dir)
+	if err := atomicfile.SyncDir(dir); err != nil {
+		return nil, fmt.Errorf("witness init: %w", err)
+	}
 	return newWitness(dir, name, priv)
 }
 
@@ -379,44 +383,12 @@ func mustEncode(s *WitnessState) []byte {
 	return b
 }
 
-// writeFileAtomic writes data to path through a temporary file in the same
-// directory, synced and renamed, mode 0600.
+// writeFileAtomic writes data to path, mode 0600, creating its directory
+// if needed, through atomicfile.WriteFile (temporary file, fsync, rename,
+// directory fsync).
 func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // a no-op after the rename
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	syncDir(dir)
-	return nil
-}
-
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
+	return atomicfile.WriteFile(path, data, 0o600)
 }

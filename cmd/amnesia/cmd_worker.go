@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -104,32 +102,3 @@ func (a *app) enqueue(ctx context.Context, out io.Writer, t *lineage.Trace, reas
 }
 
 func init() { worker.TestBarrier = testBarrier }
-
-// testBarrier is a test hook: with AMNESIA_TEST_WORKER_BARRIER=<dir>:<n>, a
-// worker that has claimed its first erasure marks <dir> and waits (at most
-// 30s) until n workers have, so that a test can show several workers sharing
-// the work without relying on timing.
-func testBarrier(worker string) {
-	v := os.Getenv("AMNESIA_TEST_WORKER_BARRIER")
-	i := strings.LastIndexByte(v, ':')
-	if i < 0 {
-		return
-	}
-	dir := v[:i]
-	n, err := strconv.Atoi(v[i+1:])
-	if err != nil {
-		return
-	}
-	name := strings.Map(func(r rune) rune {
-		if r == '/' || r == os.PathSeparator {
-			return '_'
-		}
-		return r
-	}, worker)
-	os.WriteFile(filepath.Join(dir, name), nil, 0o600)
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if es, _ := os.ReadDir(dir); len(es) >= n {
-			return
-		}
-	}
-}

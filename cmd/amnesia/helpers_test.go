@@ -23,6 +23,7 @@ import (
 
 	"github.com/amnesia-dev/amnesia/capture"
 	"github.com/amnesia-dev/amnesia/internal/demo"
+	"github.com/amnesia-dev/amnesia/internal/saga"
 	"github.com/amnesia-dev/amnesia/internal/state"
 	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/store/sqlitedoc"
@@ -46,7 +47,9 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, "amnesia tests: go tool not found:", err)
 			return 1
 		}
-		cmd := exec.Command(goTool, "build", "-o", bin, ".")
+		// The test hooks (AMNESIA_CRASH_AFTER_JOURNAL, the worker barrier)
+		// are only in a binary built with this tag; a release build has none.
+		cmd := exec.Command(goTool, "build", "-tags", "amnesia_testhooks", "-o", bin, ".")
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 		if err := cmd.Run(); err != nil {
 			fmt.Fprintln(os.Stderr, "amnesia tests: go build:", err)
@@ -312,17 +315,8 @@ func predicateOf(t *testing.T, payload map[string]any) map[string]any {
 	return p
 }
 
-// journalEntry mirrors one journal line (internal/saga's entry).
-type journalEntry struct {
-	Seq    int             `json:"seq"`
-	Step   string          `json:"step"`
-	Phase  string          `json:"phase"`
-	At     string          `json:"at"`
-	Result json.RawMessage `json:"result,omitempty"`
-	Error  string          `json:"error,omitempty"`
-	Prev   string          `json:"prev"`
-	Hash   string          `json:"hash"`
-}
+// journalEntry is one journal line.
+type journalEntry = saga.JournalEntry
 
 // erasureDirs lists state/erasures/*.
 func erasureDirs(t *testing.T, stateDir string) []string {
@@ -334,33 +328,32 @@ func erasureDirs(t *testing.T, stateDir string) []string {
 	return ds
 }
 
-// readJournalFile parses a journal: the version header, then one entry per
-// line. Every line must be complete and the prev links must chain.
+// readJournalFile parses a journal with the one journal parser
+// (saga.ParseJournal): the version header, then one entry per line. Every
+// line must be complete, the hash chain unbroken and the seq numbers 1, 2, …
 func readJournalFile(t *testing.T, path string) []journalEntry {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(b) == 0 || b[len(b)-1] != '\n' {
-		t.Fatalf("journal %s does not end with a complete line", path)
+	if len(b) == 0 {
+		t.Fatalf("journal %s is empty", path)
 	}
-	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
-	if lines[0] != "amnesia.journal/v1" {
-		t.Fatalf("journal %s: first line %q is not the version header", path, lines[0])
+	es, torn, err := saga.ParseJournal(b)
+	if err != nil {
+		t.Fatalf("journal %s: %v", path, err)
 	}
-	var out []journalEntry
-	prev := ""
-	for i, l := range lines[1:] {
-		var e journalEntry
-		if err := json.Unmarshal([]byte(l), &e); err != nil {
-			t.Fatalf("journal %s: line %d: %v", path, i+2, err)
+	if torn != nil {
+		t.Fatalf("journal %s does not end with a complete line (%d bytes torn)", path, torn.Len)
+	}
+	if b[len(b)-1] != '\n' {
+		t.Fatalf("journal %s does not end with a newline", path)
+	}
+	for i, e := range es {
+		if e.Seq != i+1 {
+			t.Fatalf("journal %s: entry %d has seq %d", path, i+1, e.Seq)
 		}
-		if e.Seq != i+1 || e.Prev != prev {
-			t.Fatalf("journal %s: line %d: seq %d prev %.12s…, want seq %d prev %.12s…", path, i+2, e.Seq, e.Prev, i+1, prev)
-		}
-		prev = e.Hash
-		out = append(out, e)
 	}
-	return out
+	return es
 }

@@ -4,7 +4,6 @@ package bench
 // an amnesia baseline say, and the RESULTS.md section.
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -93,26 +92,20 @@ type pgvJournal struct {
 
 // readJournal reads an erasure journal's step times and reclaim result.
 func readJournal(path string) (*pgvJournal, error) {
-	f, err := os.Open(path)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	es, torn, err := saga.ParseJournal(b)
+	if err == nil && torn != nil {
+		err = fmt.Errorf("its last line is torn")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("journal %s: %w", path, err)
+	}
 	j := &pgvJournal{durations: map[string]float64{}}
 	begun := map[string]time.Time{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for first := true; sc.Scan(); first = false {
-		if first {
-			continue // the version line
-		}
-		var e struct {
-			Step, Phase, At string
-			Result          json.RawMessage
-		}
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			return nil, fmt.Errorf("journal %s: %w", path, err)
-		}
+	for _, e := range es {
 		at, err := time.Parse(time.RFC3339Nano, e.At)
 		if err != nil {
 			return nil, fmt.Errorf("journal %s: %w", path, err)
@@ -131,7 +124,7 @@ func readJournal(path string) (*pgvJournal, error) {
 			}
 		}
 	}
-	return j, sc.Err()
+	return j, nil
 }
 
 // PGVectorMarkdown renders the "## pgvector at scale" section.

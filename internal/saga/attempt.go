@@ -1,7 +1,6 @@
 package saga
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -22,32 +21,32 @@ func journalPath(dir *state.Dir, id string) string {
 }
 
 // readEntries reads the entries of a journal for inspection (which steps
-// finished, with which results). It is lenient: a torn or damaged line is
-// skipped, because only openJournal, which checks the hash chain, may
-// decide to resume from a journal. A missing journal has no entries.
-func readEntries(path string) ([]entry, error) {
-	f, err := os.Open(path)
+// finished, with which results). It is lenient: it reads with ParseJournal
+// but ignores what breaks the format (a torn or damaged line is skipped, a
+// broken chain is read as it is) and repairs nothing, because only
+// openJournal, which refuses a damaged journal, may decide to resume from
+// one. Entries without a step are left out. A missing journal has no
+// entries.
+func readEntries(path string) ([]JournalEntry, error) {
+	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	var out []entry
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 64<<20)
-	for sc.Scan() {
-		var e entry
-		if json.Unmarshal(sc.Bytes(), &e) == nil && e.Step != "" {
+	all, _, _ := ParseJournal(b) // lenient: see above
+	var out []JournalEntry
+	for _, e := range all {
+		if e.Step != "" {
 			out = append(out, e)
 		}
 	}
-	return out, sc.Err()
+	return out, nil
 }
 
 // finalOf returns the finished (done or failed) entry of step, or nil.
-func finalOf(es []entry, step string) *entry {
+func finalOf(es []JournalEntry, step string) *JournalEntry {
 	for i := range es {
 		if es[i].Step == step && (es[i].Phase == phaseDone || es[i].Phase == phaseFailed) {
 			return &es[i]
@@ -57,7 +56,7 @@ func finalOf(es []entry, step string) *entry {
 }
 
 // doneIn reports whether step has a done entry in es.
-func doneIn(es []entry, step string) bool {
+func doneIn(es []JournalEntry, step string) bool {
 	e := finalOf(es, step)
 	return e != nil && e.Phase == phaseDone
 }

@@ -1,10 +1,8 @@
 package saga_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -58,27 +56,13 @@ func planKeys(tr *lineage.Trace, st string) []string {
 // field (a map keyed by record key).
 func journalKeys(t *testing.T, path, step, field string) []string {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	sc.Scan() // version
-	for sc.Scan() {
-		var e struct {
-			Step, Phase string
-			Result      map[string]json.RawMessage
-		}
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			t.Fatal(err)
-		}
-		if e.Step != step || e.Phase != "done" {
+	for _, e := range readJournal(t, path) {
+		var res map[string]json.RawMessage
+		if e.Step != step || e.Phase != "done" || json.Unmarshal(e.Result, &res) != nil {
 			continue
 		}
 		var m map[string]json.RawMessage
-		if err := json.Unmarshal(e.Result[field], &m); err != nil {
+		if err := json.Unmarshal(res[field], &m); err != nil {
 			t.Fatal(err)
 		}
 		var out []string

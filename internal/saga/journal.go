@@ -1,7 +1,6 @@
 package saga
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -9,8 +8,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"strconv"
-	"syscall"
 	"time"
 )
 
@@ -24,9 +21,9 @@ const (
 	phaseFailed = "failed"
 )
 
-// entry is one journal line. Result holds the step's outcome (counts,
-// methods, never personal data) and is what a resumed run reuses.
-type entry struct {
+// JournalEntry is one journal line. Result holds the step's outcome
+// (counts, methods, never personal data) and is what a resumed run reuses.
+type JournalEntry struct {
 	Seq    int             `json:"seq"`
 	Step   string          `json:"step"`
 	Phase  string          `json:"phase"`
@@ -41,28 +38,33 @@ type entry struct {
 type journal struct {
 	path    string
 	f       *os.File
-	entries []entry
-	crashAt int // test hook: SIGKILL self after this many appends (0 = never)
+	entries []JournalEntry
 	appends int
 	now     func() time.Time
 	release func() // the subject's erasure lock (lock.go), released by close
 }
 
 // openJournal opens or creates the journal at path and replays it. A torn
-// last line (a crash mid-write) is dropped; any other damage is an error.
+// last line (a crash mid-write) is truncated away; any other damage is an
+// error. It is the only reader of a journal that repairs it: ParseJournal
+// does the reading.
 func openJournal(path string, now func() time.Time) (*journal, error) {
 	j := &journal{path: path, now: now}
-	if v := os.Getenv("AMNESIA_CRASH_AFTER_JOURNAL"); v != "" {
-		j.crashAt, _ = strconv.Atoi(v)
-	}
 	b, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("open journal: %w", err)
 	}
 	if len(b) > 0 {
-		if err := j.replay(b); err != nil {
-			return nil, err
+		entries, torn, err := ParseJournal(b)
+		if err != nil {
+			return nil, fmt.Errorf("open journal %s: %w", path, err)
 		}
+		if torn != nil {
+			if err := os.Truncate(path, torn.Offset); err != nil {
+				return nil, err
+			}
+		}
+		j.entries = entries
 	}
 	j.f, err = os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -76,45 +78,9 @@ func openJournal(path string, now func() time.Time) (*journal, error) {
 	return j, nil
 }
 
-func (j *journal) replay(b []byte) error {
-	lines := bytes.Split(b, []byte("\n"))
-	if string(lines[0]) != JournalVersion {
-		return fmt.Errorf("open journal %s: first line is not %q", j.path, JournalVersion)
-	}
-	complete := len(b) > 0 && b[len(b)-1] == '\n'
-	prev := ""
-	for i, line := range lines[1:] {
-		if len(line) == 0 {
-			continue
-		}
-		var e entry
-		if err := json.Unmarshal(line, &e); err != nil {
-			if !complete && i == len(lines)-2 {
-				// torn final write: truncate it away
-				return os.Truncate(j.path, int64(len(b)-len(line)))
-			}
-			return fmt.Errorf("open journal %s: line %d is damaged: %w", j.path, i+2, err)
-		}
-		if e.Prev != prev || e.Hash != e.hash() {
-			return fmt.Errorf("open journal %s: line %d breaks the hash chain", j.path, i+2)
-		}
-		prev = e.Hash
-		j.entries = append(j.entries, e)
-	}
-	return nil
-}
-
-func (e entry) hash() string {
-	c := e
-	c.Hash = ""
-	b, _ := json.Marshal(c)
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
-}
-
 // append writes one entry and fsyncs it.
 func (j *journal) append(step, phase string, result any, stepErr error) error {
-	e := entry{Seq: len(j.entries) + 1, Step: step, Phase: phase, At: j.now().UTC().Format(time.RFC3339Nano)}
+	e := JournalEntry{Seq: len(j.entries) + 1, Step: step, Phase: phase, At: j.now().UTC().Format(time.RFC3339Nano)}
 	if len(j.entries) > 0 {
 		e.Prev = j.entries[len(j.entries)-1].Hash
 	}
@@ -138,15 +104,12 @@ func (j *journal) append(step, phase string, result any, stepErr error) error {
 	}
 	j.entries = append(j.entries, e)
 	j.appends++
-	if j.crashAt > 0 && j.appends == j.crashAt {
-		syscall.Kill(os.Getpid(), syscall.SIGKILL)
-		select {}
-	}
+	afterJournalAppend(j.appends) // test hook: testhooks.go
 	return nil
 }
 
 // final returns the finished entry (done or failed) of a step, if any.
-func (j *journal) final(step string) *entry {
+func (j *journal) final(step string) *JournalEntry {
 	for i := range j.entries {
 		e := &j.entries[i]
 		if e.Step == step && (e.Phase == phaseDone || e.Phase == phaseFailed) {

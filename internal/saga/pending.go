@@ -84,7 +84,7 @@ func Pending(dir *state.Dir, subjectKey, scope string) (*lineage.Trace, error) {
 }
 
 // plannedTrace reads the trace id from a journal's finished plan step.
-func plannedTrace(es []entry) string {
+func plannedTrace(es []JournalEntry) string {
 	e := finalOf(es, "plan")
 	if e == nil || e.Phase != phaseDone {
 		return ""

@@ -36,24 +36,9 @@ func (f *fixture) run(t *testing.T, e *saga.Erasure) (*saga.Result, error) {
 
 func journalSteps(t *testing.T, dir *state.Dir, id string) map[string]string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir.ErasureDir(id), "journal.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[string]string{}
-	for _, line := range strings.Split(string(b), "\n") {
-		var step, phase string
-		if i := strings.Index(line, `"step":"`); i >= 0 {
-			step = line[i+8:]
-			step = step[:strings.IndexByte(step, '"')]
-		}
-		if i := strings.Index(line, `"phase":"`); i >= 0 {
-			phase = line[i+9:]
-			phase = phase[:strings.IndexByte(phase, '"')]
-		}
-		if step != "" {
-			out[step] = phase
-		}
+	for _, e := range readJournal(t, filepath.Join(dir.ErasureDir(id), "journal.jsonl")) {
+		out[e.Step] = e.Phase
 	}
 	return out
 }

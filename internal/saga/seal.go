@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -89,29 +88,4 @@ func newAEAD(key []byte) (cipher.AEAD, error) {
 		return nil, fmt.Errorf("seal evidence: %w", err)
 	}
 	return cipher.NewGCM(block)
-}
-
-// shred overwrites a file with zeros, fsyncs it and unlinks it. On
-// copy-on-write or journaling file systems and on SSDs the old blocks may
-// survive the overwrite; the file was only ever ciphertext.
-func shred(path string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	st, err := f.Stat()
-	if err == nil {
-		_, err = f.WriteAt(make([]byte, st.Size()), 0)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	f.Close()
-	if err != nil {
-		return err
-	}
-	return os.Remove(path)
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/amnesia-dev/amnesia/certificate"
+	"github.com/amnesia-dev/amnesia/internal/atomicfile"
 	"github.com/amnesia-dev/amnesia/internal/state"
 	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/store"
@@ -467,7 +468,8 @@ func (r *runner) publish(ctx context.Context, env []byte, sum string) error {
 	}
 	for _, st := range r.stores {
 		for _, p := range []string{r.evidencePath(st), r.orphanPath(st)} {
-			if err := shred(p); err != nil {
+			// The file was only ever ciphertext (seal.go).
+			if err := atomicfile.Shred(p); err != nil {
 				return fmt.Errorf("publish: destroy evidence: %w", err)
 			}
 		}

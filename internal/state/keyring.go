@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/amnesia-dev/amnesia/certificate"
+	"github.com/amnesia-dev/amnesia/internal/atomicfile"
 )
 
 // The keyring. signing-key.pem is the current key, the one that signs
@@ -257,7 +258,7 @@ func (d *Dir) RotateKey(now time.Time) (newKey, oldKey KeyInfo, err error) {
 
 // discardOldKeyFile removes old, a second link to an earlier private key.
 // When it is another file than cur (the rotation got past replacing cur),
-// its bytes are overwritten with zeros first. On copy-on-write or
+// its bytes are overwritten with zeros first (atomicfile.Shred). On copy-on-write or
 // journaling file systems and on SSDs the old blocks may survive.
 func discardOldKeyFile(cur, old string) error {
 	oi, err := os.Lstat(old)
@@ -272,18 +273,7 @@ func discardOldKeyFile(cur, old string) error {
 		return err
 	}
 	if !os.SameFile(oi, ci) && oi.Mode().IsRegular() {
-		f, err := os.OpenFile(old, os.O_WRONLY, 0)
-		if err != nil {
-			return err
-		}
-		_, err = f.WriteAt(make([]byte, oi.Size()), 0)
-		if err == nil {
-			err = f.Sync()
-		}
-		f.Close()
-		if err != nil {
-			return err
-		}
+		return atomicfile.Shred(old)
 	}
 	if err := os.Remove(old); err != nil {
 		return err

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/amnesia-dev/amnesia/certificate"
+	"github.com/amnesia-dev/amnesia/internal/atomicfile"
 	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/subject"
 )
@@ -171,47 +172,17 @@ func Open(path string) (*Dir, error) {
 }
 
 // WriteFileAtomic writes data to path with mode 0600 so that readers see the
-// old file or the whole new one: temp file, fsync, rename, fsync directory.
+// old file or the whole new one: temp file, fsync, rename, fsync directory
+// (atomicfile.WriteFile).
 func WriteFileAtomic(path string, data []byte) error {
-	return WriteFileAtomicMode(path, data, 0o600)
+	return atomicfile.WriteFile(path, data, 0o600)
 }
 
 // WriteFileAtomicMode is WriteFileAtomic with the file's mode given.
 func WriteFileAtomicMode(path string, data []byte, mode os.FileMode) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	return SyncDir(dir)
+	return atomicfile.WriteFile(path, data, mode)
 }
 
-// SyncDir fsyncs a directory so that a rename or unlink in it is durable.
-func SyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
+// SyncDir fsyncs a directory so that a rename or unlink in it is durable
+// (atomicfile.SyncDir).
+func SyncDir(dir string) error { return atomicfile.SyncDir(dir) }

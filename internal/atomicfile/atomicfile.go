@@ -1,0 +1,89 @@
+// Package atomicfile is the one place amnesia replaces a file atomically,
+// makes a rename or unlink durable, and destroys a file: every package
+// that writes its own state (internal/state, internal/saga,
+// transparency's witness) uses these, so each is written, and reviewed,
+// once. It imports nothing of amnesia, so any package may use it.
+package atomicfile
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// WriteFile writes data to path so that a reader, or the file after a
+// crash, is either the old file or the whole new one: a temporary file in
+// the same directory, written, fsynced and closed, renamed over path, then
+// the directory fsynced. The file gets mode (before any byte is written).
+// Every error is returned, the directory fsync's included: until it
+// succeeds the rename may not survive a crash.
+func WriteFile(path string, data []byte, mode os.FileMode) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // a no-op after the rename
+	if err := f.Chmod(mode); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	return SyncDir(dir)
+}
+
+// SyncDir fsyncs a directory so that a create, rename or unlink in it is
+// durable.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// Shred overwrites the file at path with zeros, fsyncs it, unlinks it and
+// fsyncs its directory. A missing file is not an error. On copy-on-write or
+// journaling file systems and on SSDs the old blocks may survive the
+// overwrite: it is a best effort on top of what else protects the content
+// (the evidence amnesia shreds was only ever ciphertext).
+func Shred(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	st, err := f.Stat()
+	if err == nil {
+		_, err = f.WriteAt(make([]byte, st.Size()), 0)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	f.Close()
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(path); err != nil {
+		return err
+	}
+	return SyncDir(filepath.Dir(path))
+}
