@@ -54,6 +54,7 @@ func openJournal(path string, now func() time.Time) (*journal, error) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("open journal: %w", err)
 	}
+	unterminated := false
 	if len(b) > 0 {
 		entries, torn, err := ParseJournal(b)
 		if err != nil {
@@ -65,13 +66,25 @@ func openJournal(path string, now func() time.Time) (*journal, error) {
 			}
 		}
 		j.entries = entries
+		unterminated = torn == nil && b[len(b)-1] != '\n'
 	}
 	j.f, err = os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open journal: %w", err)
 	}
-	if len(b) == 0 {
+	switch {
+	case len(b) == 0:
 		if _, err := j.f.WriteString(JournalVersion + "\n"); err != nil {
+			return nil, fmt.Errorf("open journal: %w", err)
+		}
+	case unterminated:
+		// The last line is whole but its newline never reached the disk
+		// (a power loss between the two): end it, or the next entry would
+		// be written onto the same line and break the journal.
+		if _, err := j.f.WriteString("\n"); err != nil {
+			return nil, fmt.Errorf("open journal: %w", err)
+		}
+		if err := j.f.Sync(); err != nil {
 			return nil, fmt.Errorf("open journal: %w", err)
 		}
 	}

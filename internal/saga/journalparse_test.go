@@ -293,3 +293,35 @@ func FuzzParseJournal(f *testing.F) {
 		}
 	})
 }
+
+// A journal whose last entry is whole but lost its newline (a power loss
+// between the write of the line and of its newline) is ended on open, so
+// the next entry goes on a line of its own and the journal stays readable.
+func TestOpenJournalEndsAnUnterminatedLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.jsonl")
+	j, err := openJournal(path, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.append("plan", phaseDone, map[string]int{"n": 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	j.close()
+	b, _ := os.ReadFile(path)
+	if err := os.WriteFile(path, b[:len(b)-1], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	j, err = openJournal(path, time.Now)
+	if err != nil {
+		t.Fatalf("reopen without the final newline: %v", err)
+	}
+	if err := j.append("suppress", phaseDone, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	j.close()
+	b, _ = os.ReadFile(path)
+	es, torn, err := ParseJournal(b)
+	if err != nil || torn != nil || len(es) != 2 {
+		t.Fatalf("after an append to a repaired journal: %d entries, torn %v, err %v", len(es), torn, err)
+	}
+}
