@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"github.com/amnesia-dev/amnesia/certificate"
 	"io"
 	"os"
 	"path/filepath"
@@ -154,11 +155,21 @@ func batch(ctx context.Context, c *Corpus, e *env, subjects []int) error {
 		return err
 	}
 	for _, r := range res {
-		if !r.Statement.Predicate.Complete {
+		if !erased(r.Statement.Predicate.Counts) {
 			return fmt.Errorf("batch erasure %s incomplete: %+v", r.ID, r.Statement.Predicate.Counts)
 		}
 	}
 	return nil
+}
+
+// erased reports whether an erasure left nothing unverified, residual or
+// out of scope. The corpus shares boilerplate paragraphs between subjects,
+// so a chunk that is all boilerplate is also held whole by another
+// subject's record: the certificate leaves it to a person (NEEDS_HUMAN, a
+// possible copy outside the lineage) and is not complete, which is the
+// right answer, not a failure of the benchmark.
+func erased(c certificate.Counts) bool {
+	return c.Unverified == 0 && c.Residual == 0 && c.OutOfScope == 0
 }
 
 // apply performs one baseline's deletion of one subject.
@@ -192,7 +203,7 @@ func apply(ctx context.Context, tg *target, c *Corpus, e *env, id string, subjec
 	if err != nil {
 		return err
 	}
-	if !res.Statement.Predicate.Complete {
+	if !erased(res.Statement.Predicate.Counts) {
 		return fmt.Errorf("erasure of subject %d incomplete: %+v", subject, res.Statement.Predicate.Counts)
 	}
 	return nil
