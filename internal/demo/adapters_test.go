@@ -1,0 +1,7 @@
+package demo
+
+// The ledger backends these tests open through lineage.Open: the command
+// imports them in cmd/amnesia/adapters.go, a test imports what it uses.
+import (
+	_ "github.com/amnesia-dev/amnesia/lineage/sqliteledger"
+)
