@@ -3,11 +3,12 @@ package pgledger
 import (
 	"context"
 	"fmt"
-	"github.com/amnesia-dev/amnesia/lineage"
 	"os"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/amnesia-dev/amnesia/lineage"
 )
 
 var _ lineage.SubjectLocker = (*Ledger)(nil)

@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/amnesia-dev/amnesia/lineage"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/amnesia-dev/amnesia/lineage"
 )
 
 const pgQueueSchema = `

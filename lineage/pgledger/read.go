@@ -7,13 +7,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/amnesia-dev/amnesia/lineage"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/subject"
 )
 

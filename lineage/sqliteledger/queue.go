@@ -5,8 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/amnesia-dev/amnesia/lineage"
 	"time"
+
+	"github.com/amnesia-dev/amnesia/lineage"
 )
 
 // The SQLite queue keeps times as Unix milliseconds of the host's clock.

@@ -6,9 +6,9 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	"github.com/amnesia-dev/amnesia/lineage"
 	"strings"
 
+	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/subject"
 )
 
