@@ -9,6 +9,7 @@ import (
 
 	"github.com/amnesia-dev/amnesia/capture"
 	"github.com/amnesia-dev/amnesia/lineage"
+	"github.com/amnesia-dev/amnesia/lineage/sqliteledger"
 	"github.com/amnesia-dev/amnesia/store/sqlitedoc"
 	"github.com/amnesia-dev/amnesia/store/sqlitevec"
 	"github.com/amnesia-dev/amnesia/subject"
@@ -17,7 +18,7 @@ import (
 func TestCaptureRecordsLineage(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	l, err := lineage.OpenSQLite(ctx, filepath.Join(dir, "ledger.db"))
+	l, err := sqliteledger.Open(ctx, filepath.Join(dir, "ledger.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

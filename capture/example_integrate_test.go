@@ -4,6 +4,7 @@ package capture_test
 // "integrate:end" is one ```go block of that page, byte for byte
 // (TestIntegrateDocMatchesCode); integrate_test.go runs it.
 
+// integrate:begin
 import (
 	"context"
 	"fmt"
@@ -12,7 +13,20 @@ import (
 
 	"github.com/amnesia-dev/amnesia/capture"
 	"github.com/amnesia-dev/amnesia/certificate"
+
+	// The ledger backend and the store adapters amnesia.yaml names. Each
+	// registers itself when imported; the amnesia packages import none.
+	_ "github.com/amnesia-dev/amnesia/lineage/sqliteledger"
+	_ "github.com/amnesia-dev/amnesia/store/sqlitedoc"
+	_ "github.com/amnesia-dev/amnesia/store/sqlitevec"
+
+	// For the PostgreSQL configuration of step 6, and a `ledger:` URL.
+	_ "github.com/amnesia-dev/amnesia/lineage/pgledger"
+	_ "github.com/amnesia-dev/amnesia/store/pgdoc"
+	_ "github.com/amnesia-dev/amnesia/store/pgvector"
 )
+
+// integrate:end
 
 // integrate:begin
 // ingest stores one document of owner, its chunks and their embeddings in

@@ -12,14 +12,14 @@ import (
 	"testing"
 
 	"github.com/amnesia-dev/amnesia/capture"
-	"github.com/amnesia-dev/amnesia/lineage"
+	"github.com/amnesia-dev/amnesia/lineage/sqliteledger"
 	"github.com/amnesia-dev/amnesia/store/sqlitedoc"
 	"github.com/amnesia-dev/amnesia/store/sqlitevec"
 	"github.com/amnesia-dev/amnesia/subject"
 )
 
 type keyFixture struct {
-	l    *lineage.SQLite
+	l    *sqliteledger.Ledger
 	ds   *sqlitedoc.Store
 	rec  *capture.Recorder
 	docs *capture.Docs
@@ -30,7 +30,7 @@ func newKeyFixture(t *testing.T) *keyFixture {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
-	l, err := lineage.OpenSQLite(ctx, filepath.Join(dir, "ledger.db"))
+	l, err := sqliteledger.Open(ctx, filepath.Join(dir, "ledger.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

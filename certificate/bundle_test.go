@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/amnesia-dev/amnesia/lineage"
+	"github.com/amnesia-dev/amnesia/lineage/sqliteledger"
 	"github.com/amnesia-dev/amnesia/transparency"
 )
 
@@ -27,7 +27,7 @@ func goldenBundle(t testing.TB) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := lineage.OpenSQLite(ctx, filepath.Join(t.TempDir(), "ledger.db"))
+	l, err := sqliteledger.Open(ctx, filepath.Join(t.TempDir(), "ledger.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

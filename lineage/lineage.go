@@ -20,9 +20,17 @@
 // [Trace] is a pure function of a [View]: the same ledger state gives the same
 // trace, byte for byte.
 //
-// Two implementations: [SQLite] (a file, the default) and [Postgres] (shared
-// by several amnesia processes); [Open] picks one from a spec. Both compute
-// the same hash chain, and both pass the conformance suite in ledgertest.
+// This package holds the model, the interfaces and the trace; it links no
+// database driver. The backends are packages of their own, side by side like
+// the store adapters: lineage/sqliteledger (a file, the default; cgo SQLite)
+// and lineage/pgledger (PostgreSQL, shared by several amnesia processes).
+// Each registers itself ([RegisterBackend]) when imported, and [Open] picks
+// one from a spec, so a program links only the backends it imports:
+//
+//	import _ "github.com/amnesia-dev/amnesia/lineage/sqliteledger"
+//
+// Both compute the same hash chain ([EventHash]), and both pass the
+// conformance suite in ledgertest and transparency/storagetest.
 //
 // # Queued erasures
 //
@@ -50,7 +58,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/amnesia-dev/amnesia/subject"
 )
@@ -161,43 +168,6 @@ type View struct {
 	ErasedBy  map[string]string    // artifact id -> id of its latest erasure
 }
 
-// Open opens the ledger named by spec: a PostgreSQL URL (postgres:// or
-// postgresql://) opens [Postgres], shared by every process that uses the same
-// URL; anything else is the path of a [SQLite] file.
-func Open(ctx context.Context, spec string) (Ledger, error) {
-	if IsPostgresDSN(spec) {
-		return OpenPostgres(ctx, spec)
-	}
-	return OpenSQLite(ctx, spec)
-}
-
-// OpenExisting opens the ledger named by spec like [Open], but never creates
-// one: a SQLite file that is missing, empty or holds no amnesia tables, or a
-// PostgreSQL schema without the ledger's tables, is refused with an error
-// that wraps ErrNoLedger. Read-only tools and every command but `amnesia
-// init` use it, so that a lost ledger is noticed instead of silently
-// replaced by an empty one.
-func OpenExisting(ctx context.Context, spec string) (Ledger, error) {
-	if IsPostgresDSN(spec) {
-		return openPostgres(ctx, spec, false)
-	}
-	return openSQLite(ctx, spec, false)
-}
-
-// Backend names the kind of ledger spec names: "postgres" or "sqlite".
-func Backend(spec string) string {
-	if IsPostgresDSN(spec) {
-		return "postgres"
-	}
-	return "sqlite"
-}
-
-// IsPostgresDSN reports whether spec names a PostgreSQL ledger.
-func IsPostgresDSN(spec string) bool {
-	s := strings.ToLower(spec)
-	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
-}
-
 // Event is one entry of the ledger's hash chain.
 type Event struct {
 	Seq  int64
@@ -207,16 +177,16 @@ type Event struct {
 }
 
 // EventLog is implemented by ledgers that can list their hash chain
-// (both [SQLite] and [Postgres] do).
+// (both backends, sqliteledger and pgledger, do).
 type EventLog interface {
 	// Events returns every event in seq order.
 	Events(ctx context.Context) ([]Event, error)
 }
 
-// eventHash is the chain link of an event: SHA-256 over the previous hash,
-// the seq, the kind and the body. Every implementation MUST compute it this
-// way, so that the same operations give the same chain on any backend.
-func eventHash(prev string, seq int64, kind string, body []byte) string {
+// EventHash is the chain link of an event: SHA-256 over the previous hash,
+// the seq, the kind and the body. Every backend MUST compute it this way, so
+// that the same operations give the same chain on any backend.
+func EventHash(prev string, seq int64, kind string, body []byte) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\n%d\n%s\n", prev, seq, kind)
 	h.Write(body)
@@ -231,7 +201,7 @@ func VerifyChain(events []Event) (string, error) {
 		if e.Seq != int64(i+1) {
 			return "", fmt.Errorf("verify ledger chain: event %d has seq %d", i+1, e.Seq)
 		}
-		if got := eventHash(prev, e.Seq, e.Kind, []byte(e.Body)); got != e.Hash {
+		if got := EventHash(prev, e.Seq, e.Kind, []byte(e.Body)); got != e.Hash {
 			return "", fmt.Errorf("verify ledger chain: event %d does not match its hash", e.Seq)
 		}
 		prev = e.Hash
@@ -239,21 +209,20 @@ func VerifyChain(events []Event) (string, error) {
 	return prev, nil
 }
 
-func containsString(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
+// ArtifactEvent is the body of an "artifact" event, the JSON every backend
+// hashes into the chain when it records an artifact: Parents holds only the
+// parents this version adds.
+type ArtifactEvent struct {
+	ID      string   `json:"id"`
+	Scope   string   `json:"scope"`
+	Subject string   `json:"subject"`
+	Kind    Kind     `json:"kind"`
+	Store   string   `json:"store"`
+	Key     string   `json:"key"`
+	Digest  string   `json:"digest"`
+	Parents []string `json:"parents,omitempty"`
 }
 
-// containsMark reports whether ms has a mark for m's (artifact, erasure).
-func containsMark(ms []ErasureMark, m ErasureMark) bool {
-	for _, x := range ms {
-		if x.Artifact == m.Artifact && x.Erasure == m.Erasure {
-			return true
-		}
-	}
-	return false
-}
+// SchemaVersion is the ledger schema every backend reads and writes. A
+// ledger with another version is refused at open.
+const SchemaVersion = "amnesia.ledger/v1"

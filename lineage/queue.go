@@ -43,9 +43,9 @@ type Job struct {
 }
 
 // Queue is the erasure work queue kept in the ledger, implemented by
-// [Postgres] (claims use SELECT … FOR UPDATE SKIP LOCKED, so any number of
+// pgledger (claims use SELECT … FOR UPDATE SKIP LOCKED, so any number of
 // workers in any number of processes claim disjoint jobs without blocking
-// each other) and by [SQLite] (claims serialised by the database's write
+// each other) and by sqliteledger (claims serialised by the database's write
 // lock: several processes on one host).
 //
 // Leases: [Queue.Claim] hands a job to one worker for a lease. The worker
@@ -83,7 +83,8 @@ type Queue interface {
 	Jobs(ctx context.Context) ([]Job, error)
 }
 
-func checkEnqueue(traceID, subjectKeyHex, reason string) error {
+// CheckEnqueue checks Enqueue's arguments; every backend calls it first.
+func CheckEnqueue(traceID, subjectKeyHex, reason string) error {
 	if traceID == "" || reason == "" {
 		return errors.New("enqueue erasure: a trace id and a reason are required")
 	}
@@ -97,7 +98,8 @@ func checkEnqueue(traceID, subjectKeyHex, reason string) error {
 	return nil
 }
 
-func checkClaim(worker string, lease time.Duration) error {
+// CheckClaim checks Claim's arguments; every backend calls it first.
+func CheckClaim(worker string, lease time.Duration) error {
 	if worker == "" || lease <= 0 {
 		return errors.New("claim erasure: a worker name and a positive lease are required")
 	}

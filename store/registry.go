@@ -65,12 +65,30 @@ func Validate(c Config) error {
 	a, ok := openers[c.Type]
 	regMu.RUnlock()
 	if !ok {
-		return fmt.Errorf("unknown type %q (known: %v)", c.Type, Types())
+		return unknownType(c.Type)
 	}
 	if a.Validate != nil {
 		return a.Validate(c)
 	}
 	return nil
+}
+
+// adapterImports names the package that registers each of amnesia's own
+// adapter types: the import a program adds to open stores of that type.
+var adapterImports = map[string]string{
+	"sqlite-doc": "github.com/amnesia-dev/amnesia/store/sqlitedoc",
+	"sqlite-vec": "github.com/amnesia-dev/amnesia/store/sqlitevec",
+	"postgres":   "github.com/amnesia-dev/amnesia/store/pgdoc",
+	"pgvector":   "github.com/amnesia-dev/amnesia/store/pgvector",
+}
+
+// unknownType is the error for a type no linked adapter registered: for one
+// of amnesia's own types, it names the import that registers it.
+func unknownType(typ string) error {
+	if imp, ok := adapterImports[typ]; ok {
+		return fmt.Errorf("type %q is not linked into this program: add import _ %q (linked: %v)", typ, imp, Types())
+	}
+	return fmt.Errorf("unknown type %q (known: %v)", typ, Types())
 }
 
 // Types returns the registered adapter types, sorted.
@@ -91,7 +109,7 @@ func Open(ctx context.Context, c Config, create bool) (Store, error) {
 	a, ok := openers[c.Type]
 	regMu.RUnlock()
 	if !ok {
-		return nil, fmt.Errorf("open store %q: unknown type %q (known: %v)", c.Name, c.Type, Types())
+		return nil, fmt.Errorf("open store %q: %w", c.Name, unknownType(c.Type))
 	}
 	if a.Validate != nil {
 		if err := a.Validate(c); err != nil {

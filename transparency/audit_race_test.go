@@ -7,14 +7,14 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/amnesia-dev/amnesia/lineage"
+	"github.com/amnesia-dev/amnesia/lineage/sqliteledger"
 	"github.com/amnesia-dev/amnesia/transparency"
 )
 
 // growingStore is a ledger another process appends to, and signs a
 // checkpoint of, while an audit reads the leaves.
 type growingStore struct {
-	*lineage.SQLite
+	*sqliteledger.Ledger
 	other *transparency.Log
 	done  bool
 	t     *testing.T
@@ -31,14 +31,14 @@ func (s *growingStore) LogLeaves(ctx context.Context, from, to int64) ([][]byte,
 			s.t.Fatal(err)
 		}
 	}
-	return s.SQLite.LogLeaves(ctx, from, to)
+	return s.Ledger.LogLeaves(ctx, from, to)
 }
 
 // An audit of a live log is not a tamper alarm: a checkpoint signed by
 // another process while the audit runs is of a log that grew, not shrank.
 func TestAuditWhileTheLogGrows(t *testing.T) {
 	ctx := context.Background()
-	l, err := lineage.OpenSQLite(ctx, filepath.Join(t.TempDir(), "ledger.db"))
+	l, err := sqliteledger.Open(ctx, filepath.Join(t.TempDir(), "ledger.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestAuditWhileTheLogGrows(t *testing.T) {
 	if _, err := other.Checkpoint(ctx); err != nil {
 		t.Fatal(err)
 	}
-	lg, err := transparency.Open(ctx, &growingStore{SQLite: l, other: other, t: t}, priv, "")
+	lg, err := transparency.Open(ctx, &growingStore{Ledger: l, other: other, t: t}, priv, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,6 @@
 // Package transparency is amnesia's append-only audit log: a Merkle tree
 // with RFC 6962 hashing (golang.org/x/mod/sumdb/tlog) whose leaves are the
-// erasure events and certificates, kept in the ledger (lineage.LogStore), and
+// erasure events and certificates, kept in the ledger (a [Store]), and
 // whose state is published as checkpoints in the C2SP tlog-checkpoint format,
 // signed notes (golang.org/x/mod/sumdb/note, C2SP signed-note).
 //

@@ -13,7 +13,7 @@ import (
 	_ "github.com/mattn/go-sqlite3"
 	"golang.org/x/mod/sumdb/tlog"
 
-	"github.com/amnesia-dev/amnesia/lineage"
+	"github.com/amnesia-dev/amnesia/lineage/sqliteledger"
 	"github.com/amnesia-dev/amnesia/transparency"
 )
 
@@ -22,7 +22,7 @@ var seed = bytes.Repeat([]byte{7}, ed25519.SeedSize)
 func openLog(t *testing.T) (*transparency.Log, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "ledger.db")
-	l, err := lineage.OpenSQLite(context.Background(), path)
+	l, err := sqliteledger.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}

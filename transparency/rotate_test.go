@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/amnesia-dev/amnesia/lineage"
+	"github.com/amnesia-dev/amnesia/lineage/sqliteledger"
 	"github.com/amnesia-dev/amnesia/transparency"
 )
 
@@ -18,7 +18,7 @@ import (
 // audit rejects the old checkpoints.
 func TestKeyRotation(t *testing.T) {
 	ctx := context.Background()
-	l, err := lineage.OpenSQLite(ctx, filepath.Join(t.TempDir(), "ledger.db"))
+	l, err := sqliteledger.Open(ctx, filepath.Join(t.TempDir(), "ledger.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

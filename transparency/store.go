@@ -2,29 +2,42 @@ package transparency
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"fmt"
 
 	"golang.org/x/mod/sumdb/tlog"
 )
 
-// Store keeps the log: its leaves, the Merkle tree's stored hashes
-// (golang.org/x/mod/sumdb/tlog's layout, RFC 6962 hashing) and the
-// checkpoints signed over it. The ledger (lineage.SQLite, lineage.Postgres)
-// is one; every write there is atomic and serialised with the ledger's other
-// writes, so processes that share a ledger share one log.
-type Store interface {
+// StoreReader is what reading the log needs: proofs, leaves, checkpoints
+// and the audit. Nothing here writes.
+type StoreReader interface {
+	// LogSize returns the number of leaves.
+	LogSize(ctx context.Context) (int64, error)
+	// LogLeaves returns the leaves with index in [from, to); at most
+	// MaxLeavesPerRead per call. A leaf missing in the range is
+	// ErrLogCorrupt.
+	LogLeaves(ctx context.Context, from, to int64) ([][]byte, error)
+	// ReadHashes returns the stored hashes at the given storage indexes
+	// (tlog.HashReader); a missing one is ErrLogCorrupt.
+	ReadHashes(ctx context.Context, indexes []int64) ([]tlog.Hash, error)
+	// Checkpoint returns the checkpoint stored for size, or the newest when
+	// size < 0; ErrNoCheckpoint if none.
+	Checkpoint(ctx context.Context, size int64) ([]byte, error)
+	// Checkpoints returns every stored checkpoint, oldest (smallest) first.
+	Checkpoints(ctx context.Context) ([][]byte, error)
+	// Timestamp returns the token stored for size; ErrNoCheckpoint if none.
+	Timestamp(ctx context.Context, size int64) ([]byte, error)
+}
+
+// StoreWriter is what appending and checkpointing need.
+type StoreWriter interface {
 	// LogAppend appends data as the next leaf and returns its index. A leaf
 	// equal to one already in the log is not appended again: its index is
 	// returned with existed set, so an append retried after a crash lands
-	// once.
+	// once. Implementations compute the stored hashes with StoredHashes.
 	LogAppend(ctx context.Context, data []byte) (index int64, existed bool, err error)
-	// LogSize returns the number of leaves.
-	LogSize(ctx context.Context) (int64, error)
-	// LogLeaves returns the leaves with index in [from, to).
-	LogLeaves(ctx context.Context, from, to int64) ([][]byte, error)
-	// ReadHashes returns the stored hashes at the given storage indexes
-	// (tlog.HashReader).
-	ReadHashes(ctx context.Context, indexes []int64) ([]tlog.Hash, error)
 	// LogOrigin returns the log's origin line, setting it to proposed on
 	// first use; it never changes afterwards.
 	LogOrigin(ctx context.Context, proposed string) (string, error)
@@ -32,17 +45,58 @@ type Store interface {
 	// tree at size; a later save for the same size replaces it only to add
 	// signatures (cosignatures, a timestamp): the caller checks that.
 	SaveCheckpoint(ctx context.Context, size int64, note []byte) error
-	// Checkpoint returns the checkpoint stored for size, or the newest when
-	// size < 0; ErrNoCheckpoint if none.
-	Checkpoint(ctx context.Context, size int64) ([]byte, error)
-	// Checkpoints returns every stored checkpoint, oldest first.
-	Checkpoints(ctx context.Context) ([][]byte, error)
 	// SaveTimestamp stores an RFC 3161 token obtained over the checkpoint
 	// of size (its leaf, AnchorLeaf, is appended by the caller).
 	SaveTimestamp(ctx context.Context, size int64, token []byte) error
-	// Timestamp returns the token stored for size; ErrNoCheckpoint if none.
-	Timestamp(ctx context.Context, size int64) ([]byte, error)
+}
+
+// Store keeps the log: its leaves, the Merkle tree's stored hashes
+// (golang.org/x/mod/sumdb/tlog's layout, RFC 6962 hashing) and the
+// checkpoints signed over it. The ledger backends (lineage/sqliteledger,
+// lineage/pgledger) are stores; every write there is atomic and serialised
+// with the ledger's other writes, so processes that share a ledger share one
+// log. transparency/storagetest is the conformance suite every Store runs.
+type Store interface {
+	StoreReader
+	StoreWriter
 }
 
 // ErrNoCheckpoint: the store holds no checkpoint of that size (or none).
 var ErrNoCheckpoint = errors.New("no checkpoint")
+
+// ErrLogCorrupt is returned when the stored log does not hash to itself
+// (a stored hash or a leaf is missing or malformed).
+var ErrLogCorrupt = errors.New("transparency log corrupt")
+
+// MaxLeavesPerRead is the most leaves a Store must return from one
+// LogLeaves call; it may refuse larger ranges.
+const MaxLeavesPerRead = 1 << 16
+
+// LeafKey is the hex RFC 6962 record hash of data: the key a Store keeps a
+// leaf under, which makes LogAppend idempotent.
+func LeafKey(data []byte) string {
+	h := tlog.RecordHash(data)
+	return hex.EncodeToString(h[:])
+}
+
+// StoredHashes computes the hashes a Store keeps for leaf n holding data,
+// reading the ones already stored through read. They go at storage indexes
+// tlog.StoredHashIndex(0, n) onwards.
+func StoredHashes(n int64, data []byte, read func([]int64) ([]tlog.Hash, error)) ([]tlog.Hash, error) {
+	hs, err := tlog.StoredHashesForRecordHash(n, tlog.RecordHash(data), tlog.HashReaderFunc(read))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrLogCorrupt, err)
+	}
+	return hs, nil
+}
+
+// HashFromBytes converts a stored hash; anything but 32 bytes is
+// ErrLogCorrupt.
+func HashFromBytes(b []byte) (tlog.Hash, error) {
+	var h tlog.Hash
+	if len(b) != sha256.Size {
+		return h, fmt.Errorf("%w: stored hash of %d bytes", ErrLogCorrupt, len(b))
+	}
+	copy(h[:], b)
+	return h, nil
+}

@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 
-	"github.com/amnesia-dev/amnesia/lineage"
+	"github.com/amnesia-dev/amnesia/lineage/sqliteledger"
 	"github.com/amnesia-dev/amnesia/transparency"
 )
 
@@ -123,7 +123,7 @@ func FuzzWitnessCosign(f *testing.F) {
 // fuzzLog is openLog for a fuzz target's setup.
 func fuzzLog(f *testing.F) *transparency.Log {
 	path := filepath.Join(f.TempDir(), "ledger.db")
-	l, err := lineage.OpenSQLite(context.Background(), path)
+	l, err := sqliteledger.Open(context.Background(), path)
 	if err != nil {
 		f.Fatal(err)
 	}

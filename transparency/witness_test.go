@@ -17,7 +17,7 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 
-	"github.com/amnesia-dev/amnesia/lineage"
+	"github.com/amnesia-dev/amnesia/lineage/sqliteledger"
 	"github.com/amnesia-dev/amnesia/transparency"
 )
 
@@ -293,7 +293,7 @@ func TestWitnessCosigns(t *testing.T) {
 func forkedLog(t *testing.T, orig *transparency.Log) (cp7, cp11 *transparency.Signed, proof []string) {
 	t.Helper()
 	ctx := context.Background()
-	l, err := lineage.OpenSQLite(ctx, filepath.Join(t.TempDir(), "fork.db"))
+	l, err := sqliteledger.Open(ctx, filepath.Join(t.TempDir(), "fork.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/amnesia-dev/amnesia/internal/saga"
 	"github.com/amnesia-dev/amnesia/internal/state"
-	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/transparency"
 )
 
@@ -116,7 +115,7 @@ current tree consistent with it: a truncated or rewritten log fails (exit 18).
 			}
 			defer a.Close()
 			rep, err := lg.Audit(cmd.Context(), saved)
-			if errors.Is(err, lineage.ErrLogCorrupt) {
+			if errors.Is(err, transparency.ErrLogCorrupt) {
 				// A leaf or stored hash missing: rows were deleted.
 				return withCode(exitLogTampered, err)
 			}

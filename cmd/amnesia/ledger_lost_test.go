@@ -17,7 +17,7 @@ import (
 	"testing"
 
 	"github.com/amnesia-dev/amnesia/internal/state"
-	"github.com/amnesia-dev/amnesia/lineage"
+	"github.com/amnesia-dev/amnesia/lineage/sqliteledger"
 )
 
 // sqliteBackup copies the SQLite database at src to dst with VACUUM INTO,
@@ -135,7 +135,7 @@ func TestLostLedgerIsRefused(t *testing.T) {
 	t.Run("new-empty-ledger", func(t *testing.T) {
 		f := copyE2EFixture(t, pristine)
 		removeLedgerFiles(t, f.state())
-		l, err := lineage.OpenSQLite(context.Background(), filepath.Join(f.state(), "ledger.db"))
+		l, err := sqliteledger.Open(context.Background(), filepath.Join(f.state(), "ledger.db"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/amnesia-dev/amnesia/certificate"
 	"github.com/amnesia-dev/amnesia/internal/state"
-	"github.com/amnesia-dev/amnesia/lineage"
+	"github.com/amnesia-dev/amnesia/lineage/sqliteledger"
 	"github.com/amnesia-dev/amnesia/transparency"
 )
 
@@ -255,7 +255,7 @@ func rewriteLog(t *testing.T, st string, size int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := lineage.OpenSQLite(ctx, path)
+	l, err := sqliteledger.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/amnesia-dev/amnesia/internal/state"
 	"github.com/amnesia-dev/amnesia/lineage"
+	"github.com/amnesia-dev/amnesia/lineage/sqliteledger"
 	"github.com/amnesia-dev/amnesia/store"
 	"github.com/amnesia-dev/amnesia/store/pgvector"
 )
@@ -108,7 +109,7 @@ func (r *pgvRun) prepare(ctx context.Context) error {
 // the ledger's tables, as scale.go's bulkLedger does.
 func (r *pgvRun) bulkLedger(ctx context.Context) error {
 	path := r.dir.LedgerPath()
-	l, err := lineage.OpenSQLite(ctx, path) // creates the real schema
+	l, err := sqliteledger.Open(ctx, path) // creates the real schema
 	if err != nil {
 		return err
 	}
@@ -148,7 +149,7 @@ func (r *pgvRun) bulkLedger(ctx context.Context) error {
 
 // stateFor copies the template to a new state directory whose only store is
 // table in mode, and opens it with its ledger.
-func (r *pgvRun) stateFor(ctx context.Context, name, table, mode string) (*state.Dir, *lineage.SQLite, error) {
+func (r *pgvRun) stateFor(ctx context.Context, name, table, mode string) (*state.Dir, *sqliteledger.Ledger, error) {
 	path := filepath.Join(r.o.Work, name, "state")
 	if err := copyDir(r.tmpl, path); err != nil {
 		return nil, nil, err
@@ -166,7 +167,7 @@ func (r *pgvRun) stateFor(ctx context.Context, name, table, mode string) (*state
 	if err != nil {
 		return nil, nil, err
 	}
-	l, err := lineage.OpenSQLite(ctx, d.LedgerPath())
+	l, err := sqliteledger.Open(ctx, d.LedgerPath())
 	if err != nil {
 		return nil, nil, err
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/amnesia-dev/amnesia/capture"
 	"github.com/amnesia-dev/amnesia/internal/state"
-	"github.com/amnesia-dev/amnesia/lineage"
+	"github.com/amnesia-dev/amnesia/lineage/sqliteledger"
 	"github.com/amnesia-dev/amnesia/store"
 )
 
@@ -136,7 +136,7 @@ func sample(total, n int) []int {
 // env is one opened copy of the template.
 type env struct {
 	dir    *state.Dir
-	ledger *lineage.SQLite
+	ledger *sqliteledger.Ledger
 	st     store.Store
 	rec    *capture.Recorder
 }
@@ -146,7 +146,7 @@ func openEnv(ctx context.Context, root string, create bool) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := lineage.OpenSQLite(ctx, sd.LedgerPath())
+	l, err := sqliteledger.Open(ctx, sd.LedgerPath())
 	if err != nil {
 		return nil, err
 	}

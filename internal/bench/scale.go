@@ -13,6 +13,7 @@ import (
 
 	"github.com/amnesia-dev/amnesia/capture"
 	"github.com/amnesia-dev/amnesia/lineage"
+	"github.com/amnesia-dev/amnesia/lineage/sqliteledger"
 	"github.com/amnesia-dev/amnesia/store"
 	"github.com/amnesia-dev/amnesia/store/sqlitedoc"
 	"github.com/amnesia-dev/amnesia/subject"
@@ -90,7 +91,7 @@ func traceLatency(ctx context.Context, o ScaleOptions, r *ScaleResult) error {
 	subjects := (o.Edges + edgesPer - 1) / edgesPer
 	if !o.Reuse || !loaded(ctx, path, subjects) {
 		os.Remove(path)
-		l, err := lineage.OpenSQLite(ctx, path) // creates the real schema
+		l, err := sqliteledger.Open(ctx, path) // creates the real schema
 		if err != nil {
 			return err
 		}
@@ -101,7 +102,7 @@ func traceLatency(ctx context.Context, o ScaleOptions, r *ScaleResult) error {
 		}
 	}
 	logScale(o, "trace: timing %d traces", o.Traces)
-	l, err := lineage.OpenSQLite(ctx, path)
+	l, err := sqliteledger.Open(ctx, path)
 	if err != nil {
 		return err
 	}
@@ -193,7 +194,7 @@ func captureOverhead(ctx context.Context, o ScaleOptions, r *ScaleResult) error 
 	dir := filepath.Join(o.Work, "capture")
 	os.RemoveAll(dir)
 	os.MkdirAll(dir, 0o700)
-	l, err := lineage.OpenSQLite(ctx, filepath.Join(dir, "ledger.db"))
+	l, err := sqliteledger.Open(ctx, filepath.Join(dir, "ledger.db"))
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/amnesia-dev/amnesia/internal/saga"
 	"github.com/amnesia-dev/amnesia/internal/state"
 	"github.com/amnesia-dev/amnesia/lineage"
+	"github.com/amnesia-dev/amnesia/lineage/sqliteledger"
 	"github.com/amnesia-dev/amnesia/store"
 	"github.com/amnesia-dev/amnesia/store/sqlitedoc"
 	"github.com/amnesia-dev/amnesia/store/sqlitevec"
@@ -70,7 +71,7 @@ func Run(ctx context.Context, dir string, w io.Writer) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	ledger, err := lineage.OpenSQLite(ctx, sd.LedgerPath())
+	ledger, err := sqliteledger.Open(ctx, sd.LedgerPath())
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,8 @@ import (
 	"github.com/amnesia-dev/amnesia/internal/state"
 	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/lineage/ledgertest"
+	"github.com/amnesia-dev/amnesia/lineage/pgledger"
+	"github.com/amnesia-dev/amnesia/lineage/sqliteledger"
 	"github.com/amnesia-dev/amnesia/store"
 	"github.com/amnesia-dev/amnesia/store/sqlitedoc"
 	"github.com/amnesia-dev/amnesia/store/sqlitevec"
@@ -203,7 +205,7 @@ func checkJournalChain(t *testing.T, path string) {
 func TestOneErasureAtATimePerSubject(t *testing.T) {
 	in := newLockInstall(t, "")
 	concurrentErasures(t, in, func() lineage.Ledger {
-		l, err := lineage.OpenSQLite(context.Background(), in.dir.LedgerPath())
+		l, err := sqliteledger.Open(context.Background(), in.dir.LedgerPath())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -219,7 +221,7 @@ func TestOneErasureAtATimePerSubjectPostgres(t *testing.T) {
 	dsn := ledgertest.PostgresDSN(t)
 	in := newLockInstall(t, dsn)
 	concurrentErasures(t, in, func() lineage.Ledger {
-		l, err := lineage.OpenPostgres(context.Background(), dsn)
+		l, err := pgledger.Open(context.Background(), dsn)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -233,12 +235,12 @@ func TestOneErasureAtATimePerSubjectPostgres(t *testing.T) {
 func TestPostgresSubjectLockDiesWithSession(t *testing.T) {
 	ctx := context.Background()
 	dsn := ledgertest.PostgresDSN(t)
-	a, err := lineage.OpenPostgres(ctx, dsn)
+	a, err := pgledger.Open(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	b, err := lineage.OpenPostgres(ctx, dsn)
+	b, err := pgledger.Open(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/amnesia-dev/amnesia/internal/saga"
 	"github.com/amnesia-dev/amnesia/internal/state"
 	"github.com/amnesia-dev/amnesia/lineage"
+	"github.com/amnesia-dev/amnesia/lineage/sqliteledger"
 	"github.com/amnesia-dev/amnesia/store"
 	"github.com/amnesia-dev/amnesia/store/pgdoc"
 	"github.com/amnesia-dev/amnesia/store/pgvector"
@@ -61,7 +62,7 @@ func TestEraseAcrossPostgresAndPgvector(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			l, err := lineage.OpenSQLite(ctx, sd.LedgerPath())
+			l, err := sqliteledger.Open(ctx, sd.LedgerPath())
 			if err != nil {
 				t.Fatal(err)
 			}

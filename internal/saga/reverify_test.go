@@ -20,6 +20,7 @@ import (
 	"github.com/amnesia-dev/amnesia/internal/state"
 	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/lineage/ledgertest"
+	"github.com/amnesia-dev/amnesia/lineage/sqliteledger"
 	"github.com/amnesia-dev/amnesia/store"
 	"github.com/amnesia-dev/amnesia/store/pgdoc"
 	"github.com/amnesia-dev/amnesia/store/sqlitedoc"
@@ -274,7 +275,7 @@ func TestReverifyPostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := lineage.OpenSQLite(ctx, sd.LedgerPath())
+	l, err := sqliteledger.Open(ctx, sd.LedgerPath())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/amnesia-dev/amnesia/internal/saga"
 	"github.com/amnesia-dev/amnesia/internal/state"
 	"github.com/amnesia-dev/amnesia/lineage"
+	"github.com/amnesia-dev/amnesia/lineage/sqliteledger"
 	"github.com/amnesia-dev/amnesia/store"
 	"github.com/amnesia-dev/amnesia/store/sqlitedoc"
 	"github.com/amnesia-dev/amnesia/store/sqlitevec"
@@ -21,7 +22,7 @@ import (
 
 type fixture struct {
 	dir    *state.Dir
-	ledger *lineage.SQLite
+	ledger *sqliteledger.Ledger
 	docs   *capture.Docs
 	vecs   *capture.Vectors
 	rawD   *sqlitedoc.Store
@@ -42,7 +43,7 @@ func newFixture(t *testing.T, people, docsEach int) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := lineage.OpenSQLite(ctx, sd.LedgerPath())
+	l, err := sqliteledger.Open(ctx, sd.LedgerPath())
 	if err != nil {
 		t.Fatal(err)
 	}

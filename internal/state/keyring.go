@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -16,32 +15,17 @@ import (
 	"github.com/amnesia-dev/amnesia/internal/atomicfile"
 )
 
-// The keyring. signing-key.pem is the current key, the one that signs
-// certificates and checkpoints; keyring.json (a trust file, format
-// amnesia.trust/v1, see certificate.TrustFile) lists the public half of every
-// key the installation has signed with, current included, with the time it
-// was created and, for a retired key, the time it is retired from. Only the
-// current key's private half is kept: a rotation replaces signing-key.pem
-// and overwrites the earlier private key's file before unlinking it.
+// The keyring (certificate.Keyring: its format and rules). signing-key.pem
+// is the current key, the one that signs certificates and checkpoints;
+// keyring.json, a trust file, lists the public half of every key the
+// installation has signed with, current included. Only the current key's
+// private half is kept: a rotation replaces signing-key.pem and overwrites
+// the earlier private key's file before unlinking it. This file reads and
+// writes those files, under a lock.
 //
 // A state directory made before the keyring existed has no keyring.json:
 // its keyring is the current key alone, creation time unknown, and the
 // first rotation or retirement writes keyring.json.
-
-// ErrKeyNotFound: no key of the keyring has that id.
-var ErrKeyNotFound = errors.New("no such key in the keyring")
-
-// ErrCurrentKey: the operation needs a key other than the current one.
-var ErrCurrentKey = errors.New("the current signing key")
-
-// KeyInfo is one key of the keyring.
-type KeyInfo struct {
-	ID      string // certificate.KeyID(Public)
-	Public  ed25519.PublicKey
-	Created time.Time // zero: not known (a key from before the keyring)
-	Retired time.Time // zero: not retired
-	Current bool      // the key in signing-key.pem
-}
 
 // KeyringPath is keyring.json.
 func (d *Dir) KeyringPath() string { return filepath.Join(d.Path, "keyring.json") }
@@ -50,38 +34,23 @@ func (d *Dir) privateKeyPath() string { return filepath.Join(d.Path, "signing-ke
 
 // Keyring returns every key of the installation, oldest first; exactly one
 // is Current (d.Key's).
-func (d *Dir) Keyring() ([]KeyInfo, error) {
+func (d *Dir) Keyring() (certificate.Keyring, error) {
 	var cur ed25519.PublicKey
 	if len(d.Key) == ed25519.PrivateKeySize {
 		cur = d.Key.Public().(ed25519.PublicKey)
 	}
-	var out []KeyInfo
 	b, err := os.ReadFile(d.KeyringPath())
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
+		b = nil
 	case err != nil:
 		return nil, fmt.Errorf("keyring: %w", err)
-	default:
-		tf, err := certificate.ParseTrustFile(b)
-		if err != nil {
-			return nil, fmt.Errorf("keyring %s: %w", d.KeyringPath(), err)
-		}
-		for _, k := range tf.Keys {
-			out = append(out, KeyInfo{ID: k.KeyID, Public: k.Public, Created: k.Created, Retired: k.Retired, Current: cur != nil && k.Public.Equal(cur)})
-		}
 	}
-	if cur == nil {
-		return out, nil
+	ks, err := certificate.ParseKeyring(b, cur)
+	if err != nil {
+		return nil, fmt.Errorf("keyring %s: %w", d.KeyringPath(), err)
 	}
-	for _, k := range out {
-		if k.Current {
-			return out, nil
-		}
-	}
-	// No keyring.json (an installation from before it), or one that does
-	// not list signing-key.pem's key (replaced by hand): the current key is
-	// listed all the same.
-	return append(out, KeyInfo{ID: certificate.KeyID(cur), Public: cur, Current: true}), nil
+	return ks, nil
 }
 
 // PublicKeys returns the public half of every key of the keyring, current
@@ -92,15 +61,7 @@ func (d *Dir) PublicKeys() ([]ed25519.PublicKey, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []ed25519.PublicKey
-	for _, k := range ks {
-		if k.Current {
-			out = append([]ed25519.PublicKey{k.Public}, out...)
-		} else {
-			out = append(out, k.Public)
-		}
-	}
-	return out, nil
+	return ks.PublicKeys(), nil
 }
 
 // TrustFile returns the keyring as a trust file, for `amnesia keys export`.
@@ -109,37 +70,7 @@ func (d *Dir) TrustFile() (*certificate.TrustFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	return trustFileOf(ks), nil
-}
-
-func trustFileOf(ks []KeyInfo) *certificate.TrustFile {
-	tf := &certificate.TrustFile{}
-	for _, k := range ks {
-		tf.Keys = append(tf.Keys, certificate.TrustEntry{KeyID: k.ID, Public: k.Public, Created: k.Created, Retired: k.Retired})
-	}
-	return tf
-}
-
-// FindKey returns the key whose id is id, or the only one whose id starts
-// with it (at least 8 hex digits, "sha256:" optional).
-func FindKey(ks []KeyInfo, id string) (KeyInfo, error) {
-	want := strings.ToLower(strings.TrimPrefix(strings.TrimSpace(id), "sha256:"))
-	if len(want) < 8 {
-		return KeyInfo{}, fmt.Errorf("key id %q: give the id (sha256:…) or at least its first 8 hex digits", id)
-	}
-	var found []KeyInfo
-	for _, k := range ks {
-		if strings.HasPrefix(strings.TrimPrefix(k.ID, "sha256:"), want) {
-			found = append(found, k)
-		}
-	}
-	switch len(found) {
-	case 0:
-		return KeyInfo{}, fmt.Errorf("key %s: %w (amnesia keys list shows them)", id, ErrKeyNotFound)
-	case 1:
-		return found[0], nil
-	}
-	return KeyInfo{}, fmt.Errorf("key id %q matches %d keys: give more of it", id, len(found))
+	return ks.TrustFile(), nil
 }
 
 // lockKeyring serialises keyring changes between processes: an exclusive
@@ -171,8 +102,8 @@ func (d *Dir) reloadKey() error {
 	return nil
 }
 
-func (d *Dir) writeKeyring(ks []KeyInfo) error {
-	b, err := certificate.EncodeTrustFile(trustFileOf(ks))
+func (d *Dir) writeKeyring(ks certificate.Keyring) error {
+	b, err := ks.Encode()
 	if err != nil {
 		return fmt.Errorf("keyring: %w", err)
 	}
@@ -193,7 +124,7 @@ func (d *Dir) writeKeyring(ks []KeyInfo) error {
 //
 // Processes that opened the state before the rotation keep signing with
 // the earlier key until they reopen it.
-func (d *Dir) RotateKey(now time.Time) (newKey, oldKey KeyInfo, err error) {
+func (d *Dir) RotateKey(now time.Time) (newKey, oldKey certificate.KeyInfo, err error) {
 	unlock, err := d.lockKeyring()
 	if err != nil {
 		return newKey, oldKey, err
@@ -205,11 +136,6 @@ func (d *Dir) RotateKey(now time.Time) (newKey, oldKey KeyInfo, err error) {
 	ks, err := d.Keyring()
 	if err != nil {
 		return newKey, oldKey, err
-	}
-	for _, k := range ks {
-		if k.Current {
-			oldKey = k
-		}
 	}
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
@@ -223,13 +149,7 @@ func (d *Dir) RotateKey(now time.Time) (newKey, oldKey KeyInfo, err error) {
 	if err != nil {
 		return newKey, oldKey, fmt.Errorf("rotate: %w", err)
 	}
-	newKey = KeyInfo{ID: certificate.KeyID(pub), Public: pub, Created: now.UTC().Truncate(time.Second), Current: true}
-	next := make([]KeyInfo, 0, len(ks)+1)
-	for _, k := range ks {
-		k.Current = false
-		next = append(next, k)
-	}
-	next = append(next, newKey)
+	next, newKey, oldKey := ks.Rotated(pub, now)
 	if err := d.writeKeyring(next); err != nil {
 		return newKey, oldKey, fmt.Errorf("rotate: %w", err)
 	}
@@ -252,7 +172,6 @@ func (d *Dir) RotateKey(now time.Time) (newKey, oldKey KeyInfo, err error) {
 	if err := WriteFileAtomic(d.PublicKeyPath(), pubPEM); err != nil {
 		return newKey, oldKey, fmt.Errorf("rotate: %w", err)
 	}
-	oldKey.Current = false
 	return newKey, oldKey, nil
 }
 
@@ -281,15 +200,13 @@ func discardOldKeyFile(cur, old string) error {
 	return SyncDir(filepath.Dir(old))
 }
 
-// RetireKey marks the key id (see FindKey) retired from the time from on:
-// a verifier given the exported keyring rejects certificates it signed
-// that say they were issued at or after from. The current key cannot be
-// retired (ErrCurrentKey): rotate first. Retiring a retired key again
-// moves its retirement time; the key as it was is returned too.
-func (d *Dir) RetireKey(id string, from time.Time) (now, was KeyInfo, err error) {
-	if from.IsZero() {
-		return now, was, errors.New("retire: no time given")
-	}
+// RetireKey marks the key id (see certificate.Keyring.Find) retired from
+// the time from on: a verifier given the exported keyring rejects
+// certificates it signed that say they were issued at or after from. The
+// current key cannot be retired (certificate.ErrCurrentKey): rotate first.
+// Retiring a retired key again moves its retirement time; the key as it
+// was is returned too.
+func (d *Dir) RetireKey(id string, from time.Time) (now, was certificate.KeyInfo, err error) {
 	unlock, err := d.lockKeyring()
 	if err != nil {
 		return now, was, err
@@ -302,29 +219,12 @@ func (d *Dir) RetireKey(id string, from time.Time) (now, was KeyInfo, err error)
 	if err != nil {
 		return now, was, err
 	}
-	k, err := FindKey(ks, id)
+	next, now, was, err := ks.Retired(id, from)
 	if err != nil {
 		return now, was, fmt.Errorf("retire: %w", err)
 	}
-	if k.Current {
-		return now, was, fmt.Errorf("retire: key %s is %w: rotate first (amnesia keys rotate), then retire it", k.ID, ErrCurrentKey)
-	}
-	was = k
-	for i := range ks {
-		if ks[i].ID == k.ID {
-			ks[i].Retired = from.UTC()
-			now = ks[i]
-		}
-	}
-	if err := d.writeKeyring(ks); err != nil {
+	if err := d.writeKeyring(next); err != nil {
 		return now, was, fmt.Errorf("retire: %w", err)
 	}
 	return now, was, nil
-}
-
-// initialKeyring is Init's keyring.json: the first key, created now.
-func initialKeyring(pub ed25519.PublicKey, now time.Time) ([]byte, error) {
-	return certificate.EncodeTrustFile(&certificate.TrustFile{Keys: []certificate.TrustEntry{
-		{Public: pub, Created: now.UTC().Truncate(time.Second)},
-	}})
 }

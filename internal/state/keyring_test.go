@@ -75,10 +75,10 @@ func TestKeyringInitRotateRetire(t *testing.T) {
 		}
 	}
 
-	if _, _, err := d2.RetireKey(nk.ID, now); !errors.Is(err, ErrCurrentKey) {
+	if _, _, err := d2.RetireKey(nk.ID, now); !errors.Is(err, certificate.ErrCurrentKey) {
 		t.Errorf("retiring the current key: %v", err)
 	}
-	if _, _, err := d2.RetireKey("sha256:ffffffffff", now); !errors.Is(err, ErrKeyNotFound) {
+	if _, _, err := d2.RetireKey("sha256:ffffffffff", now); !errors.Is(err, certificate.ErrKeyNotFound) {
 		t.Errorf("retiring an unknown key: %v", err)
 	}
 	r, was, err := d2.RetireKey(strings.ToUpper(ok.ID[7:19]), now)

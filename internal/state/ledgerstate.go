@@ -35,7 +35,7 @@ const LedgerStateVersion = "amnesia.ledger-state/v1"
 // personal data: the ledger's kind, the log's origin, size and root hash.
 type LedgerState struct {
 	Version  string    `json:"version"`
-	Ledger   string    `json:"ledger"` // "sqlite" or "postgres" (lineage.Backend)
+	Ledger   string    `json:"ledger"` // "sqlite" or "postgres" (lineage.BackendName)
 	Origin   string    `json:"origin,omitempty"`
 	Size     int64     `json:"size"`
 	RootHash string    `json:"root_hash,omitempty"` // base64, as in a checkpoint
@@ -65,7 +65,7 @@ func (d *Dir) LedgerState() (*LedgerState, error) {
 // unless ledger-state.json already records a larger tree (another process
 // signed a newer checkpoint first): the recorded size never decreases.
 func (d *Dir) RecordCheckpoint(cp *transparency.Signed) error {
-	s := LedgerState{Ledger: lineage.Backend(d.LedgerSpec()), Size: 0}
+	s := LedgerState{Ledger: lineage.BackendName(d.LedgerSpec()), Size: 0}
 	if cp != nil {
 		s.Origin, s.Size, s.RootHash = cp.Origin, cp.Size, base64.StdEncoding.EncodeToString(cp.Hash[:])
 	}
@@ -204,7 +204,7 @@ func (d *Dir) checkLedger(ctx context.Context, l lineage.Ledger, s *LedgerState)
 	if !ok {
 		return nil
 	}
-	kind := lineage.Backend(d.LedgerSpec())
+	kind := lineage.BackendName(d.LedgerSpec())
 	if s != nil && s.Ledger != kind {
 		return d.lost(fmt.Sprintf("the configured ledger is a %s ledger", kind), d.ledgerEvidence(s))
 	}

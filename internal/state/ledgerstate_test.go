@@ -12,6 +12,8 @@ import (
 
 	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/lineage/ledgertest"
+	"github.com/amnesia-dev/amnesia/lineage/pgledger"
+	"github.com/amnesia-dev/amnesia/lineage/sqliteledger"
 	"github.com/amnesia-dev/amnesia/transparency"
 )
 
@@ -86,7 +88,7 @@ func TestOpenLedgerSQLite(t *testing.T) {
 		t.Fatalf("a lost ledger was recreated: %v", err)
 	}
 	// Another ledger of the same size (a different log) is refused too.
-	other, err := lineage.OpenSQLite(ctx, d.LedgerPath())
+	other, err := sqliteledger.Open(ctx, d.LedgerPath())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +163,7 @@ func TestOpenLedgerPostgres(t *testing.T) {
 		t.Fatalf("a lost PostgreSQL ledger was recreated (%d tables)", n)
 	}
 	// A new, empty ledger in its place.
-	fresh, err := lineage.OpenPostgres(ctx, dsn)
+	fresh, err := pgledger.Open(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}

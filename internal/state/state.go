@@ -116,7 +116,7 @@ func Init(path string, cfg *Config) (*Dir, error) {
 	if err != nil {
 		return nil, fmt.Errorf("init: %w", err)
 	}
-	ring, err := initialKeyring(pub, time.Now())
+	ring, err := certificate.NewKeyring(pub, time.Now()).Encode()
 	if err != nil {
 		return nil, fmt.Errorf("init: %w", err)
 	}

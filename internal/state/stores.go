@@ -9,12 +9,11 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/amnesia-dev/amnesia/store"
-	// The adapters this binary can open register themselves.
-	_ "github.com/amnesia-dev/amnesia/store/pgdoc"
-	_ "github.com/amnesia-dev/amnesia/store/pgvector"
-	_ "github.com/amnesia-dev/amnesia/store/sqlitedoc"
-	_ "github.com/amnesia-dev/amnesia/store/sqlitevec"
 )
+
+// The store adapters and ledger backends are not imported here: the
+// program that composes amnesia (cmd/amnesia/adapters.go, or an
+// application) imports the ones it uses, and they register themselves.
 
 // Resolve returns sc with its path and data_dir resolved against the
 // configuration file's directory.

@@ -36,6 +36,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("Chain", func(t *testing.T) { testChain(t, open(t)) })
 	t.Run("ConcurrentWriters", func(t *testing.T) { testConcurrent(t, open(t)) })
 	t.Run("ViewIsOneSnapshot", func(t *testing.T) { testSnapshot(t, open(t), nil) })
+	t.Run("ErasedBy", func(t *testing.T) { testErasedBy(t, open(t)) })
 }
 
 // Keyer returns the suite's keyer (a fixed pepper: golden values depend on it).

@@ -1,4 +1,4 @@
-package lineage
+package pgledger
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/amnesia-dev/amnesia/lineage"
 )
 
 const pgQueueSchema = `
@@ -31,8 +33,8 @@ CREATE INDEX queue_open ON queue (n) WHERE state IN ('pending', 'claimed');
 
 const pgJobColumns = `id, subject, scope, reason, state, worker, attempts, lease_until, certificate, error`
 
-func scanPgJob(r pgx.Row) (*Job, error) {
-	var j Job
+func scanPgJob(r pgx.Row) (*lineage.Job, error) {
+	var j lineage.Job
 	var lease *time.Time
 	if err := r.Scan(&j.ID, &j.Subject, &j.Scope, &j.Reason, &j.State, &j.Worker, &j.Attempts, &lease, &j.Certificate, &j.Error); err != nil {
 		return nil, err
@@ -43,9 +45,9 @@ func scanPgJob(r pgx.Row) (*Job, error) {
 	return &j, nil
 }
 
-// Enqueue implements Queue.
-func (l *Postgres) Enqueue(ctx context.Context, traceID, subjectKeyHex, scope, reason string) error {
-	if err := checkEnqueue(traceID, subjectKeyHex, reason); err != nil {
+// Enqueue implements lineage.Queue.
+func (l *Ledger) Enqueue(ctx context.Context, traceID, subjectKeyHex, scope, reason string) error {
+	if err := lineage.CheckEnqueue(traceID, subjectKeyHex, reason); err != nil {
 		return err
 	}
 	err := l.pool.with(ctx, func(c *pgx.Conn) error {
@@ -59,14 +61,14 @@ func (l *Postgres) Enqueue(ctx context.Context, traceID, subjectKeyHex, scope, r
 	return nil
 }
 
-// Claim implements Queue. The oldest claimable row is locked with FOR UPDATE
+// Claim implements lineage.Queue. The oldest claimable row is locked with FOR UPDATE
 // SKIP LOCKED: a concurrent Claim skips it instead of waiting for it, and
 // claims the next one.
-func (l *Postgres) Claim(ctx context.Context, worker string, lease time.Duration) (*Job, error) {
-	if err := checkClaim(worker, lease); err != nil {
+func (l *Ledger) Claim(ctx context.Context, worker string, lease time.Duration) (*lineage.Job, error) {
+	if err := lineage.CheckClaim(worker, lease); err != nil {
 		return nil, err
 	}
-	var j *Job
+	var j *lineage.Job
 	err := l.pool.with(ctx, func(c *pgx.Conn) error {
 		var err error
 		j, err = scanPgJob(c.QueryRow(ctx, `
@@ -81,7 +83,7 @@ func (l *Postgres) Claim(ctx context.Context, worker string, lease time.Duration
 		return err
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, ErrNoJob
+		return nil, lineage.ErrNoJob
 	}
 	if err != nil {
 		return nil, fmt.Errorf("claim erasure: %w", err)
@@ -89,9 +91,9 @@ func (l *Postgres) Claim(ctx context.Context, worker string, lease time.Duration
 	return j, nil
 }
 
-// pgFenced runs an update of the claim j; none updated is ErrLeaseLost,
+// pgFenced runs an update of the claim j; none updated is lineage.ErrLeaseLost,
 // unless already reports that the update was done before (idempotence).
-func (l *Postgres) pgFenced(ctx context.Context, op string, j *Job, set string, args ...any) (int64, error) {
+func (l *Ledger) pgFenced(ctx context.Context, op string, j *lineage.Job, set string, args ...any) (int64, error) {
 	var n int64
 	err := l.pool.with(ctx, func(c *pgx.Conn) error {
 		tag, err := c.Exec(ctx, `UPDATE queue SET `+set+` WHERE id = $1 AND worker = $2 AND attempts = $3 AND state = 'claimed'`,
@@ -105,17 +107,17 @@ func (l *Postgres) pgFenced(ctx context.Context, op string, j *Job, set string, 
 	return n, nil
 }
 
-// Renew implements Queue.
-func (l *Postgres) Renew(ctx context.Context, j *Job, lease time.Duration) error {
+// Renew implements lineage.Queue.
+func (l *Ledger) Renew(ctx context.Context, j *lineage.Job, lease time.Duration) error {
 	n, err := l.pgFenced(ctx, "renew lease", j, `lease_until = now() + $4::float8 * interval '1 second'`, lease.Seconds())
 	if err == nil && n == 0 {
-		err = ErrLeaseLost
+		err = lineage.ErrLeaseLost
 	}
 	return err
 }
 
-// Complete implements Queue.
-func (l *Postgres) Complete(ctx context.Context, j *Job, certificate string) error {
+// Complete implements lineage.Queue.
+func (l *Ledger) Complete(ctx context.Context, j *lineage.Job, certificate string) error {
 	n, err := l.pgFenced(ctx, "complete erasure", j, `state = 'done', certificate = $4, lease_until = NULL, finished_at = now()`, certificate)
 	if err != nil || n > 0 {
 		return err
@@ -124,32 +126,32 @@ func (l *Postgres) Complete(ctx context.Context, j *Job, certificate string) err
 	if err != nil {
 		return fmt.Errorf("complete erasure: %w", err)
 	}
-	if now.State == JobDone && now.Worker == j.Worker && now.Attempts == j.Attempts && now.Certificate == certificate {
+	if now.State == lineage.JobDone && now.Worker == j.Worker && now.Attempts == j.Attempts && now.Certificate == certificate {
 		return nil
 	}
-	return ErrLeaseLost
+	return lineage.ErrLeaseLost
 }
 
-// Fail implements Queue.
-func (l *Postgres) Fail(ctx context.Context, j *Job, reason string) error {
+// Fail implements lineage.Queue.
+func (l *Ledger) Fail(ctx context.Context, j *lineage.Job, reason string) error {
 	n, err := l.pgFenced(ctx, "fail erasure", j, `state = 'failed', error = $4, lease_until = NULL, finished_at = now()`, reason)
 	if err == nil && n == 0 {
-		err = ErrLeaseLost
+		err = lineage.ErrLeaseLost
 	}
 	return err
 }
 
-// Release implements Queue.
-func (l *Postgres) Release(ctx context.Context, j *Job, delay time.Duration) error {
+// Release implements lineage.Queue.
+func (l *Ledger) Release(ctx context.Context, j *lineage.Job, delay time.Duration) error {
 	n, err := l.pgFenced(ctx, "release erasure", j, `state = 'pending', lease_until = NULL, available_at = now() + $4::float8 * interval '1 second'`, delay.Seconds())
 	if err == nil && n == 0 {
-		err = ErrLeaseLost
+		err = lineage.ErrLeaseLost
 	}
 	return err
 }
 
-func (l *Postgres) job(ctx context.Context, id string) (*Job, error) {
-	var j *Job
+func (l *Ledger) job(ctx context.Context, id string) (*lineage.Job, error) {
+	var j *lineage.Job
 	err := l.pool.with(ctx, func(c *pgx.Conn) error {
 		var err error
 		j, err = scanPgJob(c.QueryRow(ctx, `SELECT `+pgJobColumns+` FROM queue WHERE id = $1`, id))
@@ -158,16 +160,16 @@ func (l *Postgres) job(ctx context.Context, id string) (*Job, error) {
 	return j, err
 }
 
-// Jobs implements Queue.
-func (l *Postgres) Jobs(ctx context.Context) ([]Job, error) {
-	var out []Job
+// Jobs implements lineage.Queue.
+func (l *Ledger) Jobs(ctx context.Context) ([]lineage.Job, error) {
+	var out []lineage.Job
 	err := l.pool.with(ctx, func(c *pgx.Conn) error {
 		rows, _ := c.Query(ctx, `SELECT `+pgJobColumns+` FROM queue ORDER BY n`)
 		var err error
-		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Job, error) {
+		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (lineage.Job, error) {
 			j, err := scanPgJob(r)
 			if err != nil {
-				return Job{}, err
+				return lineage.Job{}, err
 			}
 			return *j, nil
 		})

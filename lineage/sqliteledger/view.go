@@ -1,4 +1,4 @@
-package lineage
+package sqliteledger
 
 import (
 	"context"
@@ -8,19 +8,20 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/subject"
 )
 
-// Events implements EventLog.
-func (l *SQLite) Events(ctx context.Context) ([]Event, error) {
+// Events implements lineage.EventLog.
+func (l *Ledger) Events(ctx context.Context) ([]lineage.Event, error) {
 	rows, err := l.db.QueryContext(ctx, `SELECT seq, kind, body, hash FROM events ORDER BY seq`)
 	if err != nil {
 		return nil, fmt.Errorf("read ledger events: %w", err)
 	}
 	defer rows.Close()
-	var out []Event
+	var out []lineage.Event
 	for rows.Next() {
-		var e Event
+		var e lineage.Event
 		if err := rows.Scan(&e.Seq, &e.Kind, &e.Body, &e.Hash); err != nil {
 			return nil, fmt.Errorf("read ledger events: %w", err)
 		}
@@ -29,9 +30,9 @@ func (l *SQLite) Events(ctx context.Context) ([]Event, error) {
 	return out, rows.Err()
 }
 
-// View implements Ledger. It reads inside one transaction, so the view is
+// lineage.View implements lineage.Ledger. It reads inside one transaction, so the view is
 // consistent.
-func (l *SQLite) View(ctx context.Context, scope string, s subject.Key) (*View, error) {
+func (l *Ledger) View(ctx context.Context, scope string, s subject.Key) (*lineage.View, error) {
 	// A deferred transaction: a WAL snapshot that takes no write lock (the
 	// pool's transactions are BEGIN IMMEDIATE, which would block writers).
 	tx, err := l.db.Conn(ctx)
@@ -47,7 +48,7 @@ func (l *SQLite) View(ctx context.Context, scope string, s subject.Key) (*View, 
 			tx.Raw(func(any) error { return driver.ErrBadConn }) // never pool a connection left inside a transaction
 		}
 	}()
-	v := &View{Scope: scope, Subject: s, Artifacts: map[string]*Artifact{}, Children: map[string][]string{}, Erased: map[string]string{}, ErasedBy: map[string]string{}}
+	v := &lineage.View{Scope: scope, Subject: s, Artifacts: map[string]*lineage.Artifact{}, Children: map[string][]string{}, Erased: map[string]string{}, ErasedBy: map[string]string{}}
 	if v.Owned, err = queryIDs(ctx, tx, `SELECT id FROM artifacts WHERE scope = ? AND subject = ? ORDER BY id`, scope, s.String()); err != nil {
 		return nil, fmt.Errorf("read ledger: %w", err)
 	}
@@ -79,7 +80,7 @@ type sqlQuerier interface {
 	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
 }
 
-func loadArtifact(ctx context.Context, tx sqlQuerier, v *View, id string) error {
+func loadArtifact(ctx context.Context, tx sqlQuerier, v *lineage.View, id string) error {
 	a, err := scanArtifact(tx.QueryRowContext(ctx, `SELECT id, scope, subject, kind, store, key, digest FROM artifacts WHERE id = ?`, id))
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package lineage
+package sqliteledger
 
 import (
 	"context"
@@ -42,14 +42,14 @@ CREATE TRIGGER IF NOT EXISTS tlog_hashes_no_delete BEFORE DELETE ON tlog_hashes
 	BEGIN SELECT RAISE(ABORT, 'amnesia transparency log hashes are append-only'); END;
 `
 
-var _ transparency.Store = (*SQLite)(nil)
+var _ transparency.Store = (*Ledger)(nil)
 
 // LogAppend implements transparency.Store.
-func (l *SQLite) LogAppend(ctx context.Context, data []byte) (int64, bool, error) {
+func (l *Ledger) LogAppend(ctx context.Context, data []byte) (int64, bool, error) {
 	var idx int64
 	var existed bool
 	err := l.inTx(ctx, "log append", func(tx *sql.Tx) error {
-		err := tx.QueryRowContext(ctx, `SELECT idx FROM tlog_leaves WHERE hash = ?`, leafKey(data)).Scan(&idx)
+		err := tx.QueryRowContext(ctx, `SELECT idx FROM tlog_leaves WHERE hash = ?`, transparency.LeafKey(data)).Scan(&idx)
 		if err == nil {
 			existed = true
 			return nil
@@ -60,7 +60,7 @@ func (l *SQLite) LogAppend(ctx context.Context, data []byte) (int64, bool, error
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM tlog_leaves`).Scan(&idx); err != nil {
 			return err
 		}
-		hs, err := storedHashes(idx, data, func(ids []int64) ([]tlog.Hash, error) { return sqliteHashes(ctx, tx, ids) })
+		hs, err := transparency.StoredHashes(idx, data, func(ids []int64) ([]tlog.Hash, error) { return sqliteHashes(ctx, tx, ids) })
 		if err != nil {
 			return err
 		}
@@ -70,7 +70,7 @@ func (l *SQLite) LogAppend(ctx context.Context, data []byte) (int64, bool, error
 				return err
 			}
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO tlog_leaves (idx, data, hash) VALUES (?, ?, ?)`, idx, data, leafKey(data))
+		_, err = tx.ExecContext(ctx, `INSERT INTO tlog_leaves (idx, data, hash) VALUES (?, ?, ?)`, idx, data, transparency.LeafKey(data))
 		return err
 	})
 	return idx, existed, err
@@ -106,9 +106,9 @@ func sqliteHashes(ctx context.Context, q sqlQuerier, ids []int64) ([]tlog.Hash, 
 		for i, id := range chunk {
 			b, ok := got[id]
 			if !ok {
-				return nil, fmt.Errorf("%w: stored hash %d is missing", ErrLogCorrupt, id)
+				return nil, fmt.Errorf("%w: stored hash %d is missing", transparency.ErrLogCorrupt, id)
 			}
-			h, err := toHash(b)
+			h, err := transparency.HashFromBytes(b)
 			if err != nil {
 				return nil, err
 			}
@@ -119,21 +119,21 @@ func sqliteHashes(ctx context.Context, q sqlQuerier, ids []int64) ([]tlog.Hash, 
 }
 
 // ReadHashes implements transparency.Store (and tlog.HashReader with a context).
-func (l *SQLite) ReadHashes(ctx context.Context, ids []int64) ([]tlog.Hash, error) {
+func (l *Ledger) ReadHashes(ctx context.Context, ids []int64) ([]tlog.Hash, error) {
 	return sqliteHashes(ctx, l.db, ids)
 }
 
 // LogSize implements transparency.Store.
-func (l *SQLite) LogSize(ctx context.Context) (int64, error) {
+func (l *Ledger) LogSize(ctx context.Context) (int64, error) {
 	var n int64
 	err := l.db.QueryRowContext(ctx, `SELECT count(*) FROM tlog_leaves`).Scan(&n)
 	return n, err
 }
 
 // LogLeaves implements transparency.Store.
-func (l *SQLite) LogLeaves(ctx context.Context, from, to int64) ([][]byte, error) {
-	if to-from > maxLogRead {
-		return nil, fmt.Errorf("log leaves: at most %d per read", maxLogRead)
+func (l *Ledger) LogLeaves(ctx context.Context, from, to int64) ([][]byte, error) {
+	if to-from > transparency.MaxLeavesPerRead {
+		return nil, fmt.Errorf("log leaves: at most %d per read", transparency.MaxLeavesPerRead)
 	}
 	rows, err := l.db.QueryContext(ctx, `SELECT idx, data FROM tlog_leaves WHERE idx >= ? AND idx < ? ORDER BY idx`, from, to)
 	if err != nil {
@@ -148,7 +148,7 @@ func (l *SQLite) LogLeaves(ctx context.Context, from, to int64) ([][]byte, error
 			return nil, err
 		}
 		if idx != from+int64(len(out)) {
-			return nil, fmt.Errorf("%w: leaf %d is missing", ErrLogCorrupt, from+int64(len(out)))
+			return nil, fmt.Errorf("%w: leaf %d is missing", transparency.ErrLogCorrupt, from+int64(len(out)))
 		}
 		out = append(out, d)
 	}
@@ -156,13 +156,13 @@ func (l *SQLite) LogLeaves(ctx context.Context, from, to int64) ([][]byte, error
 		return nil, err
 	}
 	if int64(len(out)) != to-from {
-		return nil, fmt.Errorf("%w: leaves %d..%d: %d found", ErrLogCorrupt, from, to, len(out))
+		return nil, fmt.Errorf("%w: leaves %d..%d: %d found", transparency.ErrLogCorrupt, from, to, len(out))
 	}
 	return out, nil
 }
 
 // LogOrigin implements transparency.Store.
-func (l *SQLite) LogOrigin(ctx context.Context, proposed string) (string, error) {
+func (l *Ledger) LogOrigin(ctx context.Context, proposed string) (string, error) {
 	var v string
 	err := l.inTx(ctx, "log origin", func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO meta (k, v) VALUES ('tlog_origin', ?)`, proposed); err != nil {
@@ -174,7 +174,7 @@ func (l *SQLite) LogOrigin(ctx context.Context, proposed string) (string, error)
 }
 
 // SaveCheckpoint implements transparency.Store.
-func (l *SQLite) SaveCheckpoint(ctx context.Context, size int64, note []byte) error {
+func (l *Ledger) SaveCheckpoint(ctx context.Context, size int64, note []byte) error {
 	return l.inTx(ctx, "save checkpoint", func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO tlog_checkpoints (size, note) VALUES (?, ?) ON CONFLICT (size) DO UPDATE SET note = excluded.note`, size, note)
 		return err
@@ -182,7 +182,7 @@ func (l *SQLite) SaveCheckpoint(ctx context.Context, size int64, note []byte) er
 }
 
 // Checkpoint implements transparency.Store.
-func (l *SQLite) Checkpoint(ctx context.Context, size int64) ([]byte, error) {
+func (l *Ledger) Checkpoint(ctx context.Context, size int64) ([]byte, error) {
 	var b []byte
 	var err error
 	if size < 0 {
@@ -191,13 +191,13 @@ func (l *SQLite) Checkpoint(ctx context.Context, size int64) ([]byte, error) {
 		err = l.db.QueryRowContext(ctx, `SELECT note FROM tlog_checkpoints WHERE size = ?`, size).Scan(&b)
 	}
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNoCheckpoint
+		return nil, transparency.ErrNoCheckpoint
 	}
 	return b, err
 }
 
 // Checkpoints implements transparency.Store.
-func (l *SQLite) Checkpoints(ctx context.Context) ([][]byte, error) {
+func (l *Ledger) Checkpoints(ctx context.Context) ([][]byte, error) {
 	rows, err := l.db.QueryContext(ctx, `SELECT note FROM tlog_checkpoints ORDER BY size`)
 	if err != nil {
 		return nil, err
@@ -215,7 +215,7 @@ func (l *SQLite) Checkpoints(ctx context.Context) ([][]byte, error) {
 }
 
 // SaveTimestamp implements transparency.Store.
-func (l *SQLite) SaveTimestamp(ctx context.Context, size int64, token []byte) error {
+func (l *Ledger) SaveTimestamp(ctx context.Context, size int64, token []byte) error {
 	return l.inTx(ctx, "save timestamp", func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO tlog_timestamps (size, token) VALUES (?, ?) ON CONFLICT (size) DO UPDATE SET token = excluded.token`, size, token)
 		return err
@@ -223,11 +223,11 @@ func (l *SQLite) SaveTimestamp(ctx context.Context, size int64, token []byte) er
 }
 
 // Timestamp implements transparency.Store.
-func (l *SQLite) Timestamp(ctx context.Context, size int64) ([]byte, error) {
+func (l *Ledger) Timestamp(ctx context.Context, size int64) ([]byte, error) {
 	var b []byte
 	err := l.db.QueryRowContext(ctx, `SELECT token FROM tlog_timestamps WHERE size = ?`, size).Scan(&b)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNoCheckpoint
+		return nil, transparency.ErrNoCheckpoint
 	}
 	return b, err
 }

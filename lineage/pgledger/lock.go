@@ -1,4 +1,4 @@
-package lineage
+package pgledger
 
 import (
 	"context"
@@ -7,32 +7,22 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/amnesia-dev/amnesia/lineage"
 )
 
-// SubjectLocker is implemented by ledgers shared between processes
-// ([Postgres]): it serialises erasures of one subject across every process
-// that uses the ledger, on whatever host.
-type SubjectLocker interface {
-	// TryLockSubject takes the erasure lock named key (a digest of the scope
-	// and subject, never a raw id) without waiting. It returns release and
-	// ok true when taken; the lock is held until release is called or the
-	// process ends. When another process holds it, ok is false and holder
-	// says who, if known ("pid=… host=…").
-	TryLockSubject(ctx context.Context, key string) (release func(), holder string, ok bool, err error)
-}
-
-var _ SubjectLocker = (*Postgres)(nil)
+var _ lineage.SubjectLocker = (*Ledger)(nil)
 
 // pgSubjectKey is the 64-bit advisory lock key of an erasure lock, per
 // schema (one ledger): the first 16 hex digits of an MD5, as a bigint. The
 // single-bigint key space does not overlap pgLock's two-int one.
 const pgSubjectKey = `('x' || substr(md5('amnesia.erasure:' || current_schema() || ':' || $1), 1, 16))::bit(64)::bigint`
 
-// TryLockSubject implements SubjectLocker with a session advisory lock
+// TryLockSubject implements lineage.SubjectLocker with a session advisory lock
 // (pg_try_advisory_lock) on a connection of its own, kept open while the
 // lock is held: the server releases it when that session ends, so a holder
 // that crashed or was killed never leaves it behind.
-func (l *Postgres) TryLockSubject(ctx context.Context, key string) (func(), string, bool, error) {
+func (l *Ledger) TryLockSubject(ctx context.Context, key string) (func(), string, bool, error) {
 	cfg := l.pool.cfg.Copy()
 	host, _ := os.Hostname()
 	cfg.RuntimeParams["application_name"] = fmt.Sprintf("amnesia erasure pid=%d host=%s", os.Getpid(), host)

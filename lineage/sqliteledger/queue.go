@@ -1,4 +1,4 @@
-package lineage
+package sqliteledger
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/amnesia-dev/amnesia/lineage"
 )
 
 // The SQLite queue keeps times as Unix milliseconds of the host's clock.
@@ -30,14 +32,14 @@ CREATE INDEX IF NOT EXISTS queue_open ON queue (state, n);
 `
 
 var (
-	_ Queue    = (*SQLite)(nil)
-	_ EventLog = (*SQLite)(nil)
+	_ lineage.Queue    = (*Ledger)(nil)
+	_ lineage.EventLog = (*Ledger)(nil)
 )
 
 const sqliteJobColumns = `id, subject, scope, reason, state, worker, attempts, lease_until, certificate, error`
 
-func scanSQLiteJob(r scanner) (*Job, error) {
-	var j Job
+func scanSQLiteJob(r scanner) (*lineage.Job, error) {
+	var j lineage.Job
 	var lease sql.NullInt64
 	if err := r.Scan(&j.ID, &j.Subject, &j.Scope, &j.Reason, &j.State, &j.Worker, &j.Attempts, &lease, &j.Certificate, &j.Error); err != nil {
 		return nil, err
@@ -50,9 +52,9 @@ func scanSQLiteJob(r scanner) (*Job, error) {
 
 func nowMilli() int64 { return time.Now().UnixMilli() }
 
-// Enqueue implements Queue.
-func (l *SQLite) Enqueue(ctx context.Context, traceID, subjectKeyHex, scope, reason string) error {
-	if err := checkEnqueue(traceID, subjectKeyHex, reason); err != nil {
+// Enqueue implements lineage.Queue.
+func (l *Ledger) Enqueue(ctx context.Context, traceID, subjectKeyHex, scope, reason string) error {
+	if err := lineage.CheckEnqueue(traceID, subjectKeyHex, reason); err != nil {
 		return err
 	}
 	now := nowMilli()
@@ -63,10 +65,10 @@ func (l *SQLite) Enqueue(ctx context.Context, traceID, subjectKeyHex, scope, rea
 	return nil
 }
 
-// Claim implements Queue. One UPDATE statement: SQLite's write lock makes it
+// Claim implements lineage.Queue. One UPDATE statement: SQLite's write lock makes it
 // atomic against every other process that opened the file.
-func (l *SQLite) Claim(ctx context.Context, worker string, lease time.Duration) (*Job, error) {
-	if err := checkClaim(worker, lease); err != nil {
+func (l *Ledger) Claim(ctx context.Context, worker string, lease time.Duration) (*lineage.Job, error) {
+	if err := lineage.CheckClaim(worker, lease); err != nil {
 		return nil, err
 	}
 	now := nowMilli()
@@ -77,7 +79,7 @@ func (l *SQLite) Claim(ctx context.Context, worker string, lease time.Duration) 
 			ORDER BY n LIMIT 1)
 		RETURNING `+sqliteJobColumns, worker, now+lease.Milliseconds(), now, now))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNoJob
+		return nil, lineage.ErrNoJob
 	}
 	if err != nil {
 		return nil, fmt.Errorf("claim erasure: %w", err)
@@ -86,7 +88,7 @@ func (l *SQLite) Claim(ctx context.Context, worker string, lease time.Duration) 
 }
 
 // fenced runs an update of the claim j and returns how many rows it changed.
-func (l *SQLite) fenced(ctx context.Context, op string, j *Job, set string, args ...any) (int64, error) {
+func (l *Ledger) fenced(ctx context.Context, op string, j *lineage.Job, set string, args ...any) (int64, error) {
 	res, err := l.db.ExecContext(ctx, `UPDATE queue SET `+set+` WHERE id = ? AND worker = ? AND attempts = ? AND state = 'claimed'`,
 		append(args, j.ID, j.Worker, j.Attempts)...)
 	if err != nil {
@@ -101,18 +103,18 @@ func (l *SQLite) fenced(ctx context.Context, op string, j *Job, set string, args
 
 func lostIfNone(n int64, err error) error {
 	if err == nil && n == 0 {
-		return ErrLeaseLost
+		return lineage.ErrLeaseLost
 	}
 	return err
 }
 
-// Renew implements Queue.
-func (l *SQLite) Renew(ctx context.Context, j *Job, lease time.Duration) error {
+// Renew implements lineage.Queue.
+func (l *Ledger) Renew(ctx context.Context, j *lineage.Job, lease time.Duration) error {
 	return lostIfNone(l.fenced(ctx, "renew lease", j, `lease_until = ?`, nowMilli()+lease.Milliseconds()))
 }
 
-// Complete implements Queue.
-func (l *SQLite) Complete(ctx context.Context, j *Job, certificate string) error {
+// Complete implements lineage.Queue.
+func (l *Ledger) Complete(ctx context.Context, j *lineage.Job, certificate string) error {
 	n, err := l.fenced(ctx, "complete erasure", j, `state = 'done', certificate = ?, lease_until = NULL, finished_at = ?`, certificate, nowMilli())
 	if err != nil || n > 0 {
 		return err
@@ -121,30 +123,30 @@ func (l *SQLite) Complete(ctx context.Context, j *Job, certificate string) error
 	if err != nil {
 		return fmt.Errorf("complete erasure: %w", err)
 	}
-	if now.State == JobDone && now.Worker == j.Worker && now.Attempts == j.Attempts && now.Certificate == certificate {
+	if now.State == lineage.JobDone && now.Worker == j.Worker && now.Attempts == j.Attempts && now.Certificate == certificate {
 		return nil
 	}
-	return ErrLeaseLost
+	return lineage.ErrLeaseLost
 }
 
-// Fail implements Queue.
-func (l *SQLite) Fail(ctx context.Context, j *Job, reason string) error {
+// Fail implements lineage.Queue.
+func (l *Ledger) Fail(ctx context.Context, j *lineage.Job, reason string) error {
 	return lostIfNone(l.fenced(ctx, "fail erasure", j, `state = 'failed', error = ?, lease_until = NULL, finished_at = ?`, reason, nowMilli()))
 }
 
-// Release implements Queue.
-func (l *SQLite) Release(ctx context.Context, j *Job, delay time.Duration) error {
+// Release implements lineage.Queue.
+func (l *Ledger) Release(ctx context.Context, j *lineage.Job, delay time.Duration) error {
 	return lostIfNone(l.fenced(ctx, "release erasure", j, `state = 'pending', lease_until = NULL, available_at = ?`, nowMilli()+delay.Milliseconds()))
 }
 
-// Jobs implements Queue.
-func (l *SQLite) Jobs(ctx context.Context) ([]Job, error) {
+// Jobs implements lineage.Queue.
+func (l *Ledger) Jobs(ctx context.Context) ([]lineage.Job, error) {
 	rows, err := l.db.QueryContext(ctx, `SELECT `+sqliteJobColumns+` FROM queue ORDER BY n`)
 	if err != nil {
 		return nil, fmt.Errorf("list erasure jobs: %w", err)
 	}
 	defer rows.Close()
-	var out []Job
+	var out []lineage.Job
 	for rows.Next() {
 		j, err := scanSQLiteJob(rows)
 		if err != nil {

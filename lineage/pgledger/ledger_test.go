@@ -1,4 +1,4 @@
-package lineage_test
+package pgledger_test
 
 import (
 	"context"
@@ -11,11 +11,14 @@ import (
 
 	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/lineage/ledgertest"
+	"github.com/amnesia-dev/amnesia/lineage/pgledger"
+	"github.com/amnesia-dev/amnesia/transparency"
+	"github.com/amnesia-dev/amnesia/transparency/storagetest"
 )
 
-func openPostgres(t *testing.T, dsn string) *lineage.Postgres {
+func openPostgres(t *testing.T, dsn string) *pgledger.Ledger {
 	t.Helper()
-	l, err := lineage.OpenPostgres(context.Background(), dsn)
+	l, err := pgledger.Open(context.Background(), dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,14 +102,14 @@ func TestPostgresSchemaChecks(t *testing.T) {
 		dsn := ledgertest.PostgresDSN(t)
 		openPostgres(t, dsn).Close()
 		exec(t, dsn, `UPDATE meta SET v = 'amnesia.ledger/v0' WHERE k = 'schema'`)
-		if _, err := lineage.OpenPostgres(ctx, dsn); err == nil || !strings.Contains(err.Error(), "amnesia.ledger/v0") {
+		if _, err := pgledger.Open(ctx, dsn); err == nil || !strings.Contains(err.Error(), "amnesia.ledger/v0") {
 			t.Errorf("open of a v0 ledger = %v, want a schema version error", err)
 		}
 	})
 	t.Run("ForeignTablesRefused", func(t *testing.T) {
 		dsn := ledgertest.PostgresDSN(t)
 		exec(t, dsn, `CREATE TABLE events (id serial PRIMARY KEY, payload jsonb)`)
-		if _, err := lineage.OpenPostgres(ctx, dsn); err == nil || !strings.Contains(err.Error(), "not an amnesia ledger") {
+		if _, err := pgledger.Open(ctx, dsn); err == nil || !strings.Contains(err.Error(), "not an amnesia ledger") {
 			t.Errorf("open over an application's events table = %v, want a refusal", err)
 		}
 	})
@@ -134,7 +137,7 @@ func TestPostgresSchemaChecks(t *testing.T) {
 		errs := make(chan error, 4)
 		for i := 0; i < 4; i++ {
 			go func() {
-				l, err := lineage.OpenPostgres(ctx, dsn)
+				l, err := pgledger.Open(ctx, dsn)
 				if err == nil {
 					l.Close()
 				}
@@ -153,8 +156,21 @@ func TestPostgresSchemaChecks(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer l.Close()
-		if _, ok := l.(*lineage.Postgres); !ok {
-			t.Errorf("Open(postgres URL) = %T, want *lineage.Postgres", l)
+		if _, ok := l.(*pgledger.Ledger); !ok {
+			t.Errorf("Open(postgres URL) = %T, want *pgledger.Ledger", l)
 		}
+	})
+}
+
+// TestStorage runs the transparency log's storage suite on PostgreSQL, each
+// test on a database of its own; skipped without AMNESIA_TEST_PG_DSN.
+func TestStorage(t *testing.T) {
+	ledgertest.PostgresDSN(t) // skip early when there is no server
+	storagetest.Run(t, func(t *testing.T) transparency.Store { return openPostgres(t, ledgertest.PostgresDSN(t)) })
+	t.Run("Shared", func(t *testing.T) {
+		storagetest.RunShared(t, func(t *testing.T) (transparency.Store, transparency.Store) {
+			dsn := ledgertest.PostgresDSN(t)
+			return openPostgres(t, dsn), openPostgres(t, dsn)
+		})
 	})
 }

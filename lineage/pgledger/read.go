@@ -1,6 +1,6 @@
-package lineage
+package pgledger
 
-// Reads of the PostgreSQL ledger (Lookup, Suppressed, Head, Events, View) and
+// Reads of the PostgreSQL ledger (Lookup, Suppressed, Head, Events, lineage.View) and
 // its connection pool.
 
 import (
@@ -13,19 +13,20 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/subject"
 )
 
-// Lookup implements Ledger.
-func (l *Postgres) Lookup(ctx context.Context, scope, store, key string) (*Artifact, error) {
-	var a *Artifact
+// Lookup implements lineage.Ledger.
+func (l *Ledger) Lookup(ctx context.Context, scope, store, key string) (*lineage.Artifact, error) {
+	var a *lineage.Artifact
 	err := l.pool.with(ctx, func(c *pgx.Conn) error {
 		var err error
 		a, err = scanArtifact(c.QueryRow(ctx, `SELECT id, scope, subject, kind, store, key, digest FROM artifacts WHERE scope = $1 AND store = $2 AND key = $3`, scope, store, key))
 		return err
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, ErrNotFound
+		return nil, lineage.ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("look up artifact: %w", err)
@@ -33,8 +34,8 @@ func (l *Postgres) Lookup(ctx context.Context, scope, store, key string) (*Artif
 	return a, nil
 }
 
-// Suppressed implements Ledger.
-func (l *Postgres) Suppressed(ctx context.Context, artifact string) (bool, error) {
+// Suppressed implements lineage.Ledger.
+func (l *Ledger) Suppressed(ctx context.Context, artifact string) (bool, error) {
 	var n int
 	err := l.pool.with(ctx, func(c *pgx.Conn) error {
 		return c.QueryRow(ctx, `SELECT (SELECT count(*) FROM suppressions WHERE artifact = $1) + (SELECT count(*) FROM erasures WHERE artifact = $1)`, artifact).Scan(&n)
@@ -45,8 +46,8 @@ func (l *Postgres) Suppressed(ctx context.Context, artifact string) (bool, error
 	return n > 0, nil
 }
 
-// Head implements Ledger.
-func (l *Postgres) Head(ctx context.Context) (int64, string, error) {
+// Head implements lineage.Ledger.
+func (l *Ledger) Head(ctx context.Context) (int64, string, error) {
 	var seq int64
 	var hash string
 	err := l.pool.with(ctx, func(c *pgx.Conn) error {
@@ -61,14 +62,14 @@ func (l *Postgres) Head(ctx context.Context) (int64, string, error) {
 	return seq, hash, nil
 }
 
-// Events implements EventLog.
-func (l *Postgres) Events(ctx context.Context) ([]Event, error) {
-	var out []Event
+// Events implements lineage.EventLog.
+func (l *Ledger) Events(ctx context.Context) ([]lineage.Event, error) {
+	var out []lineage.Event
 	err := l.pool.with(ctx, func(c *pgx.Conn) error {
 		rows, _ := c.Query(ctx, `SELECT seq, kind, body, hash FROM events ORDER BY seq`)
 		var err error
-		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Event, error) {
-			var e Event
+		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (lineage.Event, error) {
+			var e lineage.Event
 			return e, r.Scan(&e.Seq, &e.Kind, &e.Body, &e.Hash)
 		})
 		return err
@@ -79,10 +80,10 @@ func (l *Postgres) Events(ctx context.Context) ([]Event, error) {
 	return out, nil
 }
 
-// View implements Ledger. It reads inside one REPEATABLE READ transaction,
+// lineage.View implements lineage.Ledger. It reads inside one REPEATABLE READ transaction,
 // so the view is one snapshot even while other processes write.
-func (l *Postgres) View(ctx context.Context, scope string, s subject.Key) (*View, error) {
-	v := &View{Scope: scope, Subject: s, Artifacts: map[string]*Artifact{}, Children: map[string][]string{}, Erased: map[string]string{}, ErasedBy: map[string]string{}}
+func (l *Ledger) View(ctx context.Context, scope string, s subject.Key) (*lineage.View, error) {
+	v := &lineage.View{Scope: scope, Subject: s, Artifacts: map[string]*lineage.Artifact{}, Children: map[string][]string{}, Erased: map[string]string{}, ErasedBy: map[string]string{}}
 	err := l.pool.with(ctx, func(c *pgx.Conn) error {
 		opts := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
 		return pgx.BeginTxFunc(ctx, c, opts, func(tx pgx.Tx) error {
@@ -116,7 +117,7 @@ func (l *Postgres) View(ctx context.Context, scope string, s subject.Key) (*View
 	return v, nil
 }
 
-func pgLoadArtifact(ctx context.Context, tx pgx.Tx, v *View, id string) error {
+func pgLoadArtifact(ctx context.Context, tx pgx.Tx, v *lineage.View, id string) error {
 	a, err := scanArtifact(tx.QueryRow(ctx, `SELECT id, scope, subject, kind, store, key, digest FROM artifacts WHERE id = $1`, id))
 	if err != nil {
 		return err
@@ -227,4 +228,21 @@ func closeConn(c *pgx.Conn) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	c.Close(ctx)
+}
+
+type scanner interface{ Scan(...any) error }
+
+// scanArtifact reads id, scope, subject, kind, store, key, digest.
+func scanArtifact(r scanner) (*lineage.Artifact, error) {
+	var a lineage.Artifact
+	var subj, kind string
+	if err := r.Scan(&a.ID, &a.Scope, &subj, &kind, &a.Store, &a.Key, &a.Digest); err != nil {
+		return nil, err
+	}
+	k, err := subject.ParseKey(subj)
+	if err != nil {
+		return nil, err
+	}
+	a.Subject, a.Kind = k, lineage.Kind(kind)
+	return &a, nil
 }

@@ -1,4 +1,4 @@
-package lineage
+package pgledger
 
 import (
 	"context"
@@ -31,14 +31,14 @@ CREATE OR REPLACE TRIGGER tlog_hashes_no_truncate BEFORE TRUNCATE ON tlog_hashes
 	FOR EACH STATEMENT EXECUTE FUNCTION amnesia_tlog_append_only();
 `
 
-var _ transparency.Store = (*Postgres)(nil)
+var _ transparency.Store = (*Ledger)(nil)
 
 // LogAppend implements transparency.Store.
-func (l *Postgres) LogAppend(ctx context.Context, data []byte) (int64, bool, error) {
+func (l *Ledger) LogAppend(ctx context.Context, data []byte) (int64, bool, error) {
 	var idx int64
 	var existed bool
 	err := l.inTx(ctx, "log append", true, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, `SELECT idx FROM tlog_leaves WHERE hash = $1`, leafKey(data)).Scan(&idx)
+		err := tx.QueryRow(ctx, `SELECT idx FROM tlog_leaves WHERE hash = $1`, transparency.LeafKey(data)).Scan(&idx)
 		if err == nil {
 			existed = true
 			return nil
@@ -49,7 +49,7 @@ func (l *Postgres) LogAppend(ctx context.Context, data []byte) (int64, bool, err
 		if err := tx.QueryRow(ctx, `SELECT count(*) FROM tlog_leaves`).Scan(&idx); err != nil {
 			return err
 		}
-		hs, err := storedHashes(idx, data, func(ids []int64) ([]tlog.Hash, error) { return pgHashes(ctx, tx, ids) })
+		hs, err := transparency.StoredHashes(idx, data, func(ids []int64) ([]tlog.Hash, error) { return pgHashes(ctx, tx, ids) })
 		if err != nil {
 			return err
 		}
@@ -62,7 +62,7 @@ func (l *Postgres) LogAppend(ctx context.Context, data []byte) (int64, bool, err
 		if _, err := tx.Exec(ctx, `INSERT INTO tlog_hashes (id, hash) SELECT * FROM unnest($1::bigint[], $2::bytea[])`, ids, bs); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO tlog_leaves (idx, data, hash) VALUES ($1, $2, $3)`, idx, data, leafKey(data))
+		_, err = tx.Exec(ctx, `INSERT INTO tlog_leaves (idx, data, hash) VALUES ($1, $2, $3)`, idx, data, transparency.LeafKey(data))
 		return err
 	})
 	return idx, existed, err
@@ -95,9 +95,9 @@ func pgHashes(ctx context.Context, q pgQuerier, ids []int64) ([]tlog.Hash, error
 	for i, id := range ids {
 		b, ok := got[id]
 		if !ok {
-			return nil, fmt.Errorf("%w: stored hash %d is missing", ErrLogCorrupt, id)
+			return nil, fmt.Errorf("%w: stored hash %d is missing", transparency.ErrLogCorrupt, id)
 		}
-		h, err := toHash(b)
+		h, err := transparency.HashFromBytes(b)
 		if err != nil {
 			return nil, err
 		}
@@ -107,7 +107,7 @@ func pgHashes(ctx context.Context, q pgQuerier, ids []int64) ([]tlog.Hash, error
 }
 
 // ReadHashes implements transparency.Store.
-func (l *Postgres) ReadHashes(ctx context.Context, ids []int64) ([]tlog.Hash, error) {
+func (l *Ledger) ReadHashes(ctx context.Context, ids []int64) ([]tlog.Hash, error) {
 	var out []tlog.Hash
 	err := l.pool.with(ctx, func(c *pgx.Conn) error {
 		var err error
@@ -118,7 +118,7 @@ func (l *Postgres) ReadHashes(ctx context.Context, ids []int64) ([]tlog.Hash, er
 }
 
 // LogSize implements transparency.Store.
-func (l *Postgres) LogSize(ctx context.Context) (int64, error) {
+func (l *Ledger) LogSize(ctx context.Context) (int64, error) {
 	var n int64
 	err := l.pool.with(ctx, func(c *pgx.Conn) error {
 		return c.QueryRow(ctx, `SELECT count(*) FROM tlog_leaves`).Scan(&n)
@@ -127,9 +127,9 @@ func (l *Postgres) LogSize(ctx context.Context) (int64, error) {
 }
 
 // LogLeaves implements transparency.Store.
-func (l *Postgres) LogLeaves(ctx context.Context, from, to int64) ([][]byte, error) {
-	if to-from > maxLogRead {
-		return nil, fmt.Errorf("log leaves: at most %d per read", maxLogRead)
+func (l *Ledger) LogLeaves(ctx context.Context, from, to int64) ([][]byte, error) {
+	if to-from > transparency.MaxLeavesPerRead {
+		return nil, fmt.Errorf("log leaves: at most %d per read", transparency.MaxLeavesPerRead)
 	}
 	var out [][]byte
 	err := l.pool.with(ctx, func(c *pgx.Conn) error {
@@ -145,20 +145,20 @@ func (l *Postgres) LogLeaves(ctx context.Context, from, to int64) ([][]byte, err
 				return err
 			}
 			if idx != from+int64(len(out)) {
-				return fmt.Errorf("%w: leaf %d is missing", ErrLogCorrupt, from+int64(len(out)))
+				return fmt.Errorf("%w: leaf %d is missing", transparency.ErrLogCorrupt, from+int64(len(out)))
 			}
 			out = append(out, d)
 		}
 		return rows.Err()
 	})
 	if err == nil && int64(len(out)) != to-from {
-		err = fmt.Errorf("%w: leaves %d..%d: %d found", ErrLogCorrupt, from, to, len(out))
+		err = fmt.Errorf("%w: leaves %d..%d: %d found", transparency.ErrLogCorrupt, from, to, len(out))
 	}
 	return out, err
 }
 
 // LogOrigin implements transparency.Store.
-func (l *Postgres) LogOrigin(ctx context.Context, proposed string) (string, error) {
+func (l *Ledger) LogOrigin(ctx context.Context, proposed string) (string, error) {
 	var v string
 	err := l.inTx(ctx, "log origin", true, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO meta (k, v) VALUES ('tlog_origin', $1) ON CONFLICT (k) DO NOTHING`, proposed); err != nil {
@@ -170,7 +170,7 @@ func (l *Postgres) LogOrigin(ctx context.Context, proposed string) (string, erro
 }
 
 // SaveCheckpoint implements transparency.Store.
-func (l *Postgres) SaveCheckpoint(ctx context.Context, size int64, note []byte) error {
+func (l *Ledger) SaveCheckpoint(ctx context.Context, size int64, note []byte) error {
 	return l.inTx(ctx, "save checkpoint", true, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `INSERT INTO tlog_checkpoints (size, note) VALUES ($1, $2) ON CONFLICT (size) DO UPDATE SET note = excluded.note`, size, note)
 		return err
@@ -178,7 +178,7 @@ func (l *Postgres) SaveCheckpoint(ctx context.Context, size int64, note []byte) 
 }
 
 // Checkpoint implements transparency.Store.
-func (l *Postgres) Checkpoint(ctx context.Context, size int64) ([]byte, error) {
+func (l *Ledger) Checkpoint(ctx context.Context, size int64) ([]byte, error) {
 	var b []byte
 	err := l.pool.with(ctx, func(c *pgx.Conn) error {
 		if size < 0 {
@@ -187,13 +187,13 @@ func (l *Postgres) Checkpoint(ctx context.Context, size int64) ([]byte, error) {
 		return c.QueryRow(ctx, `SELECT note FROM tlog_checkpoints WHERE size = $1`, size).Scan(&b)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, ErrNoCheckpoint
+		return nil, transparency.ErrNoCheckpoint
 	}
 	return b, err
 }
 
 // Checkpoints implements transparency.Store.
-func (l *Postgres) Checkpoints(ctx context.Context) ([][]byte, error) {
+func (l *Ledger) Checkpoints(ctx context.Context) ([][]byte, error) {
 	var out [][]byte
 	err := l.pool.with(ctx, func(c *pgx.Conn) error {
 		rows, err := c.Query(ctx, `SELECT note FROM tlog_checkpoints ORDER BY size`)
@@ -214,7 +214,7 @@ func (l *Postgres) Checkpoints(ctx context.Context) ([][]byte, error) {
 }
 
 // SaveTimestamp implements transparency.Store.
-func (l *Postgres) SaveTimestamp(ctx context.Context, size int64, token []byte) error {
+func (l *Ledger) SaveTimestamp(ctx context.Context, size int64, token []byte) error {
 	return l.inTx(ctx, "save timestamp", true, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `INSERT INTO tlog_timestamps (size, token) VALUES ($1, $2) ON CONFLICT (size) DO UPDATE SET token = excluded.token`, size, token)
 		return err
@@ -222,13 +222,13 @@ func (l *Postgres) SaveTimestamp(ctx context.Context, size int64, token []byte) 
 }
 
 // Timestamp implements transparency.Store.
-func (l *Postgres) Timestamp(ctx context.Context, size int64) ([]byte, error) {
+func (l *Ledger) Timestamp(ctx context.Context, size int64) ([]byte, error) {
 	var b []byte
 	err := l.pool.with(ctx, func(c *pgx.Conn) error {
 		return c.QueryRow(ctx, `SELECT token FROM tlog_timestamps WHERE size = $1`, size).Scan(&b)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, ErrNoCheckpoint
+		return nil, transparency.ErrNoCheckpoint
 	}
 	return b, err
 }

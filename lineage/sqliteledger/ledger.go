@@ -1,4 +1,4 @@
-package lineage
+package sqliteledger
 
 import (
 	"context"
@@ -8,16 +8,14 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"sort"
 
 	_ "github.com/mattn/go-sqlite3" // database/sql driver "sqlite3"
 
+	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/subject"
 )
-
-// SchemaVersion is the ledger schema this code reads and writes. A ledger
-// with another version is refused at open.
-const SchemaVersion = "amnesia.ledger/v1"
 
 const sqliteSchema = `
 CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
@@ -67,22 +65,44 @@ CREATE TABLE IF NOT EXISTS erasures (
 );
 `
 
-// SQLite is the embedded ledger.
-type SQLite struct {
+// Ledger is the embedded ledger: one SQLite file (cgo, mattn/go-sqlite3),
+// shared by the processes of one host.
+type Ledger struct {
 	db *sql.DB
 }
 
-var _ Ledger = (*SQLite)(nil)
-
-// OpenSQLite opens or creates the ledger database at path.
-func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
-	return openSQLite(ctx, path, true)
+func init() {
+	lineage.RegisterBackend("sqlite", lineage.Backend{
+		Match: func(spec string) bool { return !lineage.IsPostgresDSN(spec) },
+		Open: func(ctx context.Context, spec string, create bool) (lineage.Ledger, error) {
+			l, err := open(ctx, spec, create)
+			if err != nil {
+				return nil, err
+			}
+			return l, nil
+		},
+	})
 }
 
-// openSQLite opens the ledger at path; unless create, a missing or empty
-// file, or one without the ledger's tables, is refused (ErrNoLedger) and
+var _ lineage.Ledger = (*Ledger)(nil)
+
+// Open opens or creates the ledger database at path. lineage.Open does the
+// same for a spec that is not a PostgreSQL URL.
+func Open(ctx context.Context, path string) (*Ledger, error) {
+	return open(ctx, path, true)
+}
+
+// OpenExisting opens the ledger database at path, but never creates it: a
+// missing or empty file, or one without the ledger's tables, is refused
+// with an error that wraps lineage.ErrNoLedger.
+func OpenExisting(ctx context.Context, path string) (*Ledger, error) {
+	return open(ctx, path, false)
+}
+
+// open opens the ledger at path; unless create, a missing or empty
+// file, or one without the ledger's tables, is refused (lineage.ErrNoLedger) and
 // nothing is created.
-func openSQLite(ctx context.Context, path string, create bool) (*SQLite, error) {
+func open(ctx context.Context, path string, create bool) (*Ledger, error) {
 	if create {
 		// The ledger is private (0600): created so before SQLite opens it, since
 		// SQLite would create it under the process umask (often 0644), and
@@ -98,11 +118,11 @@ func openSQLite(ctx context.Context, path string, create bool) (*SQLite, error) 
 		fi, err := os.Stat(path)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			return nil, fmt.Errorf("open ledger: %w: %s does not exist", ErrNoLedger, path)
+			return nil, fmt.Errorf("open ledger: %w: %s does not exist", lineage.ErrNoLedger, path)
 		case err != nil:
 			return nil, fmt.Errorf("open ledger: %w", err)
 		case fi.Size() == 0:
-			return nil, fmt.Errorf("open ledger: %w: %s is empty", ErrNoLedger, path)
+			return nil, fmt.Errorf("open ledger: %w: %s is empty", lineage.ErrNoLedger, path)
 		}
 		dsn += "&mode=rw" // SQLite itself must not create the file either
 	}
@@ -118,7 +138,7 @@ func openSQLite(ctx context.Context, path string, create bool) (*SQLite, error) 
 		}
 		if n == 0 {
 			db.Close()
-			return nil, fmt.Errorf("open ledger: %w: %s holds no amnesia ledger tables", ErrNoLedger, path)
+			return nil, fmt.Errorf("open ledger: %w: %s holds no amnesia ledger tables", lineage.ErrNoLedger, path)
 		}
 	}
 	if _, err := db.ExecContext(ctx, sqliteSchema+sqliteQueueSchema+sqliteLogSchema); err != nil {
@@ -129,22 +149,22 @@ func openSQLite(ctx context.Context, path string, create bool) (*SQLite, error) 
 	err = db.QueryRowContext(ctx, `SELECT v FROM meta WHERE k='schema'`).Scan(&v)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		if _, err := db.ExecContext(ctx, `INSERT INTO meta (k, v) VALUES ('schema', ?)`, SchemaVersion); err != nil {
+		if _, err := db.ExecContext(ctx, `INSERT INTO meta (k, v) VALUES ('schema', ?)`, lineage.SchemaVersion); err != nil {
 			db.Close()
 			return nil, fmt.Errorf("open ledger: %w", err)
 		}
 	case err != nil:
 		db.Close()
 		return nil, fmt.Errorf("open ledger: %w", err)
-	case v != SchemaVersion:
+	case v != lineage.SchemaVersion:
 		db.Close()
-		return nil, fmt.Errorf("open ledger: schema %q, this amnesia reads %q", v, SchemaVersion)
+		return nil, fmt.Errorf("open ledger: schema %q, this amnesia reads %q", v, lineage.SchemaVersion)
 	}
 	if err := privateFiles(path, path+"-wal", path+"-shm"); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open ledger: %w", err)
 	}
-	return &SQLite{db: db}, nil
+	return &Ledger{db: db}, nil
 }
 
 // privateFiles takes group and other access away from the files that exist
@@ -168,7 +188,7 @@ func privateFiles(paths ...string) error {
 }
 
 // Close closes the database.
-func (l *SQLite) Close() error { return l.db.Close() }
+func (l *Ledger) Close() error { return l.db.Close() }
 
 // append writes one event to the hash chain and returns its seq.
 func appendEvent(ctx context.Context, tx *sql.Tx, kind string, body any) (int64, error) {
@@ -183,12 +203,12 @@ func appendEvent(ctx context.Context, tx *sql.Tx, kind string, body any) (int64,
 		return 0, err
 	}
 	seq++
-	hash := eventHash(prev, seq, kind, b)
+	hash := lineage.EventHash(prev, seq, kind, b)
 	_, err = tx.ExecContext(ctx, `INSERT INTO events (seq, kind, body, hash) VALUES (?, ?, ?, ?)`, seq, kind, string(b), hash)
 	return seq, err
 }
 
-func (l *SQLite) inTx(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+func (l *Ledger) inTx(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
 	tx, err := l.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
@@ -203,19 +223,8 @@ func (l *SQLite) inTx(ctx context.Context, op string, fn func(tx *sql.Tx) error)
 	return nil
 }
 
-type artifactEvent struct {
-	ID      string   `json:"id"`
-	Scope   string   `json:"scope"`
-	Subject string   `json:"subject"`
-	Kind    Kind     `json:"kind"`
-	Store   string   `json:"store"`
-	Key     string   `json:"key"`
-	Digest  string   `json:"digest"`
-	Parents []string `json:"parents,omitempty"`
-}
-
-// Record implements Ledger.
-func (l *SQLite) Record(ctx context.Context, a Artifact) error {
+// Record implements lineage.Ledger.
+func (l *Ledger) Record(ctx context.Context, a lineage.Artifact) error {
 	if a.ID == "" || a.Store == "" || a.Key == "" || !a.Kind.Valid() || a.Subject.IsZero() {
 		return fmt.Errorf("record artifact: id, store, key, a valid kind and a subject are required")
 	}
@@ -227,14 +236,14 @@ func (l *SQLite) Record(ctx context.Context, a Artifact) error {
 		case err != nil:
 			return err
 		case subj != a.Subject.String():
-			return ErrOwnerConflict
+			return lineage.ErrOwnerConflict
 		}
 		var erased int
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM erasures WHERE artifact = ?`, a.ID).Scan(&erased); err != nil {
 			return err
 		}
 		if erased > 0 {
-			return ErrErased
+			return lineage.ErrErased
 		}
 		newParents, err := missingParents(ctx, tx, a)
 		if err != nil {
@@ -243,7 +252,7 @@ func (l *SQLite) Record(ctx context.Context, a Artifact) error {
 		if subj != "" && digest == a.Digest && len(newParents) == 0 {
 			return nil // identical: no-op
 		}
-		seq, err := appendEvent(ctx, tx, "artifact", artifactEvent{a.ID, a.Scope, a.Subject.String(), a.Kind, a.Store, a.Key, a.Digest, newParents})
+		seq, err := appendEvent(ctx, tx, "artifact", lineage.ArtifactEvent{ID: a.ID, Scope: a.Scope, Subject: a.Subject.String(), Kind: a.Kind, Store: a.Store, Key: a.Key, Digest: a.Digest, Parents: newParents})
 		if err != nil {
 			return err
 		}
@@ -261,7 +270,7 @@ func (l *SQLite) Record(ctx context.Context, a Artifact) error {
 	})
 }
 
-func missingParents(ctx context.Context, tx *sql.Tx, a Artifact) ([]string, error) {
+func missingParents(ctx context.Context, tx *sql.Tx, a lineage.Artifact) ([]string, error) {
 	var out []string
 	for _, p := range a.Parents {
 		var n int
@@ -269,7 +278,7 @@ func missingParents(ctx context.Context, tx *sql.Tx, a Artifact) ([]string, erro
 			return nil, err
 		}
 		if n == 0 {
-			return nil, fmt.Errorf("parent %s: %w", p, ErrNotFound)
+			return nil, fmt.Errorf("parent %s: %w", p, lineage.ErrNotFound)
 		}
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM edges WHERE child = ? AND parent = ?`, a.ID, p).Scan(&n); err != nil {
 			return nil, err
@@ -282,8 +291,8 @@ func missingParents(ctx context.Context, tx *sql.Tx, a Artifact) ([]string, erro
 	return out, nil
 }
 
-// Mention implements Ledger.
-func (l *SQLite) Mention(ctx context.Context, m Mention) error {
+// lineage.Mention implements lineage.Ledger.
+func (l *Ledger) Mention(ctx context.Context, m lineage.Mention) error {
 	return l.inTx(ctx, "record mention", func(tx *sql.Tx) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM mentions WHERE artifact = ? AND subject = ?`, m.Artifact, m.Subject.String()).Scan(&n); err != nil || n > 0 {
@@ -298,12 +307,12 @@ func (l *SQLite) Mention(ctx context.Context, m Mention) error {
 	})
 }
 
-// Lookup implements Ledger.
-func (l *SQLite) Lookup(ctx context.Context, scope, store, key string) (*Artifact, error) {
+// Lookup implements lineage.Ledger.
+func (l *Ledger) Lookup(ctx context.Context, scope, store, key string) (*lineage.Artifact, error) {
 	row := l.db.QueryRowContext(ctx, `SELECT id, scope, subject, kind, store, key, digest FROM artifacts WHERE scope = ? AND store = ? AND key = ?`, scope, store, key)
 	a, err := scanArtifact(row)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
+		return nil, lineage.ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("look up artifact: %w", err)
@@ -313,8 +322,8 @@ func (l *SQLite) Lookup(ctx context.Context, scope, store, key string) (*Artifac
 
 type scanner interface{ Scan(...any) error }
 
-func scanArtifact(r scanner) (*Artifact, error) {
-	var a Artifact
+func scanArtifact(r scanner) (*lineage.Artifact, error) {
+	var a lineage.Artifact
 	var subj, kind string
 	if err := r.Scan(&a.ID, &a.Scope, &subj, &kind, &a.Store, &a.Key, &a.Digest); err != nil {
 		return nil, err
@@ -323,12 +332,12 @@ func scanArtifact(r scanner) (*Artifact, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.Subject, a.Kind = k, Kind(kind)
+	a.Subject, a.Kind = k, lineage.Kind(kind)
 	return &a, nil
 }
 
-// Suppress implements Ledger.
-func (l *SQLite) Suppress(ctx context.Context, erasure string, artifacts []string) error {
+// Suppress implements lineage.Ledger.
+func (l *Ledger) Suppress(ctx context.Context, erasure string, artifacts []string) error {
 	return l.inTx(ctx, "suppress", func(tx *sql.Tx) error {
 		var todo []string
 		for _, id := range artifacts {
@@ -336,7 +345,7 @@ func (l *SQLite) Suppress(ctx context.Context, erasure string, artifacts []strin
 			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM suppressions WHERE artifact = ?`, id).Scan(&n); err != nil {
 				return err
 			}
-			if n == 0 && !containsString(todo, id) {
+			if n == 0 && !slices.Contains(todo, id) {
 				todo = append(todo, id)
 			}
 		}
@@ -356,8 +365,8 @@ func (l *SQLite) Suppress(ctx context.Context, erasure string, artifacts []strin
 	})
 }
 
-// Suppressed implements Ledger.
-func (l *SQLite) Suppressed(ctx context.Context, artifact string) (bool, error) {
+// Suppressed implements lineage.Ledger.
+func (l *Ledger) Suppressed(ctx context.Context, artifact string) (bool, error) {
 	var n int
 	err := l.db.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM suppressions WHERE artifact = ?) + (SELECT count(*) FROM erasures WHERE artifact = ?)`, artifact, artifact).Scan(&n)
 	if err != nil {
@@ -366,10 +375,10 @@ func (l *SQLite) Suppressed(ctx context.Context, artifact string) (bool, error) 
 	return n > 0, nil
 }
 
-// MarkErased implements Ledger.
-func (l *SQLite) MarkErased(ctx context.Context, marks []ErasureMark) error {
+// MarkErased implements lineage.Ledger.
+func (l *Ledger) MarkErased(ctx context.Context, marks []lineage.ErasureMark) error {
 	return l.inTx(ctx, "mark erased", func(tx *sql.Tx) error {
-		var todo []ErasureMark
+		var todo []lineage.ErasureMark
 		for _, m := range marks {
 			var n int
 			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM erasures WHERE artifact = ? AND erasure = ?`, m.Artifact, m.Erasure).Scan(&n); err != nil {
@@ -395,8 +404,8 @@ func (l *SQLite) MarkErased(ctx context.Context, marks []ErasureMark) error {
 	})
 }
 
-// Head implements Ledger.
-func (l *SQLite) Head(ctx context.Context) (int64, string, error) {
+// Head implements lineage.Ledger.
+func (l *Ledger) Head(ctx context.Context) (int64, string, error) {
 	var seq int64
 	var hash string
 	err := l.db.QueryRowContext(ctx, `SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1`).Scan(&seq, &hash)
@@ -407,4 +416,9 @@ func (l *SQLite) Head(ctx context.Context) (int64, string, error) {
 		return 0, "", fmt.Errorf("ledger head: %w", err)
 	}
 	return seq, hash, nil
+}
+
+// containsMark reports whether ms has a mark for m's (artifact, erasure).
+func containsMark(ms []lineage.ErasureMark, m lineage.ErasureMark) bool {
+	return slices.ContainsFunc(ms, func(x lineage.ErasureMark) bool { return x.Artifact == m.Artifact && x.Erasure == m.Erasure })
 }

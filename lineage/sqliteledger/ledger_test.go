@@ -1,4 +1,4 @@
-package lineage_test
+package sqliteledger_test
 
 import (
 	"context"
@@ -11,11 +11,14 @@ import (
 
 	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/lineage/ledgertest"
+	"github.com/amnesia-dev/amnesia/lineage/sqliteledger"
+	"github.com/amnesia-dev/amnesia/transparency"
+	"github.com/amnesia-dev/amnesia/transparency/storagetest"
 )
 
-func openSQLite(t *testing.T, path string) *lineage.SQLite {
+func openSQLite(t *testing.T, path string) *sqliteledger.Ledger {
 	t.Helper()
-	l, err := lineage.OpenSQLite(context.Background(), path)
+	l, err := sqliteledger.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,27 +52,21 @@ func TestSQLiteRefusesOtherSchemaVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	if _, err := lineage.OpenSQLite(context.Background(), path); err == nil || !strings.Contains(err.Error(), "amnesia.ledger/v0") {
+	if _, err := sqliteledger.Open(context.Background(), path); err == nil || !strings.Contains(err.Error(), "amnesia.ledger/v0") {
 		t.Errorf("open of a v0 ledger = %v, want a schema version error", err)
 	}
 }
 
+// TestOpenSelectsBySpec: importing sqliteledger registers it, and
+// lineage.Open gives it every spec that is not a PostgreSQL URL.
 func TestOpenSelectsBySpec(t *testing.T) {
-	for spec, pg := range map[string]bool{
-		"postgres://u@h/db": true, "postgresql://u@h/db": true, "POSTGRES://h/db": true,
-		"ledger.db": false, "/srv/amnesia/ledger.db": false, "host=h dbname=db": false,
-	} {
-		if got := lineage.IsPostgresDSN(spec); got != pg {
-			t.Errorf("IsPostgresDSN(%q) = %v, want %v", spec, got, pg)
-		}
-	}
 	l, err := lineage.Open(context.Background(), filepath.Join(t.TempDir(), "ledger.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	if _, ok := l.(*lineage.SQLite); !ok {
-		t.Errorf("Open(path) = %T, want *lineage.SQLite", l)
+	if _, ok := l.(*sqliteledger.Ledger); !ok {
+		t.Errorf("Open(path) = %T, want *sqliteledger.Ledger", l)
 	}
 }
 
@@ -114,4 +111,18 @@ func TestSQLiteLedgerIsPrivate(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("reopened 0644 ledger")
+}
+
+// TestStorage runs the transparency log's storage suite on the embedded
+// ledger; the shared checks use two opens of one file.
+func TestStorage(t *testing.T) {
+	storagetest.Run(t, func(t *testing.T) transparency.Store {
+		return openSQLite(t, filepath.Join(t.TempDir(), "ledger.db"))
+	})
+	t.Run("Shared", func(t *testing.T) {
+		storagetest.RunShared(t, func(t *testing.T) (transparency.Store, transparency.Store) {
+			path := filepath.Join(t.TempDir(), "ledger.db")
+			return openSQLite(t, path), openSQLite(t, path)
+		})
+	})
 }

@@ -1,14 +1,17 @@
-package lineage
+package pgledger
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/amnesia-dev/amnesia/lineage"
 )
 
 // The tables are those of the SQLite ledger; events.body is TEXT (not jsonb)
@@ -47,34 +50,55 @@ CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON events
 // chain head is read and extended under it, so the chain never forks.
 const pgLock = `SELECT pg_advisory_xact_lock(1634561381, hashtext('amnesia.ledger:' || current_schema()))`
 
-// Postgres is the ledger in a PostgreSQL database, shared by any number of
-// amnesia processes. Its semantics and its hash chain are those of [SQLite].
-type Postgres struct {
+// Ledger is the ledger in a PostgreSQL database, shared by any number of
+// amnesia processes. Its semantics and its hash chain are those of
+// sqliteledger.Ledger.
+type Ledger struct {
 	pool *pgPool
 }
 
+func init() {
+	lineage.RegisterBackend("postgres", lineage.Backend{
+		Match: lineage.IsPostgresDSN,
+		Open: func(ctx context.Context, spec string, create bool) (lineage.Ledger, error) {
+			l, err := open(ctx, spec, create)
+			if err != nil {
+				return nil, err
+			}
+			return l, nil
+		},
+	})
+}
+
 var (
-	_ Ledger   = (*Postgres)(nil)
-	_ Queue    = (*Postgres)(nil)
-	_ EventLog = (*Postgres)(nil)
+	_ lineage.Ledger   = (*Ledger)(nil)
+	_ lineage.Queue    = (*Ledger)(nil)
+	_ lineage.EventLog = (*Ledger)(nil)
 )
 
-// OpenPostgres opens the ledger at dsn (a postgres:// URL; its search_path,
+// Open opens the ledger at dsn (a postgres:// URL; its search_path,
 // if any, names the schema), creating its tables on first use. A schema that
 // holds another ledger version, or tables of the same names that are not an
 // amnesia ledger, is refused.
-func OpenPostgres(ctx context.Context, dsn string) (*Postgres, error) {
-	return openPostgres(ctx, dsn, true)
+func Open(ctx context.Context, dsn string) (*Ledger, error) {
+	return open(ctx, dsn, true)
 }
 
-// openPostgres opens the ledger at dsn; unless create, a schema without the
-// ledger's tables is refused (ErrNoLedger) and nothing is created.
-func openPostgres(ctx context.Context, dsn string, create bool) (*Postgres, error) {
+// OpenExisting opens the ledger at dsn, but never creates it: a schema
+// without the ledger's tables is refused with an error that wraps
+// lineage.ErrNoLedger.
+func OpenExisting(ctx context.Context, dsn string) (*Ledger, error) {
+	return open(ctx, dsn, false)
+}
+
+// open opens the ledger at dsn; unless create, a schema without the
+// ledger's tables is refused (lineage.ErrNoLedger) and nothing is created.
+func open(ctx context.Context, dsn string, create bool) (*Ledger, error) {
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		return nil, errors.New("open ledger: the PostgreSQL URL does not parse") // the URL may hold a password
 	}
-	l := &Postgres{pool: newPgPool(cfg, 8)}
+	l := &Ledger{pool: newPgPool(cfg, 8)}
 	if err := l.initSchema(ctx, create); err != nil {
 		l.Close()
 		return nil, fmt.Errorf("open ledger: %w", err)
@@ -82,7 +106,7 @@ func openPostgres(ctx context.Context, dsn string, create bool) (*Postgres, erro
 	return l, nil
 }
 
-func (l *Postgres) initSchema(ctx context.Context, create bool) error {
+func (l *Ledger) initSchema(ctx context.Context, create bool) error {
 	return l.inTx(ctx, "schema", true, func(tx pgx.Tx) error {
 		var schema *string
 		if err := tx.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
@@ -102,13 +126,13 @@ func (l *Postgres) initSchema(ctx context.Context, create bool) error {
 			}
 		}
 		if len(found) == 0 && !create {
-			return fmt.Errorf("%w: the PostgreSQL schema %s holds no amnesia ledger tables", ErrNoLedger, *schema)
+			return fmt.Errorf("%w: the PostgreSQL schema %s holds no amnesia ledger tables", lineage.ErrNoLedger, *schema)
 		}
 		if len(found) == 0 {
 			if _, err := tx.Exec(ctx, pgSchema); err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, `INSERT INTO meta (k, v) VALUES ('schema', $1)`, SchemaVersion); err != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO meta (k, v) VALUES ('schema', $1)`, lineage.SchemaVersion); err != nil {
 				return err
 			}
 			_, err := tx.Exec(ctx, pgLogSchema)
@@ -118,8 +142,8 @@ func (l *Postgres) initSchema(ctx context.Context, create bool) error {
 		if len(found) != len(pgTables) || tx.QueryRow(ctx, `SELECT v FROM meta WHERE k = 'schema'`).Scan(&v) != nil {
 			return fmt.Errorf("this schema holds tables (%s) that are not an amnesia ledger: use a dedicated database, or a schema of its own through search_path", strings.Join(found, ", "))
 		}
-		if v != SchemaVersion {
-			return fmt.Errorf("schema %q, this amnesia reads %q", v, SchemaVersion)
+		if v != lineage.SchemaVersion {
+			return fmt.Errorf("schema %q, this amnesia reads %q", v, lineage.SchemaVersion)
 		}
 		_, err := tx.Exec(ctx, pgLogSchema)
 		return err
@@ -127,14 +151,14 @@ func (l *Postgres) initSchema(ctx context.Context, create bool) error {
 }
 
 // Close closes the connections.
-func (l *Postgres) Close() error {
+func (l *Ledger) Close() error {
 	l.pool.close()
 	return nil
 }
 
 // inTx runs fn in a READ COMMITTED transaction; a write transaction first
 // takes the ledger's advisory lock.
-func (l *Postgres) inTx(ctx context.Context, op string, write bool, fn func(tx pgx.Tx) error) error {
+func (l *Ledger) inTx(ctx context.Context, op string, write bool, fn func(tx pgx.Tx) error) error {
 	err := l.pool.with(ctx, func(c *pgx.Conn) error {
 		return pgx.BeginTxFunc(ctx, c, pgx.TxOptions{}, func(tx pgx.Tx) error {
 			if write {
@@ -164,7 +188,7 @@ func pgAppend(ctx context.Context, tx pgx.Tx, kind string, body any) (int64, err
 		return 0, err
 	}
 	seq++
-	_, err = tx.Exec(ctx, `INSERT INTO events (seq, kind, body, hash) VALUES ($1, $2, $3, $4)`, seq, kind, string(b), eventHash(prev, seq, kind, b))
+	_, err = tx.Exec(ctx, `INSERT INTO events (seq, kind, body, hash) VALUES ($1, $2, $3, $4)`, seq, kind, string(b), lineage.EventHash(prev, seq, kind, b))
 	return seq, err
 }
 
@@ -174,8 +198,8 @@ func pgCount(ctx context.Context, tx pgx.Tx, q string, args ...any) (int, error)
 	return n, err
 }
 
-// Record implements Ledger.
-func (l *Postgres) Record(ctx context.Context, a Artifact) error {
+// Record implements lineage.Ledger.
+func (l *Ledger) Record(ctx context.Context, a lineage.Artifact) error {
 	if a.ID == "" || a.Store == "" || a.Key == "" || !a.Kind.Valid() || a.Subject.IsZero() {
 		return fmt.Errorf("record artifact: id, store, key, a valid kind and a subject are required")
 	}
@@ -187,19 +211,19 @@ func (l *Postgres) Record(ctx context.Context, a Artifact) error {
 		case err != nil:
 			return err
 		case subj != a.Subject.String():
-			return ErrOwnerConflict
+			return lineage.ErrOwnerConflict
 		}
 		if n, err := pgCount(ctx, tx, `SELECT count(*) FROM erasures WHERE artifact = $1`, a.ID); err != nil {
 			return err
 		} else if n > 0 {
-			return ErrErased
+			return lineage.ErrErased
 		}
 		var newParents []string
 		for _, p := range a.Parents {
 			if n, err := pgCount(ctx, tx, `SELECT count(*) FROM artifacts WHERE id = $1`, p); err != nil {
 				return err
 			} else if n == 0 {
-				return fmt.Errorf("parent %s: %w", p, ErrNotFound)
+				return fmt.Errorf("parent %s: %w", p, lineage.ErrNotFound)
 			}
 			if n, err := pgCount(ctx, tx, `SELECT count(*) FROM edges WHERE child = $1 AND parent = $2`, a.ID, p); err != nil {
 				return err
@@ -211,7 +235,7 @@ func (l *Postgres) Record(ctx context.Context, a Artifact) error {
 		if subj != "" && digest == a.Digest && len(newParents) == 0 {
 			return nil // identical: no-op
 		}
-		seq, err := pgAppend(ctx, tx, "artifact", artifactEvent{a.ID, a.Scope, a.Subject.String(), a.Kind, a.Store, a.Key, a.Digest, newParents})
+		seq, err := pgAppend(ctx, tx, "artifact", lineage.ArtifactEvent{ID: a.ID, Scope: a.Scope, Subject: a.Subject.String(), Kind: a.Kind, Store: a.Store, Key: a.Key, Digest: a.Digest, Parents: newParents})
 		if err != nil {
 			return err
 		}
@@ -229,8 +253,8 @@ func (l *Postgres) Record(ctx context.Context, a Artifact) error {
 	})
 }
 
-// Mention implements Ledger.
-func (l *Postgres) Mention(ctx context.Context, m Mention) error {
+// lineage.Mention implements lineage.Ledger.
+func (l *Ledger) Mention(ctx context.Context, m lineage.Mention) error {
 	return l.inTx(ctx, "record mention", true, func(tx pgx.Tx) error {
 		if n, err := pgCount(ctx, tx, `SELECT count(*) FROM mentions WHERE artifact = $1 AND subject = $2`, m.Artifact, m.Subject.String()); err != nil || n > 0 {
 			return err
@@ -244,14 +268,14 @@ func (l *Postgres) Mention(ctx context.Context, m Mention) error {
 	})
 }
 
-// Suppress implements Ledger.
-func (l *Postgres) Suppress(ctx context.Context, erasure string, artifacts []string) error {
+// Suppress implements lineage.Ledger.
+func (l *Ledger) Suppress(ctx context.Context, erasure string, artifacts []string) error {
 	return l.inTx(ctx, "suppress", true, func(tx pgx.Tx) error {
 		var todo []string
 		for _, id := range artifacts {
 			if n, err := pgCount(ctx, tx, `SELECT count(*) FROM suppressions WHERE artifact = $1`, id); err != nil {
 				return err
-			} else if n == 0 && !containsString(todo, id) {
+			} else if n == 0 && !slices.Contains(todo, id) {
 				todo = append(todo, id)
 			}
 		}
@@ -271,10 +295,10 @@ func (l *Postgres) Suppress(ctx context.Context, erasure string, artifacts []str
 	})
 }
 
-// MarkErased implements Ledger.
-func (l *Postgres) MarkErased(ctx context.Context, marks []ErasureMark) error {
+// MarkErased implements lineage.Ledger.
+func (l *Ledger) MarkErased(ctx context.Context, marks []lineage.ErasureMark) error {
 	return l.inTx(ctx, "mark erased", true, func(tx pgx.Tx) error {
-		var todo []ErasureMark
+		var todo []lineage.ErasureMark
 		for _, m := range marks {
 			if n, err := pgCount(ctx, tx, `SELECT count(*) FROM erasures WHERE artifact = $1 AND erasure = $2`, m.Artifact, m.Erasure); err != nil {
 				return err
@@ -296,4 +320,9 @@ func (l *Postgres) MarkErased(ctx context.Context, marks []ErasureMark) error {
 		}
 		return nil
 	})
+}
+
+// containsMark reports whether ms has a mark for m's (artifact, erasure).
+func containsMark(ms []lineage.ErasureMark, m lineage.ErasureMark) bool {
+	return slices.ContainsFunc(ms, func(x lineage.ErasureMark) bool { return x.Artifact == m.Artifact && x.Erasure == m.Erasure })
 }

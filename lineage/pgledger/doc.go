@@ -1,0 +1,12 @@
+// Package pgledger is the lineage ledger in a PostgreSQL database (pgx),
+// shared by any number of amnesia processes on any hosts. Importing it
+// registers the "postgres" backend, which lineage.Open uses for a
+// postgres:// or postgresql:// URL:
+//
+//	import _ "github.com/amnesia-dev/amnesia/lineage/pgledger"
+//
+// Its semantics and its hash chain are those of lineage/sqliteledger. Its
+// Ledger implements lineage.Ledger, lineage.Queue (claims use SELECT … FOR
+// UPDATE SKIP LOCKED), lineage.EventLog, lineage.ErasureReader,
+// lineage.SubjectLocker and transparency.Store. It links no cgo.
+package pgledger
