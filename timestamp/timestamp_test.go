@@ -807,7 +807,7 @@ func TestVerifySignatureChanges(t *testing.T) {
 func TestSignatureCheckedOnce(t *testing.T) {
 	a := newTestTSA(t, tsaOptions{})
 	tok := request(t, a)
-	srv := a.server(t, nil)
+	srv := a.Serve(t, nil)
 	for name, f := range map[string]func() error{
 		"ParseToken": func() error { _, err := ParseToken(tok.DER); return err },
 		"Verify":     func() error { _, err := Verify(tok.DER, checkpoint, a.roots, nil); return err },

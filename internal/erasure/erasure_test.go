@@ -15,6 +15,7 @@ import (
 	"github.com/amnesia-dev/amnesia/internal/saga"
 	"github.com/amnesia-dev/amnesia/internal/state"
 	"github.com/amnesia-dev/amnesia/lineage"
+	"github.com/amnesia-dev/amnesia/lineage/sqliteledger"
 	"github.com/amnesia-dev/amnesia/store"
 	"github.com/amnesia-dev/amnesia/store/sqlitedoc"
 	"github.com/amnesia-dev/amnesia/store/sqlitevec"
@@ -39,7 +40,7 @@ func install(t *testing.T) (*erasure.Env, subject.Key, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := lineage.OpenSQLite(ctx, sd.LedgerPath())
+	l, err := sqliteledger.Open(ctx, sd.LedgerPath())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/amnesia-dev/amnesia/internal/saga"
-	"github.com/amnesia-dev/amnesia/lineage"
+	"github.com/amnesia-dev/amnesia/lineage/sqliteledger"
 	"github.com/amnesia-dev/amnesia/store"
 	"github.com/amnesia-dev/amnesia/store/sqlitevec"
 )
@@ -20,7 +20,7 @@ func (failingDelete) Delete(context.Context, []string) error { return errBoom }
 
 // failingSuppress is the real ledger whose Suppress fails while fail is set.
 type failingSuppress struct {
-	*lineage.SQLite
+	*sqliteledger.Ledger
 	fail bool
 }
 
@@ -28,7 +28,7 @@ func (l *failingSuppress) Suppress(ctx context.Context, erasure string, ids []st
 	if l.fail {
 		return errBoom
 	}
-	return l.SQLite.Suppress(ctx, erasure, ids)
+	return l.Ledger.Suppress(ctx, erasure, ids)
 }
 
 // A per-store step that fails is the store's failure (the erasure goes on
@@ -55,7 +55,7 @@ func TestStepErrorsAreTyped(t *testing.T) {
 	}
 
 	tr = f.trace(t, 2)
-	l := &failingSuppress{SQLite: f.ledger, fail: true}
+	l := &failingSuppress{Ledger: f.ledger, fail: true}
 	e := &saga.Erasure{Dir: f.dir, Ledger: l, Stores: map[string]store.Store{"docs": f.rawD, "vectors": f.rawV}, Trace: tr, Reason: "TICKET-2"}
 	_, err = saga.Run(ctx, e)
 	var se *saga.StepError

@@ -16,6 +16,7 @@ import (
 	"github.com/amnesia-dev/amnesia/internal/state"
 	"github.com/amnesia-dev/amnesia/internal/worker"
 	"github.com/amnesia-dev/amnesia/lineage"
+	"github.com/amnesia-dev/amnesia/lineage/sqliteledger"
 	"github.com/amnesia-dev/amnesia/store/sqlitedoc"
 )
 
@@ -38,7 +39,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := lineage.OpenSQLite(ctx, sd.LedgerPath())
+	l, err := sqliteledger.Open(ctx, sd.LedgerPath())
 	if err != nil {
 		t.Fatal(err)
 	}

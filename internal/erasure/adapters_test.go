@@ -1,0 +1,13 @@
+package erasure_test
+
+// What these tests open through the registries (amnesia.yaml store types,
+// lineage.Open): the command imports them in cmd/amnesia/adapters.go, a
+// test imports what it uses.
+import (
+	_ "github.com/amnesia-dev/amnesia/lineage/pgledger"
+	_ "github.com/amnesia-dev/amnesia/lineage/sqliteledger"
+	_ "github.com/amnesia-dev/amnesia/store/pgdoc"
+	_ "github.com/amnesia-dev/amnesia/store/pgvector"
+	_ "github.com/amnesia-dev/amnesia/store/sqlitedoc"
+	_ "github.com/amnesia-dev/amnesia/store/sqlitevec"
+)
