@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -79,8 +81,9 @@ func transient(err error) bool {
 	if errors.As(err, &pe) {
 		return pe.Code == "53300"
 	}
-	s := err.Error()
-	return strings.Contains(s, "connection reset by peer") || strings.Contains(s, "failed to receive message") || strings.Contains(s, "unexpected EOF")
+	// The server closed or reset the socket (a busy server, PGlite's
+	// one-connection handover): pgconn wraps the network error.
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || pgconn.SafeToRetry(err)
 }
 
 // connectCause strips what a connect error may quote from the DSN.
