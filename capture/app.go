@@ -10,10 +10,6 @@ import (
 	"github.com/amnesia-dev/amnesia/internal/state"
 	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/store"
-	"github.com/amnesia-dev/amnesia/store/pgdoc"
-	"github.com/amnesia-dev/amnesia/store/pgvector"
-	"github.com/amnesia-dev/amnesia/store/sqlitedoc"
-	"github.com/amnesia-dev/amnesia/store/sqlitevec"
 )
 
 // App is an application's handle on an amnesia installation: the state
@@ -80,9 +76,6 @@ func Open(ctx context.Context, stateDir string, opts ...Option) (*App, error) {
 	return &App{dir: dir, ledger: l, rec: rec, stores: map[string]store.Store{}, docs: map[string]*Docs{}, vectors: map[string]*Vectors{}}, nil
 }
 
-func isDocType(t string) bool { return t == sqlitedoc.Type || t == pgdoc.Type }
-func isVecType(t string) bool { return t == sqlitevec.Type || t == pgvector.Type }
-
 // Recorder returns the recorder the App's wrappers record through.
 func (a *App) Recorder() *Recorder { return a.rec }
 
@@ -98,7 +91,9 @@ func (a *App) PublicKeyPath() string { return a.dir.PublicKeyPath() }
 
 // Docs returns the capture wrapper of the document store configured under
 // name (type sqlite-doc or postgres), opening it, and creating its file or
-// table when missing, on first use.
+// table when missing, on first use. The store's adapter package must be
+// linked into the program (import _ "github.com/amnesia-dev/amnesia/store/
+// sqlitedoc" or ".../store/pgdoc"); the error says which when it is not.
 func (a *App) Docs(ctx context.Context, name string) (*Docs, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -108,26 +103,24 @@ func (a *App) Docs(ctx context.Context, name string) (*Docs, error) {
 	if d, ok := a.docs[name]; ok {
 		return d, nil
 	}
-	s, err := a.open(ctx, name, "document", isDocType)
+	s, typ, err := a.open(ctx, name, "document", isDocType)
 	if err != nil {
 		return nil, err
 	}
-	var d *Docs
-	switch s := s.(type) {
-	case *sqlitedoc.Store:
-		d = a.rec.Docs(s)
-	case *pgdoc.Store:
-		d = a.rec.PostgresDocs(s)
-	default:
-		return nil, fmt.Errorf("capture: store %q: no document wrapper for %T", name, s)
+	ds, err := docStore(name, typ, s)
+	if err != nil {
+		return nil, err
 	}
+	d := a.rec.Docs(ds)
 	a.docs[name] = d
 	return d, nil
 }
 
 // Vectors returns the capture wrapper of the vector store configured under
 // name (type sqlite-vec or pgvector), opening it, and creating its file or
-// table when missing, on first use.
+// table when missing, on first use. The store's adapter package must be
+// linked into the program (import _ "github.com/amnesia-dev/amnesia/store/
+// sqlitevec" or ".../store/pgvector"); the error says which when it is not.
 func (a *App) Vectors(ctx context.Context, name string) (*Vectors, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -137,46 +130,49 @@ func (a *App) Vectors(ctx context.Context, name string) (*Vectors, error) {
 	if v, ok := a.vectors[name]; ok {
 		return v, nil
 	}
-	s, err := a.open(ctx, name, "vector", isVecType)
+	s, typ, err := a.open(ctx, name, "vector", isVecType)
 	if err != nil {
 		return nil, err
 	}
-	var v *Vectors
-	switch s := s.(type) {
-	case *sqlitevec.Store:
-		v = a.rec.Vectors(s)
-	case *pgvector.Store:
-		v = a.rec.PGVectors(s)
-	default:
-		return nil, fmt.Errorf("capture: store %q: no vector wrapper for %T", name, s)
+	vs, err := vectorStore(name, typ, s)
+	if err != nil {
+		return nil, err
 	}
+	v := a.rec.Vectors(vs)
 	a.vectors[name] = v
 	return v, nil
 }
 
 // open opens (once) the configured store name, which must be of a type ok
-// accepts. a.mu is held.
-func (a *App) open(ctx context.Context, name, what string, ok func(string) bool) (store.Store, error) {
+// accepts and whose capture wrapper is linked into the program; it returns
+// the store and its type. a.mu is held.
+func (a *App) open(ctx context.Context, name, what string, ok func(string) bool) (store.Store, string, error) {
 	sc, err := a.dir.Config.Store(name)
 	if err != nil {
-		return nil, fmt.Errorf("capture: no store %q in %s/amnesia.yaml (configured: %s)", name, a.dir.Path, a.storeNames())
+		return nil, "", fmt.Errorf("capture: no store %q in %s/amnesia.yaml (configured: %s)", name, a.dir.Path, a.storeNames())
 	}
 	if !ok(sc.Type) {
+		if !isDocType(sc.Type) && !isVecType(sc.Type) {
+			return nil, "", notLinked(name, sc.Type)
+		}
 		other := "Vectors"
 		if what == "vector" {
 			other = "Docs"
 		}
-		return nil, fmt.Errorf("capture: store %q is of type %s, not a %s store: use %s(ctx, %q)", name, sc.Type, what, other, name)
+		return nil, "", fmt.Errorf("capture: store %q is of type %s, not a %s store: use %s(ctx, %q)", name, sc.Type, what, other, name)
+	}
+	if !wrapperLinked(sc.Type) {
+		return nil, "", notLinked(name, sc.Type)
 	}
 	if s, ok := a.stores[name]; ok {
-		return s, nil
+		return s, sc.Type, nil
 	}
 	s, err := a.dir.Config.OpenStore(ctx, sc, true)
 	if err != nil {
-		return nil, fmt.Errorf("capture: %w", err)
+		return nil, "", fmt.Errorf("capture: %w", err)
 	}
 	a.stores[name] = s
-	return s, nil
+	return s, sc.Type, nil
 }
 
 func (a *App) storeNames() string {

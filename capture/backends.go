@@ -1,220 +1,105 @@
 package capture
 
 import (
-	"context"
 	"fmt"
 
-	"github.com/amnesia-dev/amnesia/store/pgdoc"
-	"github.com/amnesia-dev/amnesia/store/pgvector"
-	"github.com/amnesia-dev/amnesia/store/sqlitedoc"
-	"github.com/amnesia-dev/amnesia/store/sqlitevec"
+	"github.com/amnesia-dev/amnesia/capture/backend"
+	"github.com/amnesia-dev/amnesia/store"
 )
 
-// docBackend is what Docs needs of a document store adapter.
-type docBackend interface {
-	name() string
-	typ() string
-	check(r Record) error // what put would refuse, checked before the ledger records anything
-	put(ctx context.Context, r Record) error
-	get(ctx context.Context, id string) (*Record, error)
-	bySubject(ctx context.Context, tag string) ([]Record, error)
-	all(ctx context.Context) ([]Record, error)
-}
+// DocStore is what Docs needs of a document store: *sqlitedoc.Store and
+// *pgdoc.Store implement it (see package capture/backend).
+type DocStore = backend.DocStore
 
-// vecBackend is what Vectors needs of a vector store adapter.
-type vecBackend interface {
-	name() string
-	typ() string
-	check(r VectorRecord) error
-	put(ctx context.Context, r VectorRecord) error
-	get(ctx context.Context, id string) (*VectorRecord, error)
-	search(ctx context.Context, q []float32, k int) ([]Neighbor, error)
-}
+// VectorStore is what Vectors needs of a vector store: *sqlitevec.Store and
+// *pgvector.Store implement it (see package capture/backend).
+type VectorStore = backend.VectorStore
 
-// sqliteDocs: store/sqlitedoc. It has a parent column and no metadata.
-type sqliteDocs struct{ s *sqlitedoc.Store }
+// Record is a document as a read returns it. Subject is the subject tag the
+// store holds: the subject's keyed digest (hmac:…), never the raw id.
+type Record = backend.Record
 
-func (b sqliteDocs) name() string { return b.s.Info().Name }
-func (b sqliteDocs) typ() string  { return sqlitedoc.Type }
+// VectorRecord is a vector as a read returns it. Subject is the subject
+// tag: the keyed digest (hmac:…), never the raw id.
+type VectorRecord = backend.VectorRecord
 
-func (b sqliteDocs) check(r Record) error {
-	if len(r.Metadata) > 0 {
-		return fmt.Errorf("capture document: store %q (%s) has no metadata column: leave Metadata empty", b.name(), b.typ())
-	}
-	return nil
-}
-
-func (b sqliteDocs) put(ctx context.Context, r Record) error {
-	return b.s.Put(ctx, sqlitedoc.Record{ID: r.ID, Kind: r.Kind, Subject: r.Subject, Parent: r.Parent, Text: r.Text})
-}
-
-func (b sqliteDocs) get(ctx context.Context, id string) (*Record, error) {
-	r, err := b.s.Get(ctx, id)
-	if err != nil || r == nil {
-		return nil, err
-	}
-	out := fromSQLiteDoc(*r)
-	return &out, nil
-}
-
-func (b sqliteDocs) bySubject(ctx context.Context, tag string) ([]Record, error) {
-	rs, err := b.s.BySubject(ctx, tag)
-	return fromSQLiteDocs(rs), err
-}
-
-func (b sqliteDocs) all(ctx context.Context) ([]Record, error) {
-	rs, err := b.s.All(ctx)
-	return fromSQLiteDocs(rs), err
-}
-
-func fromSQLiteDoc(r sqlitedoc.Record) Record {
-	return Record{ID: r.ID, Kind: r.Kind, Subject: r.Subject, Parent: r.Parent, Text: r.Text}
-}
-
-func fromSQLiteDocs(rs []sqlitedoc.Record) []Record {
-	var out []Record
-	for _, r := range rs {
-		out = append(out, fromSQLiteDoc(r))
-	}
-	return out
-}
+// Neighbor is one search result.
+type Neighbor = backend.Neighbor
 
 // MetadataParent is the metadata key under which a PostgreSQL document
 // store (which has no parent column) keeps a chunk's Parent.
-const MetadataParent = "parent"
+const MetadataParent = backend.MetadataParent
 
-// postgresDocs: store/pgdoc. The parent is kept in metadata (MetadataParent).
-type postgresDocs struct{ s *pgdoc.Store }
-
-func (b postgresDocs) name() string { return b.s.Info().Name }
-func (b postgresDocs) typ() string  { return pgdoc.Type }
-
-func (b postgresDocs) check(r Record) error {
-	if _, ok := r.Metadata[MetadataParent]; ok {
-		return fmt.Errorf("capture document: metadata key %q is where capture keeps Parent in store %q: use another key", MetadataParent, b.name())
-	}
-	return nil
+// ownTypes are amnesia's own store types: their family, and the package
+// that registers their capture wrapper (the import a program adds). A
+// configured store of one of these types is known to be a document or
+// vector store even when its adapter is not linked into the program.
+var ownTypes = map[string]struct {
+	doc bool
+	pkg string
+}{
+	"sqlite-doc": {true, "github.com/amnesia-dev/amnesia/store/sqlitedoc"},
+	"postgres":   {true, "github.com/amnesia-dev/amnesia/store/pgdoc"},
+	"sqlite-vec": {false, "github.com/amnesia-dev/amnesia/store/sqlitevec"},
+	"pgvector":   {false, "github.com/amnesia-dev/amnesia/store/pgvector"},
 }
 
-func (b postgresDocs) put(ctx context.Context, r Record) error {
-	meta := map[string]any{}
-	for k, v := range r.Metadata {
-		meta[k] = v
+func isDocType(t string) bool {
+	if _, ok := backend.Docs(t); ok {
+		return true
 	}
-	if r.Parent != "" {
-		meta[MetadataParent] = r.Parent
-	}
-	return b.s.Put(ctx, pgdoc.Record{ID: r.ID, Subject: r.Subject, Kind: r.Kind, Content: r.Text, Metadata: meta})
+	o, ok := ownTypes[t]
+	return ok && o.doc
 }
 
-func (b postgresDocs) get(ctx context.Context, id string) (*Record, error) {
-	r, err := b.s.Get(ctx, id)
-	if err != nil || r == nil {
-		return nil, err
+func isVecType(t string) bool {
+	if _, ok := backend.Vectors(t); ok {
+		return true
 	}
-	out := fromPostgresDoc(*r)
-	return &out, nil
+	o, ok := ownTypes[t]
+	return ok && !o.doc
 }
 
-func (b postgresDocs) bySubject(ctx context.Context, tag string) ([]Record, error) {
-	rs, err := b.s.BySubject(ctx, tag)
-	var out []Record
-	for _, r := range rs {
-		out = append(out, fromPostgresDoc(r))
-	}
-	return out, err
+// wrapperLinked reports whether a capture wrapper is registered for typ.
+func wrapperLinked(typ string) bool {
+	_, d := backend.Docs(typ)
+	_, v := backend.Vectors(typ)
+	return d || v
 }
 
-func (b postgresDocs) all(context.Context) ([]Record, error) {
-	return nil, fmt.Errorf("capture: All is not available for store %q (%s): use Get or BySubject", b.name(), b.typ())
+// notLinked is the error for a configured store whose type has no capture
+// wrapper registered in this program.
+func notLinked(name, typ string) error {
+	if o, ok := ownTypes[typ]; ok {
+		return fmt.Errorf("capture: store %q: type %q is not linked into this program: add import _ %q", name, typ, o.pkg)
+	}
+	docTypes, vecTypes := backend.Types()
+	return fmt.Errorf("capture: store %q: capture cannot wrap stores of type %s: no adapter linked into this program registers a capture wrapper for it (document stores: %v; vector stores: %v)", name, typ, docTypes, vecTypes)
 }
 
-func fromPostgresDoc(r pgdoc.Record) Record {
-	out := Record{ID: r.ID, Kind: r.Kind, Subject: r.Subject, Text: r.Content, Metadata: r.Metadata}
-	if p, ok := r.Metadata[MetadataParent].(string); ok {
-		out.Parent = p
-		delete(out.Metadata, MetadataParent)
-		if len(out.Metadata) == 0 {
-			out.Metadata = nil
-		}
+// docStore wraps an opened store of a configured type in what Docs needs.
+func docStore(name, typ string, s store.Store) (DocStore, error) {
+	w, ok := backend.Docs(typ)
+	if !ok {
+		return nil, notLinked(name, typ)
 	}
-	return out
+	d, err := w(s)
+	if err != nil {
+		return nil, fmt.Errorf("capture: store %q: %w", name, err)
+	}
+	return d, nil
 }
 
-// sqliteVectors: store/sqlitevec. It keeps id, subject tag and vector only.
-type sqliteVectors struct{ s *sqlitevec.Store }
-
-func (b sqliteVectors) name() string { return b.s.Info().Name }
-func (b sqliteVectors) typ() string  { return sqlitevec.Type }
-
-func (b sqliteVectors) check(r VectorRecord) error {
-	if r.Content != "" || len(r.Metadata) > 0 {
-		return fmt.Errorf("capture embedding: store %q (%s) keeps only the vector: leave Content and Metadata empty", b.name(), b.typ())
+// vectorStore wraps an opened store of a configured type in what Vectors
+// needs.
+func vectorStore(name, typ string, s store.Store) (VectorStore, error) {
+	w, ok := backend.Vectors(typ)
+	if !ok {
+		return nil, notLinked(name, typ)
 	}
-	return nil
-}
-
-func (b sqliteVectors) put(ctx context.Context, r VectorRecord) error {
-	return b.s.Put(ctx, sqlitevec.Record{ID: r.ID, Subject: r.Subject, Embedding: r.Embedding})
-}
-
-func (b sqliteVectors) get(ctx context.Context, id string) (*VectorRecord, error) {
-	r, err := b.s.Get(ctx, id)
-	if err != nil || r == nil {
-		return nil, err
+	v, err := w(s)
+	if err != nil {
+		return nil, fmt.Errorf("capture: store %q: %w", name, err)
 	}
-	return &VectorRecord{ID: r.ID, Subject: r.Subject, Embedding: r.Embedding}, nil
-}
-
-func (b sqliteVectors) search(ctx context.Context, q []float32, k int) ([]Neighbor, error) {
-	ns, err := b.s.Search(ctx, q, k)
-	var out []Neighbor
-	for _, n := range ns {
-		out = append(out, Neighbor{ID: n.ID, Subject: n.Subject, Distance: n.Distance})
-	}
-	return out, err
-}
-
-// pgVectors: store/pgvector. Search goes through the vector index when
-// there is one (approximate), as an application's read path would.
-type pgVectors struct{ s *pgvector.Store }
-
-func (b pgVectors) name() string { return b.s.Info().Name }
-func (b pgVectors) typ() string  { return pgvector.Type }
-
-func (b pgVectors) check(r VectorRecord) error {
-	if _, ok := r.Metadata["subject"]; ok {
-		return fmt.Errorf("capture embedding: metadata key \"subject\" is where store %q keeps the subject tag: use another key", b.name())
-	}
-	return nil
-}
-
-func (b pgVectors) put(ctx context.Context, r VectorRecord) error {
-	return b.s.Put(ctx, pgvector.Record{ID: r.ID, Subject: r.Subject, Embedding: r.Embedding, Content: r.Content, Metadata: r.Metadata})
-}
-
-func (b pgVectors) get(ctx context.Context, id string) (*VectorRecord, error) {
-	r, err := b.s.Get(ctx, id)
-	if err != nil || r == nil {
-		return nil, err
-	}
-	meta := map[string]any{}
-	for k, v := range r.Metadata {
-		if k != "subject" {
-			meta[k] = v
-		}
-	}
-	if len(meta) == 0 {
-		meta = nil
-	}
-	return &VectorRecord{ID: r.ID, Subject: r.Subject, Embedding: r.Embedding, Content: r.Content, Metadata: meta}, nil
-}
-
-func (b pgVectors) search(ctx context.Context, q []float32, k int) ([]Neighbor, error) {
-	ns, err := b.s.Search(ctx, q, k, false)
-	var out []Neighbor
-	for _, n := range ns {
-		out = append(out, Neighbor{ID: n.ID, Subject: n.Subject, Distance: n.Distance})
-	}
-	return out, err
+	return v, nil
 }

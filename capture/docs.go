@@ -5,21 +5,20 @@ import (
 	"fmt"
 
 	"github.com/amnesia-dev/amnesia/lineage"
-	"github.com/amnesia-dev/amnesia/store/pgdoc"
-	"github.com/amnesia-dev/amnesia/store/sqlitedoc"
 )
 
 // Document kinds (Doc.Kind).
 const (
-	KindDocument = sqlitedoc.KindDocument // a source document: lineage kind "source"
-	KindChunk    = sqlitedoc.KindChunk    // a chunk of a document: lineage kind "chunk"
-	KindChat     = sqlitedoc.KindChat     // a chat turn: lineage kind "log"
+	KindDocument = "document" // a source document: lineage kind "source"
+	KindChunk    = "chunk"    // a chunk of a document: lineage kind "chunk"
+	KindChat     = "chat"     // a chat turn: lineage kind "log"
 )
 
 // Docs wraps a document store: sqlite-doc or postgres.
 type Docs struct {
-	r *Recorder
-	s docBackend
+	r    *Recorder
+	s    DocStore
+	name string // the store's configured name: its name in the ledger
 }
 
 // Doc is one write.
@@ -36,30 +35,21 @@ type Doc struct {
 	Metadata map[string]any
 }
 
-// Record is a document as a read returns it. Subject is the subject tag the
-// store holds: the subject's keyed digest (hmac:…), never the raw id.
-type Record struct {
-	ID       string
-	Kind     string
-	Subject  string
-	Parent   string
-	Text     string
-	Metadata map[string]any // postgres stores only
+// Docs wraps a document store (a *sqlitedoc.Store or *pgdoc.Store, or any
+// DocStore); its configured name is the ledger's store name.
+func (r *Recorder) Docs(s DocStore) *Docs {
+	name := s.Info().Name
+	r.addDocStore(name)
+	return &Docs{r: r, s: s, name: name}
 }
-
-// Docs wraps a sqlite-doc store; its configured name is the ledger's store name.
-func (r *Recorder) Docs(s *sqlitedoc.Store) *Docs { return r.wrapDocs(sqliteDocs{s}) }
 
 // PostgresDocs wraps a postgres document store (store/pgdoc).
-func (r *Recorder) PostgresDocs(s *pgdoc.Store) *Docs { return r.wrapDocs(postgresDocs{s}) }
-
-func (r *Recorder) wrapDocs(b docBackend) *Docs {
-	r.addDocStore(b.name())
-	return &Docs{r: r, s: b}
-}
+//
+// Deprecated: use Docs, which wraps any DocStore.
+func (r *Recorder) PostgresDocs(s DocStore) *Docs { return r.Docs(s) }
 
 // Store returns the wrapped store's configured name.
-func (d *Docs) Store() string { return d.s.name() }
+func (d *Docs) Store() string { return d.name }
 
 func docKind(k string) (lineage.Kind, error) {
 	switch k {
@@ -81,10 +71,10 @@ func (d *Docs) Put(ctx context.Context, doc Doc) error {
 		return err
 	}
 	rec := Record{ID: doc.ID, Kind: doc.Kind, Parent: doc.Parent, Text: doc.Text, Metadata: doc.Metadata}
-	if err := d.s.check(rec); err != nil {
+	if err := d.s.CaptureCheck(rec); err != nil {
 		return err
 	}
-	name := d.s.name()
+	name := d.name
 	owner, parent, err := d.r.owner(ctx, doc.Subject, doc.ID, doc.Parent, []string{name})
 	if err != nil {
 		return fmt.Errorf("capture document: %w", err)
@@ -104,16 +94,16 @@ func (d *Docs) Put(ctx context.Context, doc Doc) error {
 		return err
 	}
 	rec.Subject = owner.String()
-	return d.s.put(ctx, rec)
+	return d.s.CapturePut(ctx, rec)
 }
 
 // Get returns the record, or nil when it does not exist or is suppressed.
 func (d *Docs) Get(ctx context.Context, id string) (*Record, error) {
-	ok, err := d.r.visible(ctx, d.s.name(), id)
+	ok, err := d.r.visible(ctx, d.name, id)
 	if err != nil || !ok {
 		return nil, err
 	}
-	return d.s.get(ctx, id)
+	return d.s.CaptureGet(ctx, id)
 }
 
 // BySubject returns the visible records of a raw subject id.
@@ -122,7 +112,7 @@ func (d *Docs) BySubject(ctx context.Context, raw string) ([]Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	rs, err := d.s.bySubject(ctx, k.String())
+	rs, err := d.s.CaptureBySubject(ctx, k.String())
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +121,7 @@ func (d *Docs) BySubject(ctx context.Context, raw string) ([]Record, error) {
 
 // All returns every visible record (sqlite-doc stores only).
 func (d *Docs) All(ctx context.Context) ([]Record, error) {
-	rs, err := d.s.all(ctx)
+	rs, err := d.s.CaptureAll(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +131,7 @@ func (d *Docs) All(ctx context.Context) ([]Record, error) {
 func (d *Docs) filter(ctx context.Context, rs []Record) ([]Record, error) {
 	out := rs[:0]
 	for _, r := range rs {
-		ok, err := d.r.visible(ctx, d.s.name(), r.ID)
+		ok, err := d.r.visible(ctx, d.name, r.ID)
 		if err != nil {
 			return nil, err
 		}

@@ -6,24 +6,26 @@ import (
 
 	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/store"
-	"github.com/amnesia-dev/amnesia/store/pgvector"
-	"github.com/amnesia-dev/amnesia/store/sqlitevec"
 )
 
 // Vectors wraps a vector store: sqlite-vec or pgvector.
 type Vectors struct {
-	r *Recorder
-	s vecBackend
+	r    *Recorder
+	s    VectorStore
+	name string // the store's configured name: its name in the ledger
 }
 
-// Vectors wraps a sqlite-vec store.
-func (r *Recorder) Vectors(s *sqlitevec.Store) *Vectors { return &Vectors{r: r, s: sqliteVectors{s}} }
+// Vectors wraps a vector store (a *sqlitevec.Store or *pgvector.Store, or
+// any VectorStore).
+func (r *Recorder) Vectors(s VectorStore) *Vectors { return &Vectors{r: r, s: s, name: s.Info().Name} }
 
 // PGVectors wraps a pgvector store (store/pgvector).
-func (r *Recorder) PGVectors(s *pgvector.Store) *Vectors { return &Vectors{r: r, s: pgVectors{s}} }
+//
+// Deprecated: use Vectors, which wraps any VectorStore.
+func (r *Recorder) PGVectors(s VectorStore) *Vectors { return r.Vectors(s) }
 
 // Store returns the wrapped store's configured name.
-func (v *Vectors) Store() string { return v.s.name() }
+func (v *Vectors) Store() string { return v.name }
 
 // Vector is one write.
 type Vector struct {
@@ -41,27 +43,10 @@ type Vector struct {
 	Metadata map[string]any
 }
 
-// VectorRecord is a vector as a read returns it. Subject is the subject
-// tag: the keyed digest (hmac:…), never the raw id.
-type VectorRecord struct {
-	ID        string
-	Subject   string
-	Embedding []float32
-	Content   string         // pgvector only
-	Metadata  map[string]any // pgvector only, without the subject tag
-}
-
-// Neighbor is one search result.
-type Neighbor struct {
-	ID       string
-	Subject  string // subject tag
-	Distance float64
-}
-
 // Put records an embedding artifact derived from its chunk, then writes it.
 func (v *Vectors) Put(ctx context.Context, vec Vector) error {
 	rec := VectorRecord{ID: vec.ID, Embedding: vec.Embedding, Content: vec.Content, Metadata: vec.Metadata}
-	if err := v.s.check(rec); err != nil {
+	if err := v.s.CaptureCheck(rec); err != nil {
 		return err
 	}
 	of := vec.Of
@@ -79,11 +64,11 @@ func (v *Vectors) Put(ctx context.Context, vec Vector) error {
 	if parent != "" {
 		parents = []string{parent}
 	}
-	if _, err := v.r.record(ctx, owner, lineage.KindEmbedding, v.s.name(), vec.ID, store.Float32LE(vec.Embedding), parents...); err != nil {
+	if _, err := v.r.record(ctx, owner, lineage.KindEmbedding, v.name, vec.ID, store.Float32LE(vec.Embedding), parents...); err != nil {
 		return err
 	}
 	rec.Subject = owner.String()
-	return v.s.put(ctx, rec)
+	return v.s.CapturePut(ctx, rec)
 }
 
 // Search returns the k nearest visible vectors, nearest first (on pgvector
@@ -91,13 +76,13 @@ func (v *Vectors) Put(ctx context.Context, vec Vector) error {
 // Suppressed vectors are dropped after the search, so fewer than k may come
 // back.
 func (v *Vectors) Search(ctx context.Context, q []float32, k int) ([]Neighbor, error) {
-	ns, err := v.s.search(ctx, q, k)
+	ns, err := v.s.CaptureSearch(ctx, q, k)
 	if err != nil {
 		return nil, err
 	}
 	out := ns[:0]
 	for _, n := range ns {
-		ok, err := v.r.visible(ctx, v.s.name(), n.ID)
+		ok, err := v.r.visible(ctx, v.name, n.ID)
 		if err != nil {
 			return nil, err
 		}
@@ -110,9 +95,9 @@ func (v *Vectors) Search(ctx context.Context, q []float32, k int) ([]Neighbor, e
 
 // Get returns the vector, or nil when absent or suppressed.
 func (v *Vectors) Get(ctx context.Context, id string) (*VectorRecord, error) {
-	ok, err := v.r.visible(ctx, v.s.name(), id)
+	ok, err := v.r.visible(ctx, v.name, id)
 	if err != nil || !ok {
 		return nil, err
 	}
-	return v.s.get(ctx, id)
+	return v.s.CaptureGet(ctx, id)
 }

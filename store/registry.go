@@ -41,6 +41,9 @@ type Adapter struct {
 	Open Opener
 	// Validate checks a configuration without connecting; it may be nil.
 	Validate func(Config) error
+	// Location names where a configured server store is, for people (e.g.
+	// host:port/database and table), never credentials; it may be nil.
+	Location func(Config) string
 }
 
 var (
@@ -71,6 +74,18 @@ func Validate(c Config) error {
 		return a.Validate(c)
 	}
 	return nil
+}
+
+// Location returns where c's store is, as its adapter type names it (see
+// Adapter.Location); false when the type is not linked or names none.
+func Location(c Config) (string, bool) {
+	regMu.RLock()
+	a, ok := openers[c.Type]
+	regMu.RUnlock()
+	if !ok || a.Location == nil {
+		return "", false
+	}
+	return a.Location(c), true
 }
 
 // adapterImports names the package that registers each of amnesia's own

@@ -2,11 +2,7 @@ package state
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
-	"strconv"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/amnesia-dev/amnesia/store"
 )
@@ -66,7 +62,8 @@ func (c *Config) CheckStore(ctx context.Context, sc StoreConfig) []store.Problem
 }
 
 // StoreTarget names where a store is, for people: its resolved path, or
-// host:port/database of its DSN (never the user's password).
+// where its adapter says its DSN points (host:port/database and table for
+// PostgreSQL; never the user's password).
 func (c *Config) StoreTarget(sc StoreConfig) string {
 	sc = c.Resolve(sc)
 	if sc.DSN == "" {
@@ -75,13 +72,9 @@ func (c *Config) StoreTarget(sc StoreConfig) string {
 		}
 		return sc.Path
 	}
-	cfg, err := pgx.ParseConfig(sc.DSN)
-	if err != nil {
-		return "(invalid dsn)"
+	// The adapter parses its DSN: this package links no database driver.
+	if t, ok := store.Location(sc); ok {
+		return t
 	}
-	t := cfg.Host + ":" + strconv.Itoa(int(cfg.Port)) + "/" + cfg.Database
-	if sc.Table != "" {
-		t += fmt.Sprintf(" table %s", sc.Table)
-	}
-	return t
+	return "(dsn of type " + sc.Type + ", not shown: its adapter is not linked)"
 }

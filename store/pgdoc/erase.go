@@ -116,5 +116,6 @@ func init() {
 			return Open(ctx, c, create)
 		},
 		Validate: pg.ValidateConfig,
+		Location: pg.Location,
 	})
 }

@@ -239,5 +239,6 @@ func init() {
 			return Open(ctx, c, create)
 		},
 		Validate: validate,
+		Location: pg.Location,
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -251,3 +252,17 @@ var reserved = map[string]bool{"all": true, "analyse": true, "analyze": true, "a
 	"current_user": true, "default": true, "desc": true, "do": true, "end": true, "from": true, "grant": true, "group": true,
 	"limit": true, "offset": true, "order": true, "primary": true, "references": true, "select": true, "session_user": true,
 	"table": true, "to": true, "user": true, "where": true, "window": true, "with": true}
+
+// Location names where a configured store is, for people: host:port/database
+// of its DSN and its table, never the user or password.
+func Location(c store.Config) string {
+	cfg, err := pgx.ParseConfig(c.DSN)
+	if err != nil {
+		return "(invalid dsn)"
+	}
+	t := cfg.Host + ":" + strconv.Itoa(int(cfg.Port)) + "/" + cfg.Database
+	if c.Table != "" {
+		t += fmt.Sprintf(" table %s", c.Table)
+	}
+	return t
+}

@@ -1,0 +1,67 @@
+package pgvector
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/amnesia-dev/amnesia/capture/backend"
+	"github.com/amnesia-dev/amnesia/store"
+)
+
+// What package capture needs of a pgvector store (backend.VectorStore): a
+// program that imports this package can wrap its stores with capture. The
+// subject tag is kept as metadata "subject".
+
+func init() {
+	backend.RegisterVectorStore(Type, func(s store.Store) (backend.VectorStore, error) {
+		if v, ok := s.(*Store); ok {
+			return v, nil
+		}
+		return nil, backend.NotStoreOf(Type, s)
+	})
+}
+
+var _ backend.VectorStore = (*Store)(nil)
+
+// CaptureCheck refuses metadata under the key that holds the subject tag.
+func (s *Store) CaptureCheck(r backend.VectorRecord) error {
+	if _, ok := r.Metadata["subject"]; ok {
+		return fmt.Errorf("capture embedding: metadata key \"subject\" is where store %q keeps the subject tag: use another key", s.name)
+	}
+	return nil
+}
+
+// CapturePut writes a vector captured by package capture.
+func (s *Store) CapturePut(ctx context.Context, r backend.VectorRecord) error {
+	return s.Put(ctx, Record{ID: r.ID, Subject: r.Subject, Embedding: r.Embedding, Content: r.Content, Metadata: r.Metadata})
+}
+
+// CaptureGet is Get for package capture, without the subject tag in
+// Metadata.
+func (s *Store) CaptureGet(ctx context.Context, id string) (*backend.VectorRecord, error) {
+	r, err := s.Get(ctx, id)
+	if err != nil || r == nil {
+		return nil, err
+	}
+	meta := map[string]any{}
+	for k, v := range r.Metadata {
+		if k != "subject" {
+			meta[k] = v
+		}
+	}
+	if len(meta) == 0 {
+		meta = nil
+	}
+	return &backend.VectorRecord{ID: r.ID, Subject: r.Subject, Embedding: r.Embedding, Content: r.Content, Metadata: meta}, nil
+}
+
+// CaptureSearch is Search through the vector index when there is one
+// (approximate), as an application's read path would.
+func (s *Store) CaptureSearch(ctx context.Context, q []float32, k int) ([]backend.Neighbor, error) {
+	ns, err := s.Search(ctx, q, k, false)
+	var out []backend.Neighbor
+	for _, n := range ns {
+		out = append(out, backend.Neighbor{ID: n.ID, Subject: n.Subject, Distance: n.Distance})
+	}
+	return out, err
+}
