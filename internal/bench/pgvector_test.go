@@ -6,18 +6,17 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/amnesia-dev/amnesia/internal/pgtest"
 )
 
 // The pgvector benchmark at toy scale: every baseline runs, and what must
 // hold whatever the machine holds.
 func TestPGVectorSmoke(t *testing.T) {
-	dsn := os.Getenv("AMNESIA_TEST_PGLITE_DSN")
-	if dsn == "" {
-		t.Skip("AMNESIA_TEST_PGLITE_DSN is not set (eval \"$(scripts/services start)\")")
-	}
+	dsn := pgtest.DB(t, "vector") // a database of the test's own
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	res, err := PGVector(ctx, PGVectorOptions{DSN: dsn, DataDir: os.Getenv("AMNESIA_TEST_PGLITE_DATADIR"),
+	res, err := PGVector(ctx, PGVectorOptions{DSN: dsn, DataDir: os.Getenv(pgtest.DataDirEnv),
 		Vectors: 600, Dim: 16, Subjects: 30, Sample: 2, Batch: 5, Seed: 1,
 		Index: "auto", Lists: 4, HNSWBudget: time.Minute, Tables: "bench_vectors_smoke_", Work: t.TempDir()})
 	if err != nil {
