@@ -3,10 +3,10 @@
 // pg_dirtyread and pgvector).
 //
 // Each test gets its own database, so that packages can run in parallel
-// against one server: VACUUM's horizon, REINDEX CONCURRENTLY's wait for
-// older snapshots and the catalogs are per database, and a transaction
+// against one server: a plain VACUUM's horizon, REINDEX CONCURRENTLY's wait
+// for older snapshots and the catalogs are per database, and a transaction
 // another package holds open in a shared database would otherwise keep the
-// dead tuples a reclaim must remove (see docs/postgres.md).
+// dead tuples a reclaim must remove (see docs/postgres.md, Tests).
 package pgtest
 
 import (
