@@ -16,6 +16,7 @@ import (
 
 	"github.com/amnesia-dev/amnesia/capture"
 	"github.com/amnesia-dev/amnesia/certificate"
+	"github.com/amnesia-dev/amnesia/internal/pgtest"
 	"github.com/amnesia-dev/amnesia/internal/state"
 	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/store"
@@ -236,24 +237,11 @@ func TestIntegrateGuideSQLite(t *testing.T) {
 	}
 }
 
-// pgWithVector returns the test server's DSN after making sure the vector
-// extension exists there, or skips saying why.
+// pgWithVector returns the DSN of a database of the test's own on the test
+// server, with the vector extension, or skips when there is no server.
 func pgWithVector(t *testing.T) string {
 	t.Helper()
-	dsn := os.Getenv("AMNESIA_TEST_PG_DSN")
-	if dsn == "" {
-		t.Skip("AMNESIA_TEST_PG_DSN is not set: run eval \"$(scripts/services env)\" for PostgreSQL")
-	}
-	ctx := context.Background()
-	c, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatalf("connect to AMNESIA_TEST_PG_DSN: %v", err)
-	}
-	defer c.Close(ctx)
-	if _, err := c.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS vector`); err != nil {
-		t.Skipf("the PostgreSQL of AMNESIA_TEST_PG_DSN cannot create the pgvector extension (%v): the guide's PostgreSQL + pgvector part is not run", err)
-	}
-	return dsn
+	return pgtest.DB(t, "vector")
 }
 
 // dropTables drops tables on the test server now and when the test ends.
@@ -311,10 +299,7 @@ func initConfig(t *testing.T, stores ...store.Config) string {
 // chunks in a PostgreSQL table and their embeddings in sqlite-vec (no
 // pgvector needed), and checks what the postgres wrapper stores and hides.
 func TestIntegratePostgresDocsWithSQLiteVectors(t *testing.T) {
-	dsn := os.Getenv("AMNESIA_TEST_PG_DSN")
-	if dsn == "" {
-		t.Skip("AMNESIA_TEST_PG_DSN is not set: run eval \"$(scripts/services env)\" for PostgreSQL")
-	}
+	dsn := pgtest.DB(t) // a database of the test's own
 	ctx := context.Background()
 	table := uniq("capture_docs_")
 	dropTables(t, dsn, table)

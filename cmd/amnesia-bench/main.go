@@ -4,7 +4,7 @@
 //
 //	go run ./cmd/amnesia-bench residue [--store sqlite-doc] [--subjects 200 --docs-each 15 --sample 20]
 //	go run ./cmd/amnesia-bench scale [--edges 10000000]
-//	go run ./cmd/amnesia-bench pgvector [--vectors 100000 --dim 384 --subjects 1000 --batch 100 --dsn $AMNESIA_TEST_PGLITE_DSN]
+//	go run ./cmd/amnesia-bench pgvector [--vectors 100000 --dim 384 --subjects 1000 --batch 100 --dsn $AMNESIA_TEST_PG_DSN]
 //	go run ./cmd/amnesia-bench report
 package main
 
@@ -68,8 +68,8 @@ func main() {
 	case "pgvector":
 		o := bench.PGVectorDefaults()
 		o.Progress = os.Stderr
-		fs.StringVar(&o.DSN, "dsn", os.Getenv("AMNESIA_TEST_PGLITE_DSN"), "PostgreSQL with pgvector (default $AMNESIA_TEST_PGLITE_DSN)")
-		fs.StringVar(&o.DataDir, "data-dir", os.Getenv("AMNESIA_TEST_PGLITE_DATADIR"), "the server's data directory, read by the physical probe (default $AMNESIA_TEST_PGLITE_DATADIR; empty: through pg_read_binary_file)")
+		fs.StringVar(&o.DSN, "dsn", os.Getenv("AMNESIA_TEST_PG_DSN"), "PostgreSQL with pgvector (default $AMNESIA_TEST_PG_DSN)")
+		fs.StringVar(&o.DataDir, "data-dir", os.Getenv("AMNESIA_TEST_PG_DATADIR"), "the server's data directory, read by the physical probe (default $AMNESIA_TEST_PG_DATADIR; empty: through pg_read_binary_file)")
 		fs.IntVar(&o.Vectors, "vectors", o.Vectors, "vectors in the table")
 		fs.IntVar(&o.Dim, "dim", o.Dim, "dimensions")
 		fs.IntVar(&o.Subjects, "subjects", o.Subjects, "subjects owning the vectors")

@@ -2,7 +2,10 @@ package bench
 
 import (
 	"context"
+	"os"
 	"testing"
+
+	"github.com/amnesia-dev/amnesia/internal/pgtest"
 )
 
 // The smoke run: every baseline on every target, on a small corpus, so the
@@ -10,6 +13,14 @@ import (
 func TestResidueSmoke(t *testing.T) {
 	for _, typ := range ResidueTypes() {
 		t.Run(typ, func(t *testing.T) {
+			// The server targets run in a database of the test's own.
+			switch typ {
+			case "postgres":
+				t.Setenv("AMNESIA_BENCH_PG_DSN", pgtest.DB(t, "pgstattuple"))
+			case "pgvector":
+				t.Setenv("AMNESIA_BENCH_PGVECTOR_DSN", pgtest.DB(t, "vector", "pgstattuple"))
+				t.Setenv("AMNESIA_BENCH_PGVECTOR_DATADIR", os.Getenv(pgtest.DataDirEnv))
+			}
 			res, err := Residue(context.Background(), typ, Options{Seed: 1, Subjects: 6, DocsEach: 4, Sample: 2, Work: t.TempDir()})
 			if err != nil {
 				t.Fatal(err)

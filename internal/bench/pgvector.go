@@ -252,7 +252,7 @@ func PGVector(ctx context.Context, o PGVectorOptions) (*PGVectorResult, error) {
 func (o *PGVectorOptions) check() error {
 	switch {
 	case o.DSN == "":
-		return errors.New("pgvector bench: no DSN (--dsn or AMNESIA_TEST_PGLITE_DSN)")
+		return errors.New("pgvector bench: no DSN (--dsn or AMNESIA_TEST_PG_DSN)")
 	case o.Dim < 2 || o.Dim > pgvector.MaxDimensions:
 		return fmt.Errorf("pgvector bench: dim %d", o.Dim)
 	case o.Subjects < 1 || o.Vectors < o.Subjects:

@@ -11,18 +11,17 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	pgv "github.com/pgvector/pgvector-go"
+
+	"github.com/amnesia-dev/amnesia/internal/pgtest"
 )
 
 // The pgvector benchmark at toy scale: every baseline runs, and what must
 // hold whatever the machine holds.
 func TestPGVectorSmoke(t *testing.T) {
-	dsn := os.Getenv("AMNESIA_TEST_PGLITE_DSN")
-	if dsn == "" {
-		t.Skip("AMNESIA_TEST_PGLITE_DSN is not set (eval \"$(scripts/services start)\")")
-	}
+	dsn := pgtest.DB(t, "vector") // a database of the test's own
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	res, err := PGVector(ctx, PGVectorOptions{DSN: dsn, DataDir: os.Getenv("AMNESIA_TEST_PGLITE_DATADIR"),
+	res, err := PGVector(ctx, PGVectorOptions{DSN: dsn, DataDir: os.Getenv(pgtest.DataDirEnv),
 		Vectors: 600, Dim: 16, Subjects: 30, Sample: 2, Batch: 5, Seed: 1,
 		Index: "auto", Lists: 4, HNSWBudget: time.Minute, Tables: "bench_vectors_smoke_", Work: t.TempDir()})
 	if err != nil {
@@ -91,13 +90,7 @@ func pending(residue map[string]int) int {
 // pgx codec: every row reads back with its own vector, exactly, and its
 // subject tag.
 func TestPGVectorLoad(t *testing.T) {
-	dsn := os.Getenv("AMNESIA_TEST_PGLITE_DSN")
-	if dsn == "" {
-		dsn = os.Getenv("AMNESIA_TEST_PG_DSN")
-	}
-	if dsn == "" {
-		t.Skip("no PostgreSQL: neither AMNESIA_TEST_PGLITE_DSN nor AMNESIA_TEST_PG_DSN is set (eval \"$(scripts/services env)\")")
-	}
+	dsn := pgtest.DB(t, "vector")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const rows, dim, subjects = 40, 8, 4

@@ -11,26 +11,26 @@ import (
 	"github.com/amnesia-dev/amnesia/store/pgvector"
 )
 
-// pgliteDSN is the pgvector server the pgvector target uses.
-func pgliteDSN() string {
+// pgvectorDSN is the PostgreSQL server with pgvector the pgvector target
+// uses: AMNESIA_BENCH_PGVECTOR_DSN, else the test server.
+func pgvectorDSN() string {
 	if d := os.Getenv("AMNESIA_BENCH_PGVECTOR_DSN"); d != "" {
 		return d
 	}
-	return os.Getenv("AMNESIA_TEST_PGLITE_DSN")
+	return os.Getenv("AMNESIA_TEST_PG_DSN")
 }
 
-// pgliteDataDir is that server's data directory, when this process may read
-// it: the physical probe then reads the relation and pg_wal files directly
-// instead of through pg_read_binary_file (on PGlite's WASM backend, a query
-// per 4 MiB chunk of every WAL segment made each probe take seconds).
-func pgliteDataDir() string {
+// pgvectorDataDir is that server's data directory, when this process may
+// read it: the physical probe then reads the relation and pg_wal files
+// directly instead of through pg_read_binary_file.
+func pgvectorDataDir() string {
 	if d := os.Getenv("AMNESIA_BENCH_PGVECTOR_DATADIR"); d != "" {
 		return d
 	}
 	if os.Getenv("AMNESIA_BENCH_PGVECTOR_DSN") != "" {
 		return "" // another server: its data directory is not the test server's
 	}
-	return os.Getenv("AMNESIA_TEST_PGLITE_DATADIR")
+	return os.Getenv("AMNESIA_TEST_PG_DATADIR")
 }
 
 // The pgvector target keeps each chunk's embedding and text, as RAG tables
@@ -40,7 +40,7 @@ func init() {
 		typ:   pgvector.Type,
 		fresh: true,
 		config: func(dir string) store.Config {
-			return store.Config{Name: "pgvec", Type: pgvector.Type, DSN: pgliteDSN(), Table: "bench_vec_" + runTag + "_" + filepath.Base(dir), Dimensions: demo.Dim, DataDir: pgliteDataDir()}
+			return store.Config{Name: "pgvec", Type: pgvector.Type, DSN: pgvectorDSN(), Table: "bench_vec_" + runTag + "_" + filepath.Base(dir), Dimensions: demo.Dim, DataDir: pgvectorDataDir()}
 		},
 		ingest: func(ctx context.Context, e *env, c *Corpus, d Doc) error {
 			s := e.st.(*pgvector.Store)

@@ -208,16 +208,14 @@ func vecRebuild(ctx context.Context, s store.Store, _ []string) error {
 }
 
 // ResidueTypes returns the store types the residue benchmark covers.
-// The postgres target needs a server: it is listed only when one is
-// configured. The pgvector target (PGlite) is listed only when its data
-// directory is configured too: probing through pg_read_binary_file on
-// PGlite's WASM backend is too slow for the smoke run.
+// The postgres and pgvector targets need a server (for pgvector, with the
+// extension): each is listed only when one is configured.
 func ResidueTypes() []string {
 	types := []string{sqlitedoc.Type, sqlitevec.Type}
 	if pgDSN() != "" {
 		types = append(types, "postgres")
 	}
-	if pgliteDSN() != "" && pgliteDataDir() != "" {
+	if pgvectorDSN() != "" {
 		types = append(types, pgvector.Type)
 	}
 	return types

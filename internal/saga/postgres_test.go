@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/amnesia-dev/amnesia/certificate"
+	"github.com/amnesia-dev/amnesia/internal/pgtest"
 	"github.com/amnesia-dev/amnesia/internal/saga"
 	"github.com/amnesia-dev/amnesia/internal/state"
 	"github.com/amnesia-dev/amnesia/lineage"
@@ -36,13 +36,10 @@ func pgVector(seed int) []float32 {
 	return v
 }
 
-// An erasure across native PostgreSQL and pgvector (PGlite), driven by the
+// An erasure across a PostgreSQL table and a pgvector table, driven by the
 // configuration exactly as the CLI does, reaches the physical level in both.
 func TestEraseAcrossPostgresAndPgvector(t *testing.T) {
-	pgDSN, liteDSN := os.Getenv("AMNESIA_TEST_PG_DSN"), os.Getenv("AMNESIA_TEST_PGLITE_DSN")
-	if pgDSN == "" || liteDSN == "" {
-		t.Skip("AMNESIA_TEST_PG_DSN and AMNESIA_TEST_PGLITE_DSN are not set: run scripts/test, which starts PostgreSQL 15 and PGlite")
-	}
+	pgtest.Server(t)
 	// "full-emptied": the subject owns every row, so the erasure empties the
 	// table, and ANALYZE of an empty table keeps the old statistics.
 	for _, mode := range []string{"full", "delete-only", "full-emptied"} {
@@ -51,12 +48,14 @@ func TestEraseAcrossPostgresAndPgvector(t *testing.T) {
 			if mode == "full-emptied" {
 				reclaim, people = "full", []int{1}
 			}
+			// A database of the subtest's own, with pgvector.
+			dsn := pgtest.DB(t, "vector", "pgstattuple")
 			ctx := context.Background()
 			suffix := fmt.Sprintf("%d", time.Now().UnixNano()%1e9)
 			cfg := state.DefaultConfig()
 			cfg.Stores = []state.StoreConfig{
-				{Name: "pgdocs", Type: pgdoc.Type, DSN: pgDSN, Table: "saga_docs_" + suffix, Reclaim: reclaim},
-				{Name: "pgvec", Type: pgvector.Type, DSN: liteDSN, Table: "saga_vec_" + suffix, Dimensions: pgDim, Reclaim: reclaim},
+				{Name: "pgdocs", Type: pgdoc.Type, DSN: dsn, Table: "saga_docs_" + suffix, Reclaim: reclaim},
+				{Name: "pgvec", Type: pgvector.Type, DSN: dsn, Table: "saga_vec_" + suffix, Dimensions: pgDim, Reclaim: reclaim},
 			}
 			sd, err := state.Init(filepath.Join(t.TempDir(), "state"), cfg)
 			if err != nil {

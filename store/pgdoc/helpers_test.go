@@ -4,79 +4,37 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/amnesia-dev/amnesia/internal/pgtest"
 	"github.com/amnesia-dev/amnesia/store"
 	"github.com/amnesia-dev/amnesia/store/pgdoc"
 )
 
-// testDB is the database the tests use on the shared server: their own, so
-// that other packages' open transactions in the default database do not pin
-// the xmin horizon of these tables.
-const testDB = "amnesia_pgdoc_test"
+// dbs holds each test's database: config, admin and the privilege tests'
+// connections of one test share it.
+var dbs sync.Map // *testing.T -> DSN
 
-var (
-	dbOnce sync.Once
-	dbDSN  string
-	dbErr  error
-)
-
-// dsn returns the DSN of the test database, creating it (with pgstattuple
-// and pg_dirtyread) on first use, or skips the test when
-// AMNESIA_TEST_PG_DSN is unset.
+// dsn returns the DSN of a database of the test's own on the test server,
+// with pgstattuple and pg_dirtyread, or skips the test when
+// AMNESIA_TEST_PG_DSN is unset. Its own database: other tests' (and other
+// packages') open transactions do not pin the xmin horizon of its tables,
+// nor wait with it on pg_statistic. Dropped when the test ends.
 func dsn(t *testing.T) string {
 	t.Helper()
-	base := os.Getenv("AMNESIA_TEST_PG_DSN")
-	if base == "" {
-		t.Skip("AMNESIA_TEST_PG_DSN is not set: run eval \"$(scripts/services start)\" for a real PostgreSQL 15")
+	if d, ok := dbs.Load(t); ok {
+		return d.(string)
 	}
-	dbOnce.Do(func() { dbDSN, dbErr = setupDB(base) })
-	if dbErr != nil {
-		t.Fatalf("set up test database: %v", dbErr)
-	}
-	return dbDSN
-}
-
-func setupDB(base string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := pgx.Connect(ctx, base)
-	if err != nil {
-		return "", err
-	}
-	defer c.Close(ctx)
-	if _, err := c.Exec(ctx, "CREATE DATABASE "+testDB); err != nil {
-		var pe *pgconn.PgError
-		if !errors.As(err, &pe) || pe.Code != "42P04" { // duplicate_database
-			return "", err
-		}
-	}
-	u, err := url.Parse(base)
-	if err != nil {
-		return "", err
-	}
-	u.Path = "/" + testDB
-	d, err := pgx.Connect(ctx, u.String())
-	if err != nil {
-		return "", err
-	}
-	defer d.Close(ctx)
-	for _, ext := range []string{"pgstattuple", "pg_dirtyread"} {
-		if _, err := d.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS "+ext); err != nil {
-			return "", fmt.Errorf("create extension %s: %w", ext, err)
-		}
-	}
-	return u.String(), nil
+	d := pgtest.DB(t, "pgstattuple", "pg_dirtyread")
+	dbs.Store(t, d)
+	t.Cleanup(func() { dbs.Delete(t) })
+	return d
 }
 
 // withUser returns dsn with the user replaced.

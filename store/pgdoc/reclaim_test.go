@@ -2,11 +2,15 @@ package pgdoc_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/amnesia-dev/amnesia/internal/pgtest"
 	"github.com/amnesia-dev/amnesia/store"
 	"github.com/amnesia-dev/amnesia/store/internal/pg"
 	"github.com/amnesia-dev/amnesia/store/pgdoc"
@@ -252,4 +256,69 @@ func deadTuplesScenario(t *testing.T, attempt int) bool {
 		t.Errorf("found %v: rec-a, deleted before the snapshot, must be gone and rec-b found", f)
 	}
 	return true
+}
+
+// A transaction with an xid open in another database of the cluster holds
+// back the xmin of every snapshot, VACUUM FULL's own included: a VACUUM FULL
+// of pg_statistic alone keeps the deleted statistics rows as "recently dead"
+// and copies their sample values (whole texts here) into its new file. The
+// reclaim vacuums pg_statistic first (a plain VACUUM heeds this database's
+// transactions only), so none of them is left. This is what made the saga's
+// PostgreSQL test fail whenever another package's write transaction was open
+// on the shared test server.
+func TestStatisticsReclaimedWhileAnotherDatabaseWrites(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, config(t))
+	// Short contents: pg_statistic keeps them uncompressed, where the
+	// probe can see them.
+	content := func(i int) string {
+		return fmt.Sprintf("turn %d: the caller asked about order %x, due on day %d.", i, i*7919+13, 100+i)
+	}
+	for i := 0; i < 6; i++ {
+		if err := s.Put(ctx, pgdoc.Record{ID: fmt.Sprintf("rec-%d", i), Subject: fmt.Sprintf("subject-%d", i), Kind: "chat", Content: content(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := admin(t)
+	exec(t, a, "ANALYZE "+s.Table())
+	var inStats bool
+	if err := a.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_statistic WHERE starelid = $1::text::regclass
+		AND concat(stavalues1::text, stavalues2::text, stavalues3::text, stavalues4::text, stavalues5::text) LIKE '%' || $2 || '%')`,
+		s.Table(), content(0)).Scan(&inStats); err != nil {
+		t.Fatal(err)
+	}
+	if !inStats {
+		t.Fatal("ANALYZE kept no sample of rec-0's content in pg_statistic: the test has no power")
+	}
+	ev := evidence(t, s, "rec-0")
+	for i := 1; i < 6; i++ {
+		k := fmt.Sprintf("rec-%d", i)
+		ev[k] = evidence(t, s, k)[k]
+	}
+
+	// The other database's writer: an xid, held until the test ends.
+	other, err := pgx.Connect(ctx, pgtest.DB(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close(context.Background()) })
+	for _, q := range []string{`CREATE TABLE w (x int)`, `BEGIN`, `INSERT INTO w VALUES (1)`} {
+		if _, err := other.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+
+	if err := s.Delete(ctx, []string{"rec-0"}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := s.Reclaim(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.State != "" {
+		t.Fatalf("Reclaim = %q %q: a transaction in another database does not pin this one", rep.State, rep.Evidence)
+	}
+	if f := found(t, s, ev); f["rec-0"] != 0 || f["rec-1"] == 0 {
+		t.Fatalf("after reclaim found %v: want none of rec-0 (pg_statistic's copies included), some of rec-1", f)
+	}
 }

@@ -6,28 +6,33 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
-	"os"
 	"strings"
+	"sync"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/amnesia-dev/amnesia/internal/pgtest"
 	"github.com/amnesia-dev/amnesia/store"
 	"github.com/amnesia-dev/amnesia/store/pgvector"
 )
 
 const dim = 32
 
-// dsn returns the PGlite DSN or skips. PGlite serves one connection at a
-// time: a test never holds a second connection while a store is open, and
-// goes through Store.Exec instead.
+// dbs holds each test's database: config and sql of one test share it.
+var dbs sync.Map // *testing.T -> DSN
+
+// dsn returns the DSN of a database of the test's own on the test server
+// (PostgreSQL 15 with pgvector 0.8.6), with the vector and pgstattuple
+// extensions, or skips. The database is dropped when the test ends.
 func dsn(t *testing.T) string {
 	t.Helper()
-	d := os.Getenv("AMNESIA_TEST_PGLITE_DSN")
-	if d == "" {
-		t.Skip("AMNESIA_TEST_PGLITE_DSN is not set: run eval \"$(scripts/services start)\" for PGlite with pgvector")
+	if d, ok := dbs.Load(t); ok {
+		return d.(string)
 	}
+	d := pgtest.DB(t, "vector", "pgstattuple")
+	dbs.Store(t, d)
+	t.Cleanup(func() { dbs.Delete(t) })
 	return d
 }
 
@@ -37,26 +42,11 @@ func uniq(prefix string) string {
 	return prefix + hex.EncodeToString(b)
 }
 
-// connect opens a connection of its own. PGlite refuses a second one, and
-// for a moment after a close, so it retries for a few seconds.
-func connect(d string) (*pgx.Conn, error) {
-	ctx := context.Background()
-	var err error
-	for i := 0; i < 50; i++ {
-		var c *pgx.Conn
-		if c, err = pgx.Connect(ctx, d); err == nil {
-			return c, nil
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return nil, err
-}
-
-// sql runs statements on a connection of its own (no store may be open).
+// sql runs statements on a connection of its own.
 func sql(t *testing.T, stmts ...string) {
 	t.Helper()
 	ctx := context.Background()
-	c, err := connect(dsn(t))
+	c, err := pgx.Connect(ctx, dsn(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,27 +58,40 @@ func sql(t *testing.T, stmts ...string) {
 	}
 }
 
-// config returns a configuration for a unique table, dropped (with any
-// other tables listed) when the test ends, after its stores are closed.
-func config(t *testing.T, extra ...string) store.Config {
+// Vector indexes the adapter's tests cover: HNSW (what the adapter creates,
+// and what most applications build) and IVFFlat.
+const (
+	HNSW    = "hnsw"
+	IVFFlat = "ivfflat"
+)
+
+var indexKinds = []string{HNSW, IVFFlat}
+
+// config returns a configuration for a unique table in the test's database
+// (dropped with it when the test ends). The adapter creates the table, with
+// an HNSW index, on Open with create set.
+func config(t *testing.T) store.Config {
 	t.Helper()
-	d := dsn(t)
-	table := uniq("vec_")
-	t.Cleanup(func() {
-		ctx := context.Background()
-		c, err := connect(d)
-		if err != nil {
-			t.Errorf("drop test table: %v", err)
-			return
-		}
-		defer c.Close(ctx)
-		for _, x := range append([]string{table}, extra...) {
-			if _, err := c.Exec(ctx, "DROP TABLE IF EXISTS "+x+" CASCADE"); err != nil {
-				t.Errorf("drop test table: %v", err)
-			}
-		}
-	})
-	return store.Config{Name: "vectors", Type: pgvector.Type, DSN: d, Table: table, Dimensions: dim}
+	return store.Config{Name: "vectors", Type: pgvector.Type, DSN: dsn(t), Table: uniq("vec_"), Dimensions: dim}
+}
+
+// configIndex is config with the table already made, in the adapter's
+// layout, by the application, with a vector index of the given kind: for
+// IVFFlat, lists = 1 (built on the empty table, as an application that
+// creates its schema first does), so every search visits the one list.
+func configIndex(t *testing.T, kind string) store.Config {
+	t.Helper()
+	c := config(t)
+	if kind == HNSW {
+		return c
+	}
+	sql(t,
+		fmt.Sprintf(`CREATE TABLE %s (id text PRIMARY KEY, embedding vector(%d) NOT NULL, content text NOT NULL DEFAULT '', metadata jsonb NOT NULL DEFAULT '{}')`, c.Table, dim),
+		`ALTER TABLE `+c.Table+` ALTER COLUMN content SET STORAGE EXTERNAL`,
+		`CREATE INDEX `+c.Table+`_embedding_ivfflat ON `+c.Table+` USING ivfflat (embedding vector_l2_ops) WITH (lists = 1)`,
+		`CREATE INDEX `+c.Table+`_subject ON `+c.Table+` ((metadata->>'subject'))`,
+	)
+	return c
 }
 
 func open(t *testing.T, c store.Config) *pgvector.Store {

@@ -28,7 +28,7 @@ func langchainConfig(t *testing.T, python bool) (store.Config, string) {
 	t.Helper()
 	p := uniq("lc_")
 	emb, coll := p+"_embedding", p+"_collection"
-	c := config(t, emb, coll)
+	c := config(t)
 	c.Schema, c.Table, c.Dimensions = pgvector.SchemaLangChain, emb, 0
 	if python {
 		sql(t,

@@ -3,40 +3,45 @@ package pgvector_test
 import (
 	"context"
 	"errors"
-	"os"
 	"strings"
 	"testing"
 
+	"github.com/amnesia-dev/amnesia/internal/pgtest"
 	"github.com/amnesia-dev/amnesia/store"
 	"github.com/amnesia-dev/amnesia/store/internal/pg"
 	"github.com/amnesia-dev/amnesia/store/pgvector"
 	"github.com/amnesia-dev/amnesia/store/storetest"
 )
 
+// The conformance suite, on the adapter's table with each kind of vector
+// index: HNSW (the adapter's own) and IVFFlat (made by the application).
 func TestConformance(t *testing.T) {
-	storetest.Run(t, storetest.Harness{
-		Open: func(t *testing.T) store.Store {
-			s, err := pgvector.Open(context.Background(), config(t), true)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return s
-		},
-		Put: func(t *testing.T, s store.Store, key, tag string, seed int) {
-			put(t, s.(*pgvector.Store), key, tag, seed)
-		},
-		NativeDelete: func(t *testing.T, s store.Store, key string) {
-			// A plain DELETE, as an application would issue it (on the
-			// store's connection: PGlite serves one at a time).
-			v := s.(*pgvector.Store)
-			if err := v.Exec(context.Background(), `DELETE FROM `+v.Table()+` WHERE id = $1`, key); err != nil {
-				t.Fatal(err)
-			}
-		},
-		// Verified here: the dead heap tuple and the HNSW element keep the
-		// vector and the content after a plain DELETE.
-		NativeLeavesBytes: true,
-	})
+	for _, kind := range indexKinds {
+		t.Run(kind, func(t *testing.T) {
+			storetest.Run(t, storetest.Harness{
+				Open: func(t *testing.T) store.Store {
+					s, err := pgvector.Open(context.Background(), configIndex(t, kind), true)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return s
+				},
+				Put: func(t *testing.T, s store.Store, key, tag string, seed int) {
+					put(t, s.(*pgvector.Store), key, tag, seed)
+				},
+				NativeDelete: func(t *testing.T, s store.Store, key string) {
+					// A plain DELETE, as an application would issue it.
+					v := s.(*pgvector.Store)
+					if err := v.Exec(context.Background(), `DELETE FROM `+v.Table()+` WHERE id = $1`, key); err != nil {
+						t.Fatal(err)
+					}
+				},
+				// Verified here: the dead heap tuple and the vector index's
+				// element keep the vector and the content after a plain DELETE.
+				NativeLeavesBytes: true,
+			})
+		})
+	}
 }
 
 func TestOpenMissingIsUnavailable(t *testing.T) {
@@ -76,8 +81,14 @@ func TestValidate(t *testing.T) {
 }
 
 func TestRoundTripAndSearch(t *testing.T) {
+	for _, kind := range indexKinds {
+		t.Run(kind, func(t *testing.T) { testRoundTripAndSearch(t, kind) })
+	}
+}
+
+func testRoundTripAndSearch(t *testing.T, kind string) {
 	ctx := context.Background()
-	s := open(t, config(t))
+	s := open(t, configIndex(t, kind))
 	for i := 0; i < 12; i++ {
 		put(t, s, "rec-"+string(rune('a'+i)), "subject-x", i+1)
 	}
@@ -106,8 +117,8 @@ func TestRoundTripAndSearch(t *testing.T) {
 		t.Fatal(err)
 	}
 	methods := strings.Join(res[0].Methods, ",")
-	if !res[0].BySimilarity || !strings.Contains(methods, "by-similarity:k=10:exact") || !strings.Contains(methods, "hnsw-index-vector_l2(approximate)") {
-		t.Fatalf("ProbeLogical = %+v: want both the exact and the approximate index search, and a hit", res[0])
+	if !res[0].BySimilarity || !strings.Contains(methods, "by-similarity:k=10:exact") || !strings.Contains(methods, kind+"-index-vector_l2(approximate)") {
+		t.Fatalf("ProbeLogical = %+v: want both the exact and the approximate %s index search, and a hit", res[0], kind)
 	}
 }
 
@@ -156,12 +167,15 @@ func TestDeleteOnlyReportsPending(t *testing.T) {
 
 // data_dir: the probe reads the relation and WAL files directly.
 func TestProbeFromDataDir(t *testing.T) {
-	ctx := context.Background()
-	dir := os.Getenv("AMNESIA_TEST_PGLITE_DATADIR")
-	if dir == "" {
-		t.Skip("AMNESIA_TEST_PGLITE_DATADIR is not set")
+	for _, kind := range indexKinds {
+		t.Run(kind, func(t *testing.T) { testProbeFromDataDir(t, kind) })
 	}
-	c := config(t)
+}
+
+func testProbeFromDataDir(t *testing.T, kind string) {
+	ctx := context.Background()
+	dir := pgtest.DataDir(t)
+	c := configIndex(t, kind)
 	c.DataDir = dir
 	s := open(t, c)
 	if !s.Privileges().DataDir {

@@ -11,14 +11,13 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/amnesia-dev/amnesia/internal/pgtest"
 )
 
 func liveDB(t *testing.T) (*DB, string) {
 	t.Helper()
-	d := os.Getenv("AMNESIA_TEST_PG_DSN")
-	if d == "" {
-		t.Skip("AMNESIA_TEST_PG_DSN is not set: run eval \"$(scripts/services start)\" for a real PostgreSQL 15")
-	}
+	d := pgtest.DB(t) // a database of the test's own; skips without a server
 	db, err := Connect(context.Background(), d)
 	if err != nil {
 		t.Fatal(err)

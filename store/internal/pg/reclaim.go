@@ -283,8 +283,8 @@ func (r *run) exec(ctx context.Context, label, sql string) (bool, error) {
 }
 
 // statistics replaces the table's statistics with ones sampled from live
-// rows only, then rewrites pg_statistic so the old sample values, which can
-// be whole deleted vectors or texts, leave its files. ANALYZE of a table left
+// rows only, then vacuums and rewrites pg_statistic so the old sample
+// values, which can be whole deleted vectors or texts, leave its files. ANALYZE of a table left
 // with no rows keeps the old statistics (analyze.c writes none from an empty
 // sample), so a superuser first deletes the table's rows of pg_statistic.
 // Without superuser neither is possible, and the probe, which scans
@@ -302,6 +302,15 @@ func (r *run) statistics(ctx context.Context, name, tbl string) error {
 	if !r.t.Priv.Superuser {
 		r.step("pg_statistic not rewritten: needs superuser; statistics sampled before the delete (all of them, if the table is now empty) may keep copies until autovacuum re-analyses and rewrites it")
 		return nil
+	}
+	// A plain VACUUM first removes the deleted rows. VACUUM FULL alone keeps
+	// rows that are dead but "recently dead" to its own snapshot, and that
+	// snapshot's xmin is held back by any transaction with an xid open in
+	// any database of the cluster, where a plain VACUUM only heeds this
+	// database's: VACUUM FULL would then copy the old sample values into
+	// the new file.
+	if _, err := r.stmt(ctx, "VACUUM pg_statistic", "VACUUM pg_catalog.pg_statistic"); err != nil {
+		return err
 	}
 	_, err := r.stmt(ctx, "VACUUM FULL pg_statistic", "VACUUM FULL pg_catalog.pg_statistic")
 	return err
