@@ -43,7 +43,7 @@ type Config struct {
 	// PostgreSQL) before it pauses as PENDING (Go duration; default 30s).
 	ReclaimWait string `yaml:"reclaim_wait,omitempty"`
 	// Serve configures `amnesia serve` (serveconfig.go).
-	Serve ServeConfig `yaml:"serve,omitempty"`
+	Serve       ServeConfig `yaml:"serve,omitempty"`
 	dir         string
 	validityDur time.Duration
 	tsaTimeout  time.Duration
