@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/asg017/sqlite-vec-go-bindings v0.1.6
+	github.com/chromedp/chromedp v0.23.1
 	github.com/digitorus/timestamp v0.0.0-20250524132541-c45532741eea
 	github.com/in-toto/attestation v1.2.0
 	github.com/jackc/pgx/v5 v5.13.0
@@ -22,8 +23,10 @@ require (
 
 require (
 	filippo.io/mldsa v0.0.0-20260215214346-43d0283efc3e // indirect
+	github.com/chromedp/cdproto v0.160.1 // indirect
 	github.com/danielgtaylor/huma/v2 v2.37.2 // indirect
 	github.com/digitorus/pkcs7 v0.0.0-20230713084857-e76b763bdc49 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
