@@ -65,6 +65,7 @@ level each store permits, and issues a signed certificate anyone can verify offl
 		newForgetCommand(g),
 		newEraseCommand(g),
 		newWorkerCommand(g),
+		newMCPCommand(g),
 		newVerifyCommand(),
 		newReverifyCommand(g),
 		newKeysCommand(g),
