@@ -8,7 +8,20 @@ package service
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/amnesia-dev/amnesia/capture"
+	"github.com/amnesia-dev/amnesia/internal/erasure"
+	"github.com/amnesia-dev/amnesia/internal/state"
+	"github.com/amnesia-dev/amnesia/lineage"
+	"github.com/amnesia-dev/amnesia/transparency"
 )
 
 // Role is what a token may do.
@@ -65,8 +78,23 @@ type Options struct {
 	Now func() time.Time
 	// WorkerID names this process in queue claims (default host-pid).
 	WorkerID string
-	// PollInterval of the worker loop (default 1s).
+	// PollInterval of the worker loop and of the request bookkeeping
+	// (default 1s).
 	PollInterval time.Duration
+	// Lease of a claimed erasure (default 30s; renewed every third of it):
+	// how long the erasure of a killed serve waits before another claims
+	// and resumes it.
+	Lease time.Duration
+	// Log receives structured logs (JSON; never personal data). Nil: the
+	// installation's amnesia.log.
+	Log *slog.Logger
+	// Registerer receives the Prometheus metrics; nil: none registered.
+	Registerer prometheus.Registerer
+	// HTTPClient sends the callbacks (default: 10s timeout).
+	HTTPClient *http.Client
+	// NoWorker: Run keeps the requests' bookkeeping and callbacks but
+	// claims no erasure (tests).
+	NoWorker bool
 }
 
 // ArtifactRef names one artifact in a store.
@@ -202,95 +230,118 @@ type PublicKey struct {
 
 // Service is an opened installation.
 type Service struct {
-	stateDir string
-	opts     Options
+	dir     *state.Dir
+	ledger  lineage.Ledger
+	reqs    lineage.RequestStore
+	queue   lineage.Queue
+	env     *erasure.Env
+	tokens  *tokenCache
+	log     *slog.Logger
+	logFile *os.File
+	opts    Options
+	now     func() time.Time
+	secret  []byte
+	client  *http.Client
+	metrics *metrics
+
+	recMu     sync.Mutex
+	recorders map[string]*capture.Recorder
+
+	tlogMu sync.Mutex
+	tlog   *transparency.Log
 }
 
-var errNotYet = errors.New("not implemented yet")
-
-// Open opens the installation in stateDir.
+// Open opens the installation in stateDir and its ledger (created when the
+// state directory never had one, as an application's first capture does;
+// a lost ledger is refused, as by every command).
 func Open(ctx context.Context, stateDir string, opts Options) (*Service, error) {
-	return &Service{stateDir: stateDir, opts: opts}, nil
+	dir, err := state.Open(stateDir)
+	if err != nil {
+		return nil, err
+	}
+	l, err := dir.OpenLedger(ctx, state.LedgerChecked)
+	if errors.Is(err, lineage.ErrNoLedger) {
+		l, err = dir.OpenLedger(ctx, state.LedgerCreate)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{dir: dir, ledger: l, opts: opts, recorders: map[string]*capture.Recorder{}}
+	var ok bool
+	if s.reqs, ok = l.(lineage.RequestStore); !ok {
+		l.Close()
+		return nil, fmt.Errorf("the ledger %T keeps no erasure requests", l)
+	}
+	if s.queue, ok = l.(lineage.Queue); !ok {
+		l.Close()
+		return nil, fmt.Errorf("the ledger %T has no erasure queue", l)
+	}
+	s.log = opts.Log
+	if s.log == nil {
+		f, err := os.OpenFile(dir.LogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			l.Close()
+			return nil, fmt.Errorf("open log: %w", err)
+		}
+		s.logFile, s.log = f, slog.New(slog.NewJSONHandler(f, nil))
+	}
+	s.now = opts.Now
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.opts.DefaultDue <= 0 {
+		s.opts.DefaultDue = dir.Config.Serve.DueDuration()
+	}
+	if s.opts.PollInterval <= 0 {
+		s.opts.PollInterval = time.Second
+	}
+	if s.opts.Lease <= 0 {
+		s.opts.Lease = 30 * time.Second
+	}
+	if s.opts.WorkerID == "" {
+		host, _ := os.Hostname()
+		s.opts.WorkerID = fmt.Sprintf("serve:%s:%d", host, os.Getpid())
+	}
+	s.secret = opts.WebhookSecret
+	if s.secret == nil && dir.Config.Serve.WebhookSecret != "" {
+		s.secret = []byte(dir.Config.Serve.WebhookSecret)
+	}
+	s.client = opts.HTTPClient
+	if s.client == nil {
+		s.client = &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	}
+	s.env = &erasure.Env{Dir: dir, Ledger: l, Log: s.log, Via: "serve"}
+	s.tokens = &tokenCache{stateDir: dir.Path}
+	s.metrics = newMetrics(opts.Registerer)
+	return s, nil
 }
 
 // Close releases the ledger.
-func (s *Service) Close() error { return nil }
-
-// Authenticate resolves a bearer token.
-func (s *Service) Authenticate(token string) (*Principal, error) { return nil, ErrUnauthorized }
-
-// Record records lineage.
-func (s *Service) Record(ctx context.Context, p *Principal, scope string, recs []LineageRecord) (RecordResult, error) {
-	return RecordResult{}, errNotYet
+func (s *Service) Close() error {
+	err := s.ledger.Close()
+	if s.logFile != nil {
+		s.logFile.Close()
+	}
+	return err
 }
 
-// Trace counts what the ledger holds for a subject.
-func (s *Service) Trace(ctx context.Context, p *Principal, scope, rawSubject string) (*TraceSummary, error) {
-	return nil, errNotYet
-}
+// StateDir is the installation's state directory.
+func (s *Service) StateDir() string { return s.dir.Path }
 
-// CreateRequest creates an erasure request.
-func (s *Service) CreateRequest(ctx context.Context, p *Principal, in NewRequest) (*Request, error) {
-	return nil, errNotYet
-}
+// Config is the installation's configuration.
+func (s *Service) Config() *state.Config { return s.dir.Config }
 
-// Intake creates a request from a verified webhook (the caller checked the HMAC).
-func (s *Service) Intake(ctx context.Context, in WebhookIntake) (*Request, error) {
-	return nil, errNotYet
-}
+// Logger is the service's structured log.
+func (s *Service) Logger() *slog.Logger { return s.log }
 
-// Preview traces a request and issues a single-use confirmation.
-func (s *Service) Preview(ctx context.Context, p *Principal, id string) (*Preview, error) {
-	return nil, errNotYet
-}
-
-// Confirm queues a previewed request.
-func (s *Service) Confirm(ctx context.Context, p *Principal, id, confirmation string) (*Request, error) {
-	return nil, errNotYet
-}
-
-// Request returns one request.
-func (s *Service) Request(ctx context.Context, p *Principal, id string) (*Request, error) {
-	return nil, errNotYet
-}
-
-// Requests lists requests in the principal's scopes.
-func (s *Service) Requests(ctx context.Context, p *Principal, f RequestFilter) ([]Request, error) {
-	return nil, errNotYet
-}
-
-// Certificate returns a certificate bundle's bytes.
-func (s *Service) Certificate(ctx context.Context, p *Principal, id string) ([]byte, error) {
-	return nil, errNotYet
-}
-
-// Verify verifies an uploaded bundle against the installation's keyring.
-func (s *Service) Verify(ctx context.Context, p *Principal, bundle []byte) (*Verification, error) {
-	return nil, errNotYet
-}
-
-// Checkpoint returns the transparency log's signed checkpoint.
-func (s *Service) Checkpoint(ctx context.Context, p *Principal) (string, error) {
-	return "", errNotYet
-}
-
-// ConsistencyProof proves the log of size newSize extends the one of size oldSize.
-func (s *Service) ConsistencyProof(ctx context.Context, p *Principal, oldSize, newSize uint64) ([][]byte, error) {
-	return nil, errNotYet
-}
-
-// InclusionProof proves leaf index is in the log of size size.
-func (s *Service) InclusionProof(ctx context.Context, p *Principal, index, size uint64) (proof [][]byte, leafHash []byte, err error) {
-	return nil, nil, errNotYet
-}
-
-// PublicKeys returns the installation's public keys.
-func (s *Service) PublicKeys(ctx context.Context, p *Principal) ([]PublicKey, error) {
-	return nil, errNotYet
-}
+// WebhookSecret is the HMAC secret of the intake endpoint (nil: intake refused).
+func (s *Service) WebhookSecret() []byte { return s.secret }
 
 // Ready reports whether the ledger is reachable.
-func (s *Service) Ready(ctx context.Context) error { return errNotYet }
-
-// Run is the worker loop: runs queued requests, calls callbacks; stops on ctx.
-func (s *Service) Run(ctx context.Context) error { <-ctx.Done(); return nil }
+func (s *Service) Ready(ctx context.Context) error {
+	if _, _, err := s.ledger.Head(ctx); err != nil {
+		s.log.Error("readiness: ledger unreachable", "err", err)
+		return fmt.Errorf("%w: the ledger is not reachable", ErrUnavailable)
+	}
+	return nil
+}
