@@ -24,34 +24,50 @@ from .types import (
 )
 from .webhook import Secret, sign_webhook
 
-__all__ = ["Client", "MAX_BATCH", "batches", "RecordLike"]
+__all__ = ["Client", "MAX_BATCH", "MAX_BODY", "batches", "RecordLike"]
 
 #: The most records one ``POST /v1/lineage`` takes; larger inputs are split.
 MAX_BATCH = 1000
+
+#: The server's default request body limit (serve.max_body: 1MiB); batches stay under it.
+MAX_BODY = 1 << 20
+
+# Room for {"scope": ..., "records": [...]} around the records.
+_ENVELOPE = 512
 
 RecordLike = Union[Record, Mapping[str, Any]]
 
 CERTIFICATE_MEDIA_TYPE = "application/vnd.amnesia.certificate.v1+json"
 
 
-def batches(records: Iterable[RecordLike], size: int = MAX_BATCH) -> Iterator[Tuple[int, List[Record]]]:
-    """Splits records into batches of at most ``size``, as (index of the first, batch).
+def batches(
+    records: Iterable[RecordLike], size: int = MAX_BATCH, max_bytes: int = MAX_BODY
+) -> Iterator[Tuple[int, List[Record]]]:
+    """Splits records into batches of at most ``size`` records whose JSON body
+    stays under ``max_bytes``, as (index of the first, batch).
 
-    Each record is validated on the way (the error names its overall index).
+    Each record is validated on the way (an error names its overall index).
     """
     if size < 1 or size > MAX_BATCH:
         raise ValueError(f"batch size must be 1..{MAX_BATCH}, got {size}")
     batch: List[Record] = []
-    start = 0
+    start, used = 0, _ENVELOPE
     for i, r in enumerate(records):
         rec = r if isinstance(r, Record) else Record.from_mapping(r)
         rec.validate(i)
+        n = len(_encode(rec.to_json())) + 1
+        if _ENVELOPE + n > max_bytes:
+            raise ValueError(
+                f"records[{i}]: {n} bytes of JSON, over the request body limit of {max_bytes} bytes "
+                "(raise serve.max_body in amnesia.yaml and max_bytes here, or shorten the content)"
+            )
+        if batch and (len(batch) == size or used + n > max_bytes):
+            yield start, batch
+            batch, used = [], _ENVELOPE
         if not batch:
             start = i
         batch.append(rec)
-        if len(batch) == size:
-            yield start, batch
-            batch = []
+        used += n
     if batch:
         yield start, batch
 
@@ -119,7 +135,7 @@ class Client:
         if json_body is not None and data is not None:
             raise ValueError("give json_body or data, not both")
         if json_body is not None:
-            data = json.dumps(json_body, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+            data = _encode(json_body)
         h: Dict[str, str] = {"Accept": accept, "User-Agent": self.user_agent}
         if data is not None:
             h["Content-Type"] = content_type
@@ -182,8 +198,10 @@ class Client:
         *,
         scope: Optional[str] = None,
         batch_size: int = MAX_BATCH,
+        max_bytes: int = MAX_BODY,
     ) -> RecordResult:
-        """Records artifacts (``capture`` role), split into calls of at most 1000.
+        """Records artifacts (``capture`` role), split into calls of at most 1000
+        records and ``max_bytes`` of JSON (the server's ``serve.max_body``).
 
         Recording is idempotent by (store, key) and content, so a failed call
         can be repeated whole. When a batch fails, the error's
@@ -191,7 +209,7 @@ class Client:
         it were recorded.
         """
         total = RecordResult()
-        for start, batch in batches(records, batch_size):
+        for start, batch in batches(records, batch_size, max_bytes):
             body: Dict[str, Any] = {"records": [r.to_json() for r in batch]}
             if scope:
                 body["scope"] = scope
@@ -308,6 +326,10 @@ class Client:
         )
         doc = json.loads(self._send(req)[2].decode("utf-8"))
         return str(doc.get("id", ""))
+
+
+def _encode(doc: Any) -> bytes:
+    return json.dumps(doc, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
 
 
 def _scoped(body: Dict[str, Any], scope: Optional[str]) -> Dict[str, Any]:

@@ -120,6 +120,20 @@ class Records(unittest.TestCase):
         with self.assertRaises(ValueError):
             list(batches(recs, 1001))
 
+    def test_batches_stay_under_the_body_limit(self) -> None:
+        # 1000 embeddings of 1536 dimensions are ~30 MB of JSON: far over 1 MiB.
+        vec = [0.123456789] * 1536
+        recs = [Record("v", f"k{i}", "embedding", parent=("d", f"k{i}"), vector=vec) for i in range(100)]
+        got = list(batches(recs, max_bytes=1 << 20))
+        self.assertGreater(len(got), 1)
+        self.assertEqual(sum(len(b) for _, b in got), 100)
+        self.assertEqual([s for s, _ in got], [sum(len(b) for _, b in got[:j]) for j in range(len(got))])
+        for _, b in got:
+            body = json.dumps({"scope": "default", "records": [r.to_json() for r in b]}, separators=(",", ":")).encode()
+            self.assertLessEqual(len(body), 1 << 20)
+        with self.assertRaisesRegex(ValueError, r"records\[0\]: .* over the request body limit"):
+            list(batches(recs[:1], max_bytes=1000))
+
 
 class ErrorMapping(unittest.TestCase):
     def problem(self, status: int, doc: object, headers: dict = None) -> AmnesiaError:
