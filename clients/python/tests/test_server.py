@@ -154,9 +154,8 @@ class Server(unittest.TestCase):
         self.assertIn("records[1]", str(e))
         assert_no_subject(self, subject, str(e), e.errors)
         with self.assertRaises(InvalidInput) as cm:
-            self.capture._json("POST", "/v1/lineage", {"records": [{"store": "no-such-store", "key": "k", "kind": "source", "subject": subject}]})
+            self.capture._json("POST", "/v1/lineage", {"records": [{"store": H.DOCS_STORE, "key": "k-" + uniq(), "kind": "chunk", "parent": {"store": H.DOCS_STORE, "key": "never-recorded-" + uniq()}}]})
         self.assertIn("records[0]", str(cm.exception))
-        assert_no_subject(self, subject, str(cm.exception))
 
     def test_unknown_ids_are_not_found(self) -> None:
         with self.assertRaises(NotFound):
@@ -219,9 +218,11 @@ class Server(unittest.TestCase):
         self.assertIn(req.id, [r.id for r in self.operator.requests(state="done")])
         self.assertNotIn(req.id, [r.id for r in self.operator.requests(state="received")])
 
-        # Erased is erased: the same subject traces as already erased.
-        tr = self.operator.trace(subject)
-        self.assertEqual(tr.already_erased, 3)
+        # Erased is erased: nothing is left to trace, and re-ingest is refused.
+        with self.assertRaises(Conflict):
+            self.operator.trace(subject)
+        with self.assertRaises(Conflict):
+            self.capture.record_lineage(recs[:1])
 
     def test_confirm_is_refused_when_the_trace_changed(self) -> None:
         subject = f"changed-{uniq()}@example.com"
