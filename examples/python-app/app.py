@@ -250,10 +250,11 @@ def erase(s: Settings, email: str, ticket: str) -> bool:
     with open(path, "wb") as f:
         f.write(bundle)
     sha = hashlib.sha256(bundle).hexdigest()
+    matches = done.matches_certificate(bundle)
     v = op.verify(bundle)
-    print(f"erase: certificate {path} (sha256 {sha[:16]}…, matches request: {sha == done.certificate_sha256}); "
-          f"server verify: valid={v.valid}, key {v.key_id}, log index {v.log_index}")
-    return bool(v.valid and done.complete and sha == done.certificate_sha256)
+    print(f"erase: certificate {path} (sha256 {sha[:16]}…, the one the request names: {matches}); "
+          f"server verify: valid={v.valid}, key {v.key_id[:23]}…, log index {v.log_index}")
+    return bool(v.valid and done.complete and matches)
 
 
 # ---------------------------------------------------------------- demo

@@ -168,10 +168,10 @@ async function erase(email) {
   mkdirSync(cfg.out, { recursive: true });
   const path = join(cfg.out, `${r.certificate_id}.json`);
   writeFileSync(path, bundle);
-  const sha = createHash("sha256").update(bundle).digest("hex");
+  const sha = "sha256:" + createHash("sha256").update(bundle).digest("hex");
   const res = await fetch(cfg.url + "/v1/verify", { method: "POST", headers: { Authorization: `Bearer ${cfg.operator}`, "Content-Type": "application/json" }, body: bundle });
   const v = await res.json();
-  console.log(`erase: certificate ${path}, sha256 matches: ${sha === r.certificate_sha256}, server verify valid=${v.valid}`);
+  console.log(`erase: certificate ${path}, the one the request names: ${sha === r.certificate_sha256}, server verify valid=${v.valid}`);
   return r.complete === true && sha === r.certificate_sha256 && v.valid === true;
 }
 

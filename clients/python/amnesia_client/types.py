@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -207,6 +209,14 @@ class Request:
     @property
     def finished(self) -> bool:
         return self.state in TERMINAL_STATES
+
+    def matches_certificate(self, bundle: bytes) -> bool:
+        """Whether ``bundle`` is the certificate this request names
+        (``certificate_sha256``, as ``sha256:<hex>`` or bare hex)."""
+        want = self.certificate_sha256
+        if want.startswith("sha256:"):
+            want = want[len("sha256:"):]
+        return bool(want) and hmac.compare_digest(hashlib.sha256(bundle).hexdigest(), want.lower())
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "Request":

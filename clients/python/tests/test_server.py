@@ -195,7 +195,9 @@ class Server(unittest.TestCase):
         self.assertEqual(ids_present(ids), [], "the subject's rows are gone from the store")
 
         bundle = self.operator.certificate(done.certificate_id)
-        self.assertEqual(hashlib.sha256(bundle).hexdigest(), done.certificate_sha256)
+        self.assertEqual(done.certificate_sha256, "sha256:" + hashlib.sha256(bundle).hexdigest())
+        self.assertTrue(done.matches_certificate(bundle))
+        self.assertFalse(done.matches_certificate(bundle + b" "))
         assert_no_subject(self, subject, bundle)
         v = self.operator.verify(bundle)
         self.assertTrue(v.valid, v.error)

@@ -3,6 +3,7 @@ error mapping and webhook signatures."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import unittest
 
@@ -235,6 +236,14 @@ class Parsing(unittest.TestCase):
         self.assertTrue(r.finished)
         self.assertIs(r.complete, True)
         self.assertEqual(r.due_at.utcoffset().total_seconds(), 3600)
+
+    def test_certificate_digest(self) -> None:
+        b = b'{"payload":"x"}'
+        h = hashlib.sha256(b).hexdigest()
+        for v in ("sha256:" + h, h, h.upper()):
+            self.assertTrue(Request.from_json({"id": "r", "certificate_sha256": v}).matches_certificate(b), v)
+        self.assertFalse(Request.from_json({"id": "r", "certificate_sha256": "sha256:" + h}).matches_certificate(b + b"\n"))
+        self.assertFalse(Request.from_json({"id": "r"}).matches_certificate(b))
 
 
 if __name__ == "__main__":
