@@ -36,7 +36,7 @@ import struct
 import sys
 import uuid
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, TypedDict
 
 try:
     import amnesia_client
@@ -50,7 +50,12 @@ DIM = 64
 
 # Two people and their documents. The raw subject id sent to amnesia is the
 # e-mail address; the app's own rows carry its user id as their subject tag.
-PEOPLE = {
+class Person(TypedDict):
+    user: str  # the app's user id: the subject tag of its rows
+    docs: List[str]
+
+
+PEOPLE: Dict[str, Person] = {
     "alice@example.com": {
         "user": "u-1001",
         "docs": [
@@ -140,7 +145,7 @@ def open_vectors(path: str) -> sqlite3.Connection:
 
 def load_sqlite_vec(con: sqlite3.Connection) -> None:
     try:
-        import sqlite_vec  # type: ignore[import-not-found]
+        import sqlite_vec
     except ImportError:
         sys.exit(
             "app: the vectors file needs the sqlite-vec extension: pip install sqlite-vec==0.1.6 "
@@ -189,7 +194,7 @@ def search(s: Settings, query: str, k: int = 3) -> List[Tuple[str, str, float]]:
 # ---------------------------------------------------------------- ingest with lineage
 
 
-def ingest(s: Settings, people: Dict[str, dict], run: str) -> int:
+def ingest(s: Settings, people: Dict[str, Person], run: str) -> int:
     """Writes documents, chunks and embeddings and records their lineage.
 
     The rows are written first, then the lineage, in the same order the app

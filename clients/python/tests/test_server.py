@@ -11,7 +11,7 @@ import json
 import sqlite3
 import unittest
 import uuid
-from typing import Any, List
+from typing import Any, List, Tuple
 
 import _harness as H
 from amnesia_client import (
@@ -32,7 +32,7 @@ def uniq() -> str:
     return uuid.uuid4().hex[:12]
 
 
-def put_rows(rows: List[tuple]) -> None:
+def put_rows(rows: List[Tuple[str, ...]]) -> None:
     """Writes (id, kind, subject tag, parent, text) rows into the sqlite-doc store's file."""
     con = sqlite3.connect(H.DOCS_DB, timeout=10)
     try:
@@ -53,14 +53,14 @@ def ids_present(ids: List[str]) -> List[str]:
         con.close()
 
 
-def document(subject: str) -> tuple:
+def document(subject: str) -> Tuple[List[str], List[Tuple[str, ...]], List[Record]]:
     """A document with two chunks of one subject: its rows and its lineage."""
     u = uniq()
     doc, c1, c2 = f"doc-{u}", f"doc-{u}#0", f"doc-{u}#1"
     t1 = f"Meeting notes {u}: the customer asked about the renewal of contract {u} in March."
     t2 = f"Follow-up {u}: invoice {u[::-1]} was paid late; the account manager called twice."
     tag = f"user-{u}"
-    rows = [(doc, "document", tag, "", t1 + " " + t2), (c1, "chunk", tag, doc, t1), (c2, "chunk", tag, doc, t2)]
+    rows: List[Tuple[str, ...]] = [(doc, "document", tag, "", t1 + " " + t2), (c1, "chunk", tag, doc, t1), (c2, "chunk", tag, doc, t2)]
     recs = [
         Record(H.DOCS_STORE, doc, "source", subject=subject, content=t1 + " " + t2),
         Record(H.DOCS_STORE, c1, "chunk", parent=(H.DOCS_STORE, doc), content=t1),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import unittest
+from typing import Dict, Optional
 
 import _harness  # noqa: F401  (puts the package on sys.path)
 from amnesia_client import (
@@ -40,6 +41,7 @@ class RequestBuilding(unittest.TestCase):
         req = self.c.build_request("POST", "/v1/trace", json_body={"subject": SUBJECT})
         self.assertEqual(req.full_url, "http://127.0.0.1:7468/v1/trace")
         self.assertEqual(req.get_method(), "POST")
+        assert isinstance(req.data, bytes)
         self.assertEqual(json.loads(req.data), {"subject": SUBJECT})
         self.assertEqual(req.get_header("Content-type"), "application/json")
         self.assertEqual(req.get_header("Authorization"), "Bearer amn_secret")
@@ -137,7 +139,7 @@ class Records(unittest.TestCase):
 
 
 class ErrorMapping(unittest.TestCase):
-    def problem(self, status: int, doc: object, headers: dict = None) -> AmnesiaError:
+    def problem(self, status: int, doc: object, headers: Optional[Dict[str, str]] = None) -> AmnesiaError:
         return error_from_response(
             status, headers or {"Content-Type": "application/problem+json"}, json.dumps(doc).encode()
         )
@@ -229,13 +231,14 @@ class Webhooks(unittest.TestCase):
 class Parsing(unittest.TestCase):
     def test_go_times_and_request(self) -> None:
         t = parse_time("2026-12-01T13:25:50.123456789Z")
-        assert t is not None
-        self.assertEqual((t.year, t.microsecond, t.utcoffset().total_seconds()), (2026, 123456, 0))
+        assert t is not None and t.utcoffset() is not None
+        self.assertEqual((t.year, t.microsecond, t.utcoffset().total_seconds()), (2026, 123456, 0))  # type: ignore[union-attr]
         self.assertIsNone(parse_time("0001-01-01T00:00:00Z"))
         r = Request.from_json({"id": "req_1", "state": "done", "complete": True, "due_at": "2026-12-31T00:00:00+01:00"})
         self.assertTrue(r.finished)
         self.assertIs(r.complete, True)
-        self.assertEqual(r.due_at.utcoffset().total_seconds(), 3600)
+        assert r.due_at is not None
+        self.assertEqual(str(r.due_at.utcoffset()), "1:00:00")
 
     def test_certificate_digest(self) -> None:
         b = b'{"payload":"x"}'
