@@ -5,7 +5,7 @@ import "github.com/prometheus/client_golang/prometheus"
 // metrics are the service's Prometheus metrics (docs/serve.md lists them).
 type metrics struct {
 	erasures *prometheus.CounterVec   // by outcome: complete, incomplete, failed, released
-	step     *prometheus.HistogramVec // by step: trace, preflight_and_erase, callback
+	step     *prometheus.HistogramVec // by step: trace, erasure, callback
 	queue    prometheus.Gauge         // erasure jobs pending or claimed in the ledger's queue
 	overdue  prometheus.Gauge         // requests past their due date and not done
 	captured prometheus.Counter       // lineage records accepted through Record
@@ -21,6 +21,12 @@ func newMetrics(r prometheus.Registerer) *metrics {
 		overdue:  prometheus.NewGauge(prometheus.GaugeOpts{Name: "amnesia_requests_overdue", Help: "Erasure requests past their due date and not done, sampled by the worker loop."}),
 		captured: prometheus.NewCounter(prometheus.CounterOpts{Name: "amnesia_captured_records_total", Help: "Lineage records accepted through the API by this process (recorded or unchanged)."}),
 		requests: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "amnesia_requests", Help: "Erasure requests by state, sampled by the worker loop."}, []string{"state"}),
+	}
+	for _, o := range []string{"complete", "incomplete", "failed", "released"} {
+		m.erasures.WithLabelValues(o)
+	}
+	for _, st := range []string{"trace", "erasure", "callback"} {
+		m.step.WithLabelValues(st)
 	}
 	if r != nil {
 		r.MustRegister(m.erasures, m.step, m.queue, m.overdue, m.captured, m.requests)

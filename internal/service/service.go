@@ -99,20 +99,20 @@ type Options struct {
 
 // ArtifactRef names one artifact in a store.
 type ArtifactRef struct {
-	Store string `json:"store"`
-	Key   string `json:"key"`
+	Store string `json:"store" minLength:"1" maxLength:"128"`
+	Key   string `json:"key" minLength:"1" maxLength:"1024"`
 }
 
 // LineageRecord is one artifact recorded through the API.
 type LineageRecord struct {
-	Store    string       `json:"store"`
-	Key      string       `json:"key"`
-	Kind     string       `json:"kind"` // source|chunk|embedding|cache|train|log
-	Subject  string       `json:"subject,omitempty"`
-	Parent   *ArtifactRef `json:"parent,omitempty"`
-	Content  *string      `json:"content,omitempty"`
-	Vector   []float32    `json:"vector,omitempty"`
-	Mentions []string     `json:"mentions,omitempty"`
+	Store    string       `json:"store" minLength:"1" maxLength:"128" doc:"The configured store the record lives in."`
+	Key      string       `json:"key" minLength:"1" maxLength:"1024" doc:"The record's key in its store; never personal data."`
+	Kind     string       `json:"kind" enum:"source,chunk,embedding,cache,train,log"`
+	Subject  string       `json:"subject,omitempty" maxLength:"512" doc:"Raw id of the person; required without a parent. Keyed at once, never stored."`
+	Parent   *ArtifactRef `json:"parent,omitempty" doc:"The artifact this one derives from (recorded before)."`
+	Content  *string      `json:"content,omitempty" doc:"UTF-8 text: digested with the installation's key, then dropped."`
+	Vector   []float32    `json:"vector,omitempty" maxItems:"16384" doc:"An embedding: digested as little-endian float32 bytes, then dropped."`
+	Mentions []string     `json:"mentions,omitempty" maxItems:"100" doc:"Raw ids of other people the record mentions."`
 }
 
 // RecordResult counts what Record did.
