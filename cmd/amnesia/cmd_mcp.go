@@ -43,8 +43,9 @@ the human (elicitation); a client that cannot ask is told to send the human to
 the web page of 'amnesia serve' (/ui/requests/<id>), and nothing is erased.
 
 Unless --no-worker is given, this process also runs the erasures that are
-confirmed (the same worker as 'amnesia serve'), so that forget can return the
-certificate. Logs go to <state>/amnesia.log, never to stdout.`,
+confirmed (the same worker as 'amnesia serve'; several may share a PostgreSQL
+ledger), so that forget can return the certificate. Logs go to
+<state>/amnesia.log, never to stdout (stdout carries the protocol).`,
 		Args: usageArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			token, err := mcpToken(o.tokenFile)
@@ -57,7 +58,13 @@ certificate. Logs go to <state>/amnesia.log, never to stdout.`,
 			}
 			ctx, cancel := context.WithCancel(cmd.Context())
 			defer cancel()
-			svc, err := service.Open(ctx, g.stateDir, service.Options{DefaultDue: dir.Config.Serve.DueDuration()})
+			logf, err := os.OpenFile(dir.LogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+			if err != nil {
+				return fmt.Errorf("open log: %w", err)
+			}
+			defer logf.Close()
+			log := slog.New(slog.NewJSONHandler(logf, nil)).With("component", "mcp")
+			svc, err := service.Open(ctx, g.stateDir, service.Options{Log: log, NoWorker: o.noWorker})
 			if err != nil {
 				return err
 			}
@@ -66,24 +73,16 @@ certificate. Logs go to <state>/amnesia.log, never to stdout.`,
 			if err != nil {
 				return fmt.Errorf("the MCP token is unknown or revoked (%w): create one with 'amnesia tokens create --role operator'", err)
 			}
-			logf, err := os.OpenFile(dir.LogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-			if err != nil {
-				return fmt.Errorf("open log: %w", err)
-			}
-			defer logf.Close()
-			log := slog.New(slog.NewJSONHandler(logf, nil)).With("component", "mcp")
 			web := o.web
 			if web == "" {
 				web = defaultWebBase(dir.Config)
 			}
 			srv := mcpserver.New(svc, mcpserver.Options{StateDir: g.stateDir, WebBase: web,
 				ForgetWait: o.forgetWait, Logger: log, Version: strings.TrimPrefix(strings.SplitN(versionText(), "\n", 2)[0], "amnesia ")})
+			// The worker loop (or, with --no-worker, only the requests'
+			// bookkeeping: their states follow the queue).
 			workerDone := make(chan error, 1)
-			if o.noWorker {
-				workerDone <- nil
-			} else {
-				go func() { workerDone <- svc.Run(ctx) }()
-			}
+			go func() { workerDone <- svc.Run(ctx) }()
 			err = srv.Run(ctx, &mcp.StdioTransport{}, p)
 			cancel()
 			if werr := <-workerDone; werr != nil && !errors.Is(werr, context.Canceled) {

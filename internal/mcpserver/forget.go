@@ -114,7 +114,11 @@ func (s *Server) forget(ctx context.Context, req *mcp.CallToolRequest, p *servic
 	}
 	if !canElicitForm(req.Session) {
 		url := s.webPath(r.ID)
-		msg := fmt.Sprintf("Not erased: this MCP client cannot ask the human to confirm. The human confirms the erasure of request %s in the web page: %s (log in with an operator token). Call the request tool afterwards for its state and certificate.", r.ID, url)
+		where := "the web page " + url
+		if s.opts.WebBase == "" {
+			where = "the web page of this server, " + url
+		}
+		msg := fmt.Sprintf("Not erased: this MCP client cannot ask the human to confirm. The human confirms the erasure of request %s in %s (log in with an operator token); it shows the same counts. Call the request tool afterwards for its state and certificate.", r.ID, where)
 		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}},
 			ForgetOutput{Confirmed: false, Request: requestOutput(r), ConfirmAt: url, Message: msg}, nil
 	}
