@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http/httptest"
 	"os"
 	"strings"
@@ -73,7 +74,7 @@ func proofVectors(t *testing.T, maxSize int64) []proofVector {
 func staticPage(t *testing.T) pageCtx {
 	t.Helper()
 	ctx := newBrowser(t)
-	srv := httptest.NewServer(web.New(nil, web.Options{}))
+	srv := httptest.NewServer(web.New(nil, web.Options{Logger: slog.New(slog.DiscardHandler)}))
 	t.Cleanup(srv.Close)
 	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.ID("token"))); err != nil {
 		t.Fatalf("open the page: %v", err)
@@ -174,6 +175,29 @@ func TestBrowserVerifyGolden(t *testing.T) {
 	v := verifyInPage(t, c, golden, pem)
 	if !v.Valid || v.CertificateID != "01JNB5Q6X2R7Y8Z9A0B1C2D3E4" {
 		t.Fatalf("golden certificate: %+v, want valid", v)
+	}
+
+	// The golden certificate in plain words: its NEEDS_HUMAN artifact with
+	// the reason, the logical level, a store not shown complete, and the
+	// exclusions.
+	gb, _ := json.Marshal(string(golden))
+	var words string
+	evalJSON(t, c.ctx, `(async () => {
+		const v = await import("/ui/static/verify.js");
+		const w = await import("/ui/static/words.js");
+		return w.renderWords(v.statementOf(`+string(gb)+`), true).textContent;
+	})()`, &words)
+	for _, want := range []string{
+		"Not complete: 2 of 3 traced artifacts were erased and shown gone",
+		"1 row: left for a person to decide — why: invoice under statutory retention; a person must decide",
+		"1 embedding: erased and shown gone — logical: no query returns it (asked by id, by filter, by similarity)",
+		"1 row: erased and shown gone — physical: a byte scan of the store's files found 0 of the 12 fragments",
+		"result: UNVERIFIED-no-physical-probe",
+		"backups & replicas: outside the configured stores",
+	} {
+		if !strings.Contains(words, want) {
+			t.Errorf("the golden certificate in plain words lacks %q:\n%s", want, words)
+		}
 	}
 
 	other, _, _ := ed25519.GenerateKey(rand.Reader)

@@ -207,7 +207,8 @@ async function loadRequests() {
       el("td", { text: fmtTime(r.received_at) }),
       el("td", { text: fmtTime(r.due_at) }),
       el("td", { text: r.reason }),
-      el("td", { text: r.external_ref || "" })));
+      el("td", { text: r.external_ref || "" }),
+      el("td", { text: r.state !== "done" ? "" : r.complete ? "complete" : "not complete" })));
     $("requests-table").tBodies[0].replaceChildren(...rows);
     $("requests-empty").hidden = rows.length > 0;
   } catch (e) {
@@ -369,11 +370,11 @@ async function keyFor(text) {
 }
 
 function renderVerdict(res) {
-  const box = el("div", { class: "verdict-box " + (res.valid ? "valid" : "invalid"), id: "verdict" });
-  box.append(el("p", { class: "verdict-big", id: "verdict-text", text: res.valid ? "VALID" : `INVALID — ${res.failed}` }));
+  const box = el("div", { class: "verdict-box " + (res.valid ? "valid" : "invalid") });
+  box.append(el("p", { class: "verdict-big", text: res.valid ? "VALID" : `INVALID — ${res.failed}` }));
   if (!res.valid) {
     const f = res.checks.find((c) => !c.ok);
-    box.append(el("p", { id: "verdict-reason", text: `The ${f.name} check failed: ${f.detail}` }));
+    box.append(el("p", { class: "verdict-reason", text: `The ${f.name} check failed: ${f.detail}` }));
   } else {
     box.append(el("p", { text: `Certificate ${res.certificateId}, entry ${res.logIndex} of the transparency log, signed by ${res.keyId}. Checked in this browser.` }));
   }

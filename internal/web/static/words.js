@@ -29,23 +29,28 @@ const OUTCOME_WORDS = {
   OUT_OF_SCOPE: "not acted on",
 };
 
-function levelWords(a) {
-  const m = a.measurement || {};
-  if (a.level === "physical") {
-    const ph = m.physical || {};
+// levelWords says how a group of artifacts verified at one level was
+// shown gone, with the group's summed measurements.
+function levelWords(g) {
+  if (g.level === "physical") {
+    const ph = g.physical;
     let s = "physical: a byte scan of the store's files";
-    if (ph.needles !== undefined) {
-      s += ` found ${ph.found_after} of ${ph.needles} fragments taken from the record` +
-        ` (${ph.found_before} were found before the erasure, so the scan could see them)`;
+    if (ph.n > 0) {
+      s += ` found ${ph.found_after} of the ${ph.needles} fragments taken from ${g.n === 1 ? "the record" : "the records"}` +
+        ` (${ph.found_before} of them were found before the erasure, so the scan could see them)`;
+      if (ph.files) s += `; ${plural(ph.files, "file")} scanned`;
+      if (ph.record_bytes > 0) {
+        s += ph.covered_bytes >= ph.record_bytes
+          ? "; the fragments cover every byte of the records"
+          : `; the fragments cover ${ph.covered_bytes} of the records' ${ph.record_bytes} bytes`;
+      }
     }
-    if (ph.files_scanned !== undefined) s += `; ${plural(ph.files_scanned, "file")} scanned`;
     return s;
   }
-  if (a.level === "logical") {
-    const lg = m.logical || {};
-    const ways = (lg.methods || []).map((x) => x.replace(/^by_/, "by ").replace(/_/g, " "));
-    return "logical: no query returns it" + (ways.length ? ` (asked ${ways.join(", ")})` : "") +
-      "; its bytes were not scanned";
+  if (g.level === "logical") {
+    const ways = [...g.methods].map((x) => x.replace(/^by_/, "by ").replace(/_/g, " "));
+    return "logical: no query returns " + (g.n === 1 ? "it" : "them") + (ways.length ? ` (asked ${ways.join(", ")})` : "") +
+      "; their bytes were not searched for in the store's files";
   }
   return "";
 }
@@ -55,9 +60,28 @@ function groupStore(arts) {
   const rows = new Map();
   for (const a of arts) {
     const key = [a.kind, a.outcome, a.level || "", a.reason || ""].join("\u0000");
-    const r = rows.get(key) || { kind: a.kind, outcome: a.outcome, level: a.level, reason: a.reason, n: 0, sample: a };
+    let r = rows.get(key);
+    if (!r) {
+      r = { kind: a.kind, outcome: a.outcome, level: a.level, reason: a.reason, n: 0, methods: new Set(),
+        physical: { n: 0, needles: 0, found_before: 0, found_after: 0, files: 0, record_bytes: 0, covered_bytes: 0 } };
+      rows.set(key, r);
+    }
     r.n++;
-    rows.set(key, r);
+    const m = a.measurement || {};
+    for (const x of (m.logical && m.logical.methods) || []) r.methods.add(x);
+    const ph = m.physical;
+    if (ph) {
+      const s = r.physical;
+      s.n++;
+      s.needles += ph.needles || 0;
+      s.found_before += ph.found_before || 0;
+      s.found_after += ph.found_after || 0;
+      s.files = Math.max(s.files, ph.files_scanned || 0);
+      if (ph.coverage) {
+        s.record_bytes += ph.coverage.record_bytes || 0;
+        s.covered_bytes += ph.coverage.covered_bytes || 0;
+      }
+    }
   }
   return [...rows.values()];
 }
@@ -68,14 +92,14 @@ export function renderWords(st, verified) {
   const p = st && st.predicate;
   if (!p) return el("p", { class: "bad", text: "This file holds no readable certificate." });
   const c = p.counts || {};
-  const box = el("div", { class: "words", id: "words" });
+  const box = el("div", { class: "words" });
   if (!verified) {
     box.append(el("p", { class: "hint", text: "As the certificate says — verify it to know it is genuine and unchanged." }));
   }
   box.append(el("p", { class: "lead" },
     `Certificate ${p.certificate_id}, issued ${p.issued_at} for the subject ${p.subject_ref} in scope ${p.scope}. `,
     `Reason: ${p.reason}.`));
-  box.append(el("p", { class: p.complete ? "verdict good" : "verdict warn", id: "words-complete" },
+  box.append(el("p", { class: p.complete ? "verdict good" : "verdict warn" },
     p.complete
       ? `Complete: every one of the ${plural(c.artifacts, "traced artifact")} that amnesia could erase was erased and shown gone.`
       : `Not complete: ${c.verified} of ${plural(c.artifacts, "traced artifact")} were erased and shown gone; the rest is listed below with the reason.`));
@@ -107,7 +131,7 @@ export function renderWords(st, verified) {
       const cls = g.outcome === "VERIFIED" ? "good" : g.outcome === "OUT_OF_SCOPE" ? "" : "warn";
       const li = el("li", { class: cls },
         el("strong", { text: `${plural(g.n, g.kind)}: ${OUTCOME_WORDS[g.outcome] || g.outcome}` }));
-      if (g.outcome === "VERIFIED") li.append(" — ", levelWords(g.sample));
+      if (g.outcome === "VERIFIED") li.append(" — ", levelWords(g));
       if (g.reason) li.append(" — why: ", g.reason);
       ul.append(li);
     }
@@ -119,7 +143,7 @@ export function renderWords(st, verified) {
   if (oos.length === 0) {
     box.append(el("p", { text: "The certificate lists no exclusion." }));
   } else {
-    box.append(el("ul", { id: "out-of-scope" }, oos.map((x) => el("li", {}, el("strong", { text: x.what }), ": ", x.reason))));
+    box.append(el("ul", { class: "out-of-scope" }, oos.map((x) => el("li", {}, el("strong", { text: x.what }), ": ", x.reason))));
   }
   box.append(el("p", { class: "hint" },
     `Trace ${p.trace.id} (${plural(p.trace.artifacts, "artifact")}); journal of ${p.journal.steps} steps; valid until ${p.valid_until}. `,
