@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -19,6 +21,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/amnesia-dev/amnesia/certificate"
+	"github.com/amnesia-dev/amnesia/internal/server"
 	"github.com/amnesia-dev/amnesia/internal/service"
 	"github.com/amnesia-dev/amnesia/internal/web"
 )
@@ -37,8 +40,15 @@ func TestBrowserErasure(t *testing.T) {
 	stateDir := installation(t)
 	logs := &syncBuffer{}
 	svc := openService(t, stateDir, logs)
-	h := web.New(svc, web.Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
-	srv := httptest.NewServer(h)
+	// The server amnesia serve runs: the HTTP API with the page mounted.
+	logger := slog.New(slog.NewJSONHandler(logs, nil))
+	api, err := server.New(server.Options{Service: svc, Log: logger, Mounts: map[string]http.Handler{
+		"/": web.New(svc, web.Options{Logger: logger}),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
 	runCtx, stop := context.WithCancel(context.Background())
 	worker := make(chan error, 1)
@@ -152,7 +162,15 @@ func TestBrowserErasure(t *testing.T) {
 	if err != nil || len(reqs) != 1 {
 		t.Fatalf("done requests: %v %v", reqs, err)
 	}
-	bundle, err := svc.Certificate(context.Background(), p, reqs[0].CertificateID)
+	// Downloaded as an auditor would, through the HTTP API.
+	req, _ := http.NewRequest("GET", srv.URL+"/v1/certificates/"+reqs[0].CertificateID, nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("GET /v1/certificates: %v %v", res, err)
+	}
+	bundle, err := io.ReadAll(res.Body)
+	res.Body.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
