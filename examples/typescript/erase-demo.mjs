@@ -169,7 +169,7 @@ async function erase(email) {
   const path = join(cfg.out, `${r.certificate_id}.json`);
   writeFileSync(path, bundle);
   const sha = "sha256:" + createHash("sha256").update(bundle).digest("hex");
-  const res = await fetch(cfg.url + "/v1/verify", { method: "POST", headers: { Authorization: `Bearer ${cfg.operator}`, "Content-Type": "application/json" }, body: bundle });
+  const res = await fetch(cfg.url + "/v1/verify", { method: "POST", headers: { Authorization: `Bearer ${cfg.operator}`, "Content-Type": "application/vnd.amnesia.certificate.v1+json" }, body: bundle });
   const v = await res.json();
   console.log(`erase: certificate ${path}, the one the request names: ${sha === r.certificate_sha256}, server verify valid=${v.valid}`);
   return r.complete === true && sha === r.certificate_sha256 && v.valid === true;

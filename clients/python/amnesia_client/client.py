@@ -300,7 +300,8 @@ class Client:
 
     def verify(self, bundle: bytes) -> Verification:
         """Checks a bundle against the installation's keyring (server side)."""
-        status, _, raw = self._send(self.build_request("POST", "/v1/verify", data=bytes(bundle)))
+        req = self.build_request("POST", "/v1/verify", data=bytes(bundle), content_type=CERTIFICATE_MEDIA_TYPE)
+        status, _, raw = self._send(req)
         try:
             return Verification.from_json(json.loads(raw.decode("utf-8")))
         except (UnicodeDecodeError, ValueError):
