@@ -7,11 +7,14 @@ same server and state directory.
 from __future__ import annotations
 
 import hashlib
+import http.server
 import json
+import queue
 import sqlite3
+import threading
 import unittest
 import uuid
-from typing import Any, List, Tuple
+from typing import Any, Dict, List, Tuple
 
 import _harness as H
 from amnesia_client import (
@@ -23,6 +26,7 @@ from amnesia_client import (
     NotFound,
     Record,
     Unauthorized,
+    verify_webhook,
 )
 
 SKIP = H.missing()
@@ -273,6 +277,53 @@ class Server(unittest.TestCase):
             Client(H.URL).intake_webhook("not-the-secret", payload)
         with self.assertRaises(Unauthorized):
             Client(H.URL).intake_webhook(H.WEBHOOK_SECRET, payload, timestamp=1)
+
+
+class _Callbacks(http.server.BaseHTTPRequestHandler):
+    """Receives amnesia's signed callbacks (a real loopback HTTP server)."""
+
+    got: "queue.Queue[Tuple[Dict[str, str], bytes]]" = queue.Queue()
+
+    def do_POST(self) -> None:  # noqa: N802
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.got.put(({k: v for k, v in self.headers.items()}, body))
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@unittest.skipIf(SKIP is not None, SKIP or "")
+@unittest.skipUnless(H.WEBHOOK_SECRET, "AMNESIA_WEBHOOK_SECRET not set")
+class Callback(unittest.TestCase):
+    def test_the_callback_is_signed_and_names_the_certificate(self) -> None:
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Callbacks)
+        t = threading.Thread(target=srv.serve_forever, daemon=True)
+        t.start()
+        self.addCleanup(srv.server_close)
+        self.addCleanup(srv.shutdown)
+        capture, op = Client(H.URL, H.CAPTURE), Client(H.URL, H.OPERATOR)
+        subject = f"callback-{uniq()}@example.com"
+        ids, rows, recs = document(subject)
+        put_rows(rows)
+        capture.record_lineage(recs)
+        ext = "ticket-" + uniq()
+        url = f"http://127.0.0.1:{srv.server_address[1]}/amnesia-callback"
+        req = op.create_request(subject, "TICKET-77", external_ref=ext, callback_url=url)
+        self.assertTrue(req.raw.get("has_callback"))
+        op.confirm(req.id, op.preview(req.id).confirmation)
+        done = op.wait(req.id, timeout=120)
+        self.assertEqual(done.state, "done", done.error)
+        headers, body = _Callbacks.got.get(timeout=60)
+        self.assertTrue(verify_webhook(H.WEBHOOK_SECRET, body, headers), "the callback's signature checks")
+        self.assertFalse(verify_webhook("another-secret", body, headers))
+        doc = json.loads(body)
+        self.assertEqual(doc["request_id"], ext)
+        self.assertEqual(doc["status"], "completed")
+        self.assertEqual(doc["certificate_sha256"], done.certificate_sha256)
+        self.assertIs(doc.get("complete"), True)
+        assert_no_subject(self, subject, body, headers)
 
 
 def _flip_signature(doc: Any) -> Any:
