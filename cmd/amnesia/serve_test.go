@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -10,10 +11,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/amnesia-dev/amnesia/internal/state"
+	"github.com/amnesia-dev/amnesia/lineage"
+	"github.com/amnesia-dev/amnesia/lineage/ledgertest"
 )
 
 // serveProc is a running `amnesia serve`.
@@ -217,5 +223,85 @@ func TestServeKilledMidErasureResumes(t *testing.T) {
 	lst := runBinary(t, nil, "", "--state", st, "requests", "--status", "done")
 	if lst.code != 0 || !strings.Contains(lst.stdout, req.ID) {
 		t.Fatalf("amnesia requests: %s", lst)
+	}
+}
+
+// TestServesShareOnePostgresLedger: two serve processes on one PostgreSQL
+// ledger and one state directory run the erasures of confirmed requests;
+// every subject is erased exactly once (one claim, one certificate), and
+// both processes did some of the work.
+func TestServesShareOnePostgresLedger(t *testing.T) {
+	const subjects = 6
+	docs := workerCorpus(subjects)
+	f := buildE2EFixtureLedger(t, t.TempDir(), ledgertest.PostgresDSN(t), docs)
+	st := f.state()
+	op := createToken(t, st, "operator")
+	env := []string{"AMNESIA_TEST_WORKER_BARRIER=" + t.TempDir() + ":2"}
+	a := startServe(t, st, env, "--id", "serve-A")
+	b := startServe(t, st, env, "--id", "serve-B")
+	var ids []string
+	for i, d := range docs {
+		p := a
+		if i%2 == 1 {
+			p = b
+		}
+		code, body := p.call(t, "POST", "/v1/requests", op, map[string]string{"subject": d.Owner, "reason": "GDPR-Art17-T-" + strconv.Itoa(i)})
+		if code != 201 {
+			t.Fatalf("create: %d %s", code, body)
+		}
+		var r map[string]any
+		json.Unmarshal(body, &r)
+		id := r["id"].(string)
+		if code, body = p.call(t, "POST", "/v1/requests/"+id+"/preview", op, map[string]any{}); code != 200 {
+			t.Fatalf("preview: %d %s", code, body)
+		}
+		json.Unmarshal(body, &r)
+		if code, body = p.call(t, "POST", "/v1/requests/"+id+"/confirm", op, map[string]string{"confirmation": r["confirmation"].(string)}); code != 200 {
+			t.Fatalf("confirm: %d %s", code, body)
+		}
+		ids = append(ids, id)
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	certs := map[string]bool{}
+	for _, id := range ids {
+		for {
+			code, body := a.call(t, "GET", "/v1/requests/"+id, op, nil)
+			var r map[string]any
+			json.Unmarshal(body, &r)
+			if code == 200 && r["state"] == "done" {
+				certs[r["certificate_id"].(string)] = true
+				break
+			}
+			if r["state"] == "failed" || time.Now().After(deadline) {
+				t.Fatalf("request %s: %d %s\nA:\n%s\nB:\n%s", id, code, body, a.logs, b.logs)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	if len(certs) != subjects || len(certFiles(t, st)) != subjects {
+		t.Fatalf("%d certificates named by the requests, %d files; want %d", len(certs), len(certFiles(t, st)), subjects)
+	}
+	sd, err := state.Open(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := lineage.Open(context.Background(), sd.LedgerSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	jobs, err := l.(lineage.Queue).Jobs(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	byWorker := map[string]int{}
+	for _, j := range jobs {
+		if j.State != lineage.JobDone || j.Attempts != 1 {
+			t.Errorf("job %s: %s after %d claims, want done after exactly 1", j.ID, j.State, j.Attempts)
+		}
+		byWorker[j.Worker]++
+	}
+	if len(jobs) != subjects || byWorker["serve-A"] == 0 || byWorker["serve-B"] == 0 {
+		t.Fatalf("%d jobs, by worker %v: want %d shared by both", len(jobs), byWorker, subjects)
 	}
 }
