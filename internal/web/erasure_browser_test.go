@@ -55,6 +55,7 @@ func TestBrowserErasure(t *testing.T) {
 	go func() { worker <- svc.Run(runCtx) }()
 	t.Cleanup(func() { stop(); <-worker })
 	tok, _ := token(t, stateDir, service.RoleOperator)
+	aud, _ := token(t, stateDir, service.RoleAuditor)
 
 	// Every exception and every CSP violation the page causes fails the test.
 	var mu sync.Mutex
@@ -218,6 +219,14 @@ func TestBrowserErasure(t *testing.T) {
 		t.Fatalf("request list:\n%s", list)
 	}
 	shot(t, ctx, "07-requests")
+
+	// An auditor signs in to the request list; tracing and erasing are not offered.
+	step("sign out", chromedp.Click(chromedp.ID("logout")), chromedp.WaitVisible(chromedp.ID("token")))
+	step("sign in as an auditor",
+		chromedp.SendKeys(chromedp.ID("token"), aud),
+		chromedp.Click(chromedp.ID("login-submit")),
+		chromedp.WaitVisible(chromedp.CSS(`#requests-table tr[data-id="`+agentReq.ID+`"]`)),
+		chromedp.WaitNotVisible(chromedp.ID("tab-erase")))
 
 	mu.Lock()
 	defer mu.Unlock()

@@ -79,6 +79,9 @@ function signedIn(s) {
   $("tabs").hidden = false;
   $("who").hidden = false;
   $("who-name").textContent = `${s.principal.name || s.principal.token_id} · ${s.principal.role}`;
+  // Tracing and erasing are an operator's; others start at the request list.
+  const operator = s.principal.role === "operator";
+  $("tab-erase").hidden = !operator;
   const sel = $("scope");
   const scopes = s.principal.scopes || [];
   sel.replaceChildren(...(scopes.length ? scopes : [""]).map((x) => el("option", { value: x, text: x || "(default)" })));
@@ -137,6 +140,10 @@ function route() {
   } else if (path === "/ui/verify") {
     show("verify");
     loadKeys().catch(() => {});
+  } else if (state.principal.role !== "operator") {
+    history.replaceState(null, "", "/ui/requests");
+    show("requests");
+    loadRequests();
   } else {
     show("erase");
   }
