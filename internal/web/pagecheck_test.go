@@ -18,6 +18,7 @@ import (
 
 	"github.com/amnesia-dev/amnesia/certificate"
 	"github.com/amnesia-dev/amnesia/internal/web"
+	"github.com/amnesia-dev/amnesia/transparency"
 )
 
 type proofVector struct {
@@ -130,12 +131,13 @@ type verdict struct {
 	CertificateID string `json:"certificateId"`
 }
 
-func verifyInPage(t *testing.T, c pageCtx, bundle []byte, pem string) verdict {
+func verifyInPage(t *testing.T, c pageCtx, bundle []byte, pem string, others ...string) verdict {
 	t.Helper()
 	b, _ := json.Marshal(string(bundle))
 	k, _ := json.Marshal(pem)
+	o, _ := json.Marshal(append([]string{}, others...))
 	var v verdict
-	evalJSON(t, c.ctx, `(async () => { const m = await import("/ui/static/verify.js"); return m.verifyBundle(`+string(b)+`, `+string(k)+`); })()`, &v)
+	evalJSON(t, c.ctx, `(async () => { const m = await import("/ui/static/verify.js"); return m.verifyBundle(`+string(b)+`, `+string(k)+`, `+string(o)+`); })()`, &v)
 	return v
 }
 
@@ -238,6 +240,36 @@ func TestBrowserVerifyGolden(t *testing.T) {
 		}), pem, "inclusion"},
 		{"not a bundle", []byte(`{"hello": 1}`), pem, "form"},
 	}
+	// After a key rotation the log signs checkpoints with the new key: the
+	// installation's other keys are accepted for the checkpoint only.
+	_, rotated, _ := ed25519.GenerateKey(rand.Reader)
+	rotatedPEM, _ := certificate.EncodePublicKeyPEM(rotated.Public().(ed25519.PublicKey))
+	resigned := editBundle(t, golden, func(b *certificate.Bundle, _ map[string]any) {
+		body, _, _ := strings.Cut(b.LogEntry.Checkpoint, "\n\n")
+		cp, err := transparency.ParseCheckpoint([]byte(body + "\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		signer, err := transparency.NewSigner(cp.Origin, rotated)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := transparency.Sign(cp, signer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.LogEntry.Checkpoint = string(raw)
+	})
+	if v := verifyInPage(t, c, resigned, pem); v.Valid || v.Failed != "checkpoint" {
+		t.Errorf("checkpoint by an unknown key: valid=%v failed=%q, want checkpoint", v.Valid, v.Failed)
+	}
+	if v := verifyInPage(t, c, resigned, pem, string(rotatedPEM)); !v.Valid {
+		t.Errorf("checkpoint by the installation's other key: %+v, want valid", v)
+	}
+	if v := verifyInPage(t, c, golden, string(rotatedPEM), pem); v.Valid || v.Failed != "key" {
+		t.Errorf("certificate by a key given only for checkpoints: valid=%v failed=%q, want key", v.Valid, v.Failed)
+	}
+
 	for _, tc := range cases {
 		v := verifyInPage(t, c, tc.bundle, tc.pem)
 		if v.Valid || v.Failed != tc.failed {

@@ -393,7 +393,7 @@ function renderVerdict(res) {
 $("verify-here").addEventListener("click", async () => {
   const text = state.bundleText;
   const pem = await keyFor(text).catch(() => "");
-  const res = await verifyBundle(text, pem);
+  const res = await verifyBundle(text, pem, (state.keys || []).map((k) => k.pem));
   $("req-verify-result").replaceChildren(renderVerdict(res));
   $("req-words").replaceChildren(renderWords(statementOf(text), res.valid));
 });
@@ -411,7 +411,8 @@ $("verify-form").addEventListener("submit", async (ev) => {
   let pem = $("pubkey").value;
   const own = (state.keys || []).some((k) => k.pem.trim() === pem.trim());
   if (!pem.trim() || own) pem = await keyFor(text).catch(() => "");
-  const res = await verifyBundle(text, pem);
+  // A pasted key is the only one trusted; the installation's keys otherwise.
+  const res = await verifyBundle(text, pem, own || !$("pubkey").value.trim() ? (state.keys || []).map((k) => k.pem) : []);
   $("verify-result").replaceChildren(renderVerdict(res));
   const st = statementOf(text);
   $("verify-words").replaceChildren(st ? renderWords(st, res.valid) : "");

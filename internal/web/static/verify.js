@@ -203,10 +203,11 @@ export function statementOf(text) {
   }
 }
 
-// verifyBundle checks bundle text against a public key (PEM text). It
-// returns {valid, failed, checks: [{name, ok, detail}], certificateId,
+// verifyBundle checks bundle text against a public key (PEM text); the
+// checkpoint may also be signed by one of otherPems (the installation's
+// other keys, after a rotation). It returns {valid, failed, checks: [{name, ok, detail}], certificateId,
 // logIndex, keyId}. failed names the first check that failed.
-export async function verifyBundle(text, pemText) {
+export async function verifyBundle(text, pemText, otherPems) {
   const checks = [];
   const res = { valid: false, failed: "", checks, certificateId: "", logIndex: -1, keyId: "" };
   const add = (name, ok, detail) => {
@@ -264,22 +265,35 @@ export async function verifyBundle(text, pemText) {
     add("checkpoint", false, e.message);
     return res;
   }
-  const raw = spki.subarray(12);
-  const kh = await noteKeyHash(cp.origin, raw);
+  // The log signs checkpoints with the installation's key of the day: the
+  // certificate's key, or after a rotation another of the keys given.
   let cpOK = false;
-  for (const s of cp.sigs) {
-    if (s.name === cp.origin && equal(s.hash, kh) && s.sig.length === 64) {
-      try {
-        cpOK = await ed25519Verify(spki, s.sig, enc.encode(cp.body));
-      } catch {
-        cpOK = false;
-      }
+  let cpKey = keyId;
+  const logKeys = [spki];
+  for (const pem of otherPems || []) {
+    try {
+      logKeys.push(pemToSPKI(pem));
+    } catch {
+      // a malformed extra key is skipped
+    }
+  }
+  for (const k of logKeys) {
+    const kh = await noteKeyHash(cp.origin, k.subarray(12));
+    const s = cp.sigs.find((x) => x.name === cp.origin && equal(x.hash, kh) && x.sig.length === 64);
+    if (!s) continue;
+    try {
+      cpOK = await ed25519Verify(k, s.sig, enc.encode(cp.body));
+    } catch {
+      cpOK = false;
+    }
+    if (cpOK) {
+      cpKey = await keyIdOf(k);
       break;
     }
   }
   add("checkpoint", cpOK, cpOK
-    ? `the log ${cp.origin} signed a tree of ${cp.size} entries with this key`
-    : `the checkpoint of log ${cp.origin} carries no valid signature by this key`);
+    ? `the log ${cp.origin} signed a tree of ${cp.size} entries with ${cpKey === keyId ? "this key" : "key " + cpKey}`
+    : `the checkpoint of log ${cp.origin} carries no valid signature by ${logKeys.length > 1 ? "a key given" : "this key"}`);
 
   let incOK = false;
   let incDetail = "";
