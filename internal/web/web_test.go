@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -397,6 +399,28 @@ func TestFlowAndNoSubjectInLogs(t *testing.T) {
 		for _, a := range answers {
 			if strings.Contains(a, canary) {
 				t.Errorf("an answer holds %q: %s", canary, a)
+			}
+		}
+	}
+}
+
+// TestAssetsSelfContained: the page's files load nothing from elsewhere and
+// never parse data as HTML.
+func TestAssetsSelfContained(t *testing.T) {
+	files, err := filepath.Glob("static/*")
+	if err != nil || len(files) < 5 {
+		t.Fatalf("static files: %v %v", files, err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The predicate type is a name, not an address the page loads.
+		s := strings.ReplaceAll(string(b), `"https://amnesia.dev/erasure-certificate/v1"`, "")
+		for _, bad := range []string{"http://", "https://", "innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function", "@import", "url(http"} {
+			if strings.Contains(s, bad) {
+				t.Errorf("%s holds %q", f, bad)
 			}
 		}
 	}
