@@ -95,6 +95,13 @@ class Server(unittest.TestCase):
         self.assertTrue(self.capture.healthz())
         self.assertTrue(self.capture.readyz())
 
+    def test_keys(self) -> None:
+        keys = self.operator.keys()
+        self.assertGreaterEqual(len(keys), 1)
+        for k in keys:
+            self.assertTrue(k.key_id)
+            self.assertIn("BEGIN PUBLIC KEY", k.pem)
+
     def test_lineage_is_split_into_batches_and_idempotent(self) -> None:
         subject = f"batch-{uniq()}@example.com"
         root = f"big-{uniq()}"
@@ -221,7 +228,10 @@ class Server(unittest.TestCase):
         self.assertTrue(lines[1].isdigit())
         self.assertGreaterEqual(int(lines[1]), v.log_index + 1)
 
+        self.assertIn(v.key_id, [k.key_id for k in self.operator.keys()])
         self.assertIn(req.id, [r.id for r in self.operator.requests(state="done")])
+        self.assertIn(req.id, [r.id for r in self.operator.requests(overdue=False)])
+        self.assertNotIn(req.id, [r.id for r in self.operator.requests(overdue=True)])
         self.assertNotIn(req.id, [r.id for r in self.operator.requests(state="received")])
 
         # Erased is erased: nothing is left to trace, and re-ingest is refused.

@@ -13,6 +13,7 @@ from amnesia_client import (
     AmnesiaError,
     Client,
     Conflict,
+    ConnectionFailed,
     Expired,
     Forbidden,
     InvalidInput,
@@ -62,6 +63,18 @@ class RequestBuilding(unittest.TestCase):
         for u in ("127.0.0.1:7468", "ftp://h", "http://h/?x=1"):
             with self.assertRaises(ValueError, msg=u):
                 Client(u)
+
+    def test_unreachable_server_is_connection_failed(self) -> None:
+        import socket
+
+        with socket.socket() as sock:  # a loopback port nobody listens on
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        with self.assertRaises(ConnectionFailed) as cm:
+            Client(f"http://127.0.0.1:{port}", "amn_secret", timeout=5).trace(SUBJECT)
+        self.assertEqual(cm.exception.status, 0)
+        self.assertNotIn(SUBJECT, str(cm.exception))
+        self.assertNotIn("amn_secret", str(cm.exception))
 
     def test_repr_hides_the_token(self) -> None:
         self.assertNotIn("amn_secret", repr(self.c))
