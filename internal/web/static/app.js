@@ -241,8 +241,7 @@ function renderProgress(r) {
   if (r.state === "failed" || r.state === "paused") ol.append(el("li", { class: "now bad", text: r.state }));
 }
 
-// renderRequest fills the request view; it is split from loadRequest so the
-// poll can refresh it.
+// renderRequest fills the request view (the poll refreshes it).
 function renderRequest(r) {
   renderProgress(r);
   const d = $("req-details");
@@ -260,7 +259,7 @@ function renderRequest(r) {
     ...row("Erasure", r.erasure_id),
     ...row("Certificate", r.certificate_id),
   );
-  const canConfirm = r.state === "received" || r.state === "previewed";
+  const canConfirm = (r.state === "received" || r.state === "previewed") && state.principal.role === "operator";
   const pv = state.preview && state.preview.id === r.id ? state.preview : null;
   $("req-preview").hidden = !(canConfirm && pv);
   $("preview-btn").hidden = !(canConfirm && !pv);
@@ -269,7 +268,7 @@ function renderRequest(r) {
     $("preview-expiry").textContent = `This preview can be confirmed until ${fmtTime(pv.expires_at)}. Erasure cannot be undone.`;
   }
   $("req-error").hidden = !r.error;
-  $("req-error").textContent = r.error ? "The erasure failed: " + r.error : "";
+  $("req-error").textContent = !r.error ? "" : (r.state === "failed" ? "The erasure failed: " : "Last error: ") + r.error;
   const done = r.state === "done" && r.certificate_id;
   $("req-cert").hidden = !done;
   if (done && $("req-cert").dataset.id !== r.certificate_id) {
@@ -311,7 +310,7 @@ async function refresh(id) {
   }
 }
 
-// loadRequest is refresh with the view reset.
+// loadRequestView opens a request's view afresh.
 async function loadRequestView(id) {
   $("req-cert").dataset.id = "";
   $("req-cert").hidden = true;
