@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/amnesia-dev/amnesia/internal/saga"
 	"github.com/amnesia-dev/amnesia/internal/worker"
 	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/subject"
@@ -338,6 +339,9 @@ func (s *Service) Confirm(ctx context.Context, p *Principal, id, confirmation st
 		d.State, d.Error = StateFailed, "could not queue the erasure: "+safeReason(err)
 		if uerr := s.update(ctx, d); uerr != nil {
 			s.log.Error("request: record the queue failure", "request", d.ID, "err", uerr)
+		}
+		if errors.Is(err, saga.ErrStaleTrace) {
+			return nil, fmt.Errorf("%w: the set to erase changed while it was confirmed; preview again", ErrConflict)
 		}
 		return nil, fmt.Errorf("queue the erasure: %w", err)
 	}

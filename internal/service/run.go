@@ -182,12 +182,15 @@ func (s *Service) Sync(ctx context.Context) error {
 	overdue := 0
 	counts := map[string]int{}
 	for _, d := range docs {
-		if j, ok := byTrace[d.TraceID]; ok && (d.State == StateQueued || d.State == StateRunning || d.State == StatePaused) {
+		j, ok := byTrace[d.TraceID]
+		if ok && (d.State == StateQueued || d.State == StateRunning || d.State == StatePaused) {
 			if s.syncJob(d, j) {
 				if err := s.update(ctx, d); err != nil && !errors.Is(err, ErrConflict) {
 					return err
 				}
 			}
+		} else if !ok && d.State == StateQueued && s.now().Sub(d.UpdatedAt) > 30*time.Second {
+			s.requeue(ctx, d)
 		}
 		if d.Callback != nil && d.Callback.State == "pending" && !s.now().Before(d.Callback.NextAt) {
 			s.deliver(ctx, d)
@@ -202,6 +205,24 @@ func (s *Service) Sync(ctx context.Context) error {
 		s.metrics.requests.WithLabelValues(st).Set(float64(counts[st]))
 	}
 	return nil
+}
+
+// requeue queues again the erasure of a confirmed request whose job is
+// missing (the process that confirmed it stopped between the two writes).
+func (s *Service) requeue(ctx context.Context, d *reqDoc) {
+	t, err := s.env.LoadTrace(d.TraceID)
+	if err == nil {
+		err = worker.Enqueue(ctx, s.env, t, d.Reason)
+	}
+	if err == nil {
+		s.log.Info("erasure request queued again", "request", d.ID, "trace", d.TraceID)
+		return
+	}
+	d.State, d.Error = StateFailed, "could not queue the erasure: "+failReason(err.Error())+"; preview the request again"
+	s.armCallback(d)
+	if err := s.update(ctx, d); err != nil && !errors.Is(err, ErrConflict) {
+		s.log.Error("requests: record a failed requeue", "request", d.ID, "err", err)
+	}
 }
 
 // syncJob updates d from its job; it reports whether d changed.
