@@ -343,6 +343,7 @@ func httpServer(t *testing.T, f *fixture) (*httptest.Server, *syncBuffer) {
 	srv := mcpserver.New(svc, mcpserver.Options{StateDir: f.state(), Logger: log, ForgetWait: 2 * time.Minute})
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() {
+		ts.CloseClientConnections()
 		ts.Close()
 		cancel()
 		<-done
@@ -368,44 +369,42 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func httpConnector(ts *httptest.Server, token, protocol string) connector {
+func httpConnector(ts *httptest.Server, token string) connector {
 	return func(t *testing.T, c *mcp.Client) *mcp.ClientSession {
 		t.Helper()
 		tr := &mcp.StreamableClientTransport{Endpoint: ts.URL, HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}, MaxRetries: -1}
-		var opts *mcp.ClientSessionOptions
-		if protocol != "" {
-			opts = &mcp.ClientSessionOptions{ProtocolVersion: protocol}
-		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		cs, err := c.Connect(ctx, tr, opts)
+		cs, err := c.Connect(ctx, tr, nil)
 		if err != nil {
 			t.Fatalf("connect over HTTP: %v", err)
 		}
+		// A stateful streamable HTTP server speaks the protocol up to
+		// 2025-11-25 (2026-07-28 is stateless only, where the server could
+		// not ask the human): the SDK's client falls back to it, and the
+		// server sends elicitation/create during forget's call.
+		checkProtocol(t, cs, "2025-11-25")
 		return cs
 	}
 }
 
-func TestStreamableHTTP(t *testing.T) {
-	// The SDK's client speaks 2026-07-28 by default (the elicitation
-	// travels back with the retried call); 2025-11-25 is the older flow
-	// where the server sends elicitation/create in the middle of the call.
-	for _, protocol := range []string{"", "2025-11-25"} {
-		name := protocol
-		if name == "" {
-			name = "latest"
-		}
-		t.Run(name, func(t *testing.T) {
-			f := buildFixture(t)
-			ts, logs := httpServer(t, f)
-			scenario(t, f, httpConnector(ts, f.token(t, service.RoleOperator), protocol))
-			assertNoLeak(t, "the MCP server's log", logs.String())
-			if !strings.Contains(logs.String(), `"tool":"forget"`) {
-				t.Errorf("the MCP server logged no forget call:\n%s", logs.String())
-			}
-			f.assertLogClean(t)
-		})
+func checkProtocol(t *testing.T, cs *mcp.ClientSession, want string) {
+	t.Helper()
+	if got := cs.InitializeResult().ProtocolVersion; got != want {
+		cs.Close()
+		t.Fatalf("the session speaks protocol %s, want %s", got, want)
 	}
+}
+
+func TestStreamableHTTP(t *testing.T) {
+	f := buildFixture(t)
+	ts, logs := httpServer(t, f)
+	scenario(t, f, httpConnector(ts, f.token(t, service.RoleOperator)))
+	assertNoLeak(t, "the MCP server's log", logs.String())
+	if !strings.Contains(logs.String(), `"tool":"forget"`) {
+		t.Errorf("the MCP server logged no forget call:\n%s", logs.String())
+	}
+	f.assertLogClean(t)
 }
 
 func TestStreamableHTTPAuth(t *testing.T) {
@@ -424,7 +423,7 @@ func TestStreamableHTTPAuth(t *testing.T) {
 	}
 	// An auditor may trace nothing and erase nothing.
 	rec := &recorder{}
-	cs := httpConnector(ts, f.token(t, service.RoleAuditor), "")(t, newClient(accept, rec, &elicitations{}))
+	cs := httpConnector(ts, f.token(t, service.RoleAuditor))(t, newClient(accept, rec, &elicitations{}))
 	defer cs.Close()
 	res := call(t, cs, rec, "preview", map[string]any{"subject": alice.raw, "reason": "GDPR Art. 17 request"}, nil)
 	if !res.IsError || !strings.Contains(resultText(res), "forbidden") {
@@ -437,32 +436,41 @@ func TestStreamableHTTPAuth(t *testing.T) {
 }
 
 func TestStdio(t *testing.T) {
-	f := buildFixture(t)
-	tokenFile := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(tokenFile, []byte(f.token(t, service.RoleOperator)+"\n"), 0o600); err != nil {
-		t.Fatal(err)
+	// Over stdio the SDK's client speaks 2026-07-28 by default: forget's
+	// first round returns the question as an input request and the client
+	// retries the call with the human's answer (SEP-2322). With 2025-11-25
+	// the server sends elicitation/create during the call.
+	for _, protocol := range []string{"2026-07-28", "2025-11-25"} {
+		t.Run(protocol, func(t *testing.T) {
+			f := buildFixture(t)
+			tokenFile := filepath.Join(t.TempDir(), "token")
+			if err := os.WriteFile(tokenFile, []byte(f.token(t, service.RoleOperator)+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var stderrs []*syncBuffer
+			connect := func(t *testing.T, c *mcp.Client) *mcp.ClientSession {
+				t.Helper()
+				cmd := exec.Command(amnesiaBin, "--state", f.state(), "mcp", "--token-file", tokenFile)
+				cmd.Env = cleanEnv()
+				stderr := &syncBuffer{}
+				stderrs = append(stderrs, stderr)
+				cmd.Stderr = stderr
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: protocol})
+				if err != nil {
+					t.Fatalf("connect over stdio: %v\n%s", err, stderr.String())
+				}
+				checkProtocol(t, cs, protocol)
+				return cs
+			}
+			scenario(t, f, connect)
+			for _, s := range stderrs {
+				assertNoLeak(t, "amnesia mcp's stderr", s.String())
+			}
+			f.assertLogClean(t)
+		})
 	}
-	var stderrs []*syncBuffer
-	connect := func(t *testing.T, c *mcp.Client) *mcp.ClientSession {
-		t.Helper()
-		cmd := exec.Command(amnesiaBin, "--state", f.state(), "mcp", "--token-file", tokenFile)
-		cmd.Env = cleanEnv()
-		stderr := &syncBuffer{}
-		stderrs = append(stderrs, stderr)
-		cmd.Stderr = stderr
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-		if err != nil {
-			t.Fatalf("connect over stdio: %v\n%s", err, stderr.String())
-		}
-		return cs
-	}
-	scenario(t, f, connect)
-	for _, s := range stderrs {
-		assertNoLeak(t, "amnesia mcp's stderr", s.String())
-	}
-	f.assertLogClean(t)
 }
 
 func TestStdioToken(t *testing.T) {
