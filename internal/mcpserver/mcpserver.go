@@ -65,6 +65,12 @@ func New(svc *service.Service, opts Options) *Server {
 	if opts.ForgetWait <= 0 {
 		opts.ForgetWait = 2 * time.Minute
 	}
+	// A version text may span lines (amnesia version): its first line,
+	// without the program's name.
+	if i := strings.IndexByte(opts.Version, '\n'); i >= 0 {
+		opts.Version = opts.Version[:i]
+	}
+	opts.Version = strings.TrimSpace(strings.TrimPrefix(opts.Version, "amnesia "))
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
