@@ -166,6 +166,19 @@ func scenario(t *testing.T, f *fixture, connect connector) {
 		t.Errorf("trace: the stores hold %d records, the trace counts %d artifacts", perStore, tr.Artifacts)
 	}
 
+	// Refusals do not echo the subject either: a subject never recorded,
+	// a reason that holds the subject's id.
+	if res := call(t, cs, rec, "trace", map[string]any{"subject": nobody.raw}, nil); !res.IsError {
+		t.Errorf("trace of a subject never recorded: %s, want an error", resultText(res))
+	} else {
+		t.Logf("trace of a subject never recorded: %s", resultText(res))
+	}
+	if res := call(t, cs, rec, "preview", map[string]any{"subject": bob.raw, "reason": "erase " + bob.raw + " now"}, nil); !res.IsError {
+		t.Errorf("preview with the subject's id in the reason: %s, want a refusal", resultText(res))
+	} else {
+		t.Logf("preview with the subject's id in the reason: %s", resultText(res))
+	}
+
 	// preview: a request and its counts, never the confirmation.
 	var pv mcpserver.PreviewOutput
 	res := call(t, cs, rec, "preview", map[string]any{"subject": alice.raw, "reason": "GDPR Art. 17 request"}, &pv)

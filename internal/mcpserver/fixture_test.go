@@ -71,7 +71,11 @@ var (
 	dave  = person{raw: "user:dave.6p1z-raw", docs: []string{"d1"}}
 )
 
-var people = []person{alice, bob, carol, dave}
+// nobody was never recorded.
+var nobody = person{raw: "user:nobody.0x5n-raw"}
+
+// people are every raw id a leak check looks for.
+var people = []person{alice, bob, carol, dave, nobody}
 
 func docText(id string) string {
 	return fmt.Sprintf("Notes %s: the customer asked about the invoice of March and the %s delivery to the north depot; "+

@@ -159,7 +159,7 @@ func toolError(err error, secrets ...string) error {
 	case errors.Is(err, service.ErrForbidden):
 		msg = "forbidden: this token's role or scopes do not allow this"
 	case errors.Is(err, service.ErrNotFound):
-		msg = "not found in this token's scopes"
+		msg = "not found: no such id in this token's scopes"
 	case errors.Is(err, service.ErrExpired):
 		msg = "expired: " + err.Error()
 	case errors.Is(err, service.ErrConflict):

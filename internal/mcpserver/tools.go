@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -240,11 +241,17 @@ func (s *Server) trace(ctx context.Context, _ *mcp.CallToolRequest, p *service.P
 		return nil, TraceOutput{}, errors.New("invalid input: subject is empty; give the person's id as the application records it")
 	}
 	t, err := s.svc.Trace(ctx, p, in.Scope, in.Subject)
+	if errors.Is(err, service.ErrNotFound) {
+		return nil, TraceOutput{}, errors.New(noLineage)
+	}
 	if err != nil {
 		return nil, TraceOutput{}, toolError(err, in.Subject)
 	}
 	return nil, traceOutput(t), nil
 }
+
+// noLineage is the answer for a subject the ledger holds nothing of.
+const noLineage = "nothing is recorded for this subject in this scope: check the id (as the application records it) and the scope"
 
 func traceOutput(t *service.TraceSummary) TraceOutput {
 	out := TraceOutput{TraceID: t.TraceID, SubjectRef: t.SubjectRef, Scope: t.Scope, Artifacts: t.Artifacts,
@@ -277,6 +284,9 @@ func (s *Server) preview(ctx context.Context, _ *mcp.CallToolRequest, p *service
 		return nil, PreviewOutput{}, toolError(err, in.Subject)
 	}
 	pv, err := s.svc.Preview(ctx, p, r.ID)
+	if errors.Is(err, service.ErrNotFound) {
+		return nil, PreviewOutput{}, fmt.Errorf("request %s was created, but %s", r.ID, noLineage)
+	}
 	if err != nil {
 		return nil, PreviewOutput{}, toolError(err, in.Subject)
 	}
