@@ -5,6 +5,7 @@
 //	go run ./cmd/amnesia-bench residue [--store sqlite-doc] [--subjects 200 --docs-each 15 --sample 20]
 //	go run ./cmd/amnesia-bench scale [--edges 10000000]
 //	go run ./cmd/amnesia-bench pgvector [--vectors 100000 --dim 384 --subjects 1000 --batch 100 --dsn $AMNESIA_TEST_PG_DSN]
+//	go run ./cmd/amnesia-bench serve-capture [--dsn $AMNESIA_TEST_PG_DSN --clients 8 --duration 10s]
 //	go run ./cmd/amnesia-bench report
 package main
 
@@ -15,13 +16,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/amnesia-dev/amnesia/internal/bench"
+	"github.com/amnesia-dev/amnesia/internal/server/servebench"
 )
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: amnesia-bench residue|scale|pgvector|report [flags]")
+		fmt.Fprintln(os.Stderr, "usage: amnesia-bench residue|scale|pgvector|serve-capture|report [flags]")
 		os.Exit(2)
 	}
 	ctx := context.Background()
@@ -86,6 +89,17 @@ func main() {
 		var r *bench.PGVectorResult
 		if r, err = bench.PGVector(ctx, o); err == nil {
 			err = write(filepath.Join(*out, "pgvector.json"), r)
+		}
+	case "serve-capture":
+		o := servebench.Options{Progress: os.Stderr}
+		fs.StringVar(&o.DSN, "dsn", os.Getenv("AMNESIA_TEST_PG_DSN"), "PostgreSQL server for the postgres ledger (default $AMNESIA_TEST_PG_DSN; empty: SQLite only)")
+		fs.IntVar(&o.Clients, "clients", 8, "concurrent clients")
+		fs.DurationVar(&o.Duration, "duration", 10*time.Second, "per measurement")
+		fs.Parse(os.Args[2:])
+		o.Work = scratch(*work)
+		var r *servebench.Result
+		if r, err = servebench.Run(ctx, o); err == nil {
+			err = write(filepath.Join(*out, "serve-capture.json"), r)
 		}
 	case "report":
 		fs.Parse(os.Args[2:])

@@ -57,6 +57,8 @@ func Load(dir string) (*Results, error) {
 			if err := json.Unmarshal(b, r.PGVector); err != nil {
 				return nil, fmt.Errorf("%s: %w", p, err)
 			}
+		case "serve-capture":
+			// Capture through amnesia serve's API: reported in docs/serve.md.
 		default:
 			return nil, fmt.Errorf("%s: unknown kind %q", p, head.Kind)
 		}

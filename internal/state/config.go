@@ -42,6 +42,8 @@ type Config struct {
 	// process holds up (a busy SQLite WAL, a lock or a long transaction on
 	// PostgreSQL) before it pauses as PENDING (Go duration; default 30s).
 	ReclaimWait string `yaml:"reclaim_wait,omitempty"`
+	// Serve configures `amnesia serve` (serveconfig.go).
+	Serve       ServeConfig `yaml:"serve,omitempty"`
 	dir         string
 	validityDur time.Duration
 	tsaTimeout  time.Duration
@@ -123,6 +125,9 @@ func (c *Config) Validate() error {
 		if !lineage.IsPostgresDSN(c.Ledger) {
 			return fieldErr("ledger", "ledger: a PostgreSQL ledger is a URL: postgres://user@host/dbname")
 		}
+	}
+	if err := c.Serve.validate(); err != nil {
+		return err
 	}
 	seen := map[string]bool{}
 	for i, s := range c.Stores {

@@ -40,6 +40,7 @@ func TestPostgres(t *testing.T) {
 	ledgertest.Run(t, func(t *testing.T) lineage.Ledger { return openPostgres(t, ledgertest.PostgresDSN(t)) })
 	t.Run("Shared", func(t *testing.T) { ledgertest.RunShared(t, postgresPair) })
 	t.Run("Queue", func(t *testing.T) { ledgertest.RunQueue(t, postgresPair) })
+	t.Run("Requests", func(t *testing.T) { ledgertest.RunRequests(t, postgresPair) })
 }
 
 func exec(t *testing.T, dsn, stmt string) {

@@ -39,6 +39,7 @@ func TestSQLite(t *testing.T) {
 	})
 	t.Run("Shared", func(t *testing.T) { ledgertest.RunShared(t, sqlitePair) })
 	t.Run("Queue", func(t *testing.T) { ledgertest.RunQueue(t, sqlitePair) })
+	t.Run("Requests", func(t *testing.T) { ledgertest.RunRequests(t, sqlitePair) })
 }
 
 func TestSQLiteRefusesOtherSchemaVersion(t *testing.T) {

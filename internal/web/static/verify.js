@@ -1,0 +1,323 @@
+// In-browser verification of an amnesia certificate bundle.
+//
+// Everything here runs in the browser with WebCrypto: the server is not
+// asked whether the certificate is valid. The checks follow
+// certificate.VerifyBundle:
+//   1. the bundle's form (application/vnd.amnesia.certificate.v1+json);
+//   2. the signing key: the envelope's key id is "sha256:" + hex SHA-256 of
+//      the key's SubjectPublicKeyInfo DER;
+//   3. the DSSE signature: Ed25519 over PAE("DSSEv1", payloadType, payload);
+//   4. the payload names the same key and a certificate id;
+//   5. the checkpoint: a C2SP signed note whose body is origin, size and
+//      root hash, signed by the same Ed25519 key under the log's origin
+//      (key hash = SHA-256(origin || "\n" || 0x01 || key)[:4]);
+//   6. the inclusion proof (RFC 6962 / RFC 9162): the certificate's leaf
+//      "amnesia/certificate/v1\n<id>\n<hex sha256(payload)>\n", hashed as
+//      SHA-256(0x00 || leaf), leads to the checkpoint's root.
+
+const enc = new TextEncoder();
+const dec = new TextDecoder("utf-8", { fatal: true });
+
+export const MEDIA_TYPE = "application/vnd.amnesia.certificate.v1+json";
+const LEAF_KIND = "amnesia/certificate/v1";
+// The 12-byte DER prefix of an Ed25519 SubjectPublicKeyInfo (RFC 8410).
+const SPKI_PREFIX = [0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00];
+
+export function b64decode(s) {
+  if (typeof s !== "string" || !/^[A-Za-z0-9+/]*={0,2}$/.test(s) || s.length % 4 !== 0) {
+    throw new Error("not standard base64");
+  }
+  const bin = atob(s);
+  const out = new Uint8Array(bin.length);
+  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+  return out;
+}
+
+export function b64encode(bytes) {
+  let s = "";
+  for (const b of bytes) s += String.fromCharCode(b);
+  return btoa(s);
+}
+
+function hex(bytes) {
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+function concat(...parts) {
+  const n = parts.reduce((a, p) => a + p.length, 0);
+  const out = new Uint8Array(n);
+  let o = 0;
+  for (const p of parts) {
+    out.set(p, o);
+    o += p.length;
+  }
+  return out;
+}
+
+function equal(a, b) {
+  if (a.length !== b.length) return false;
+  let d = 0;
+  for (let i = 0; i < a.length; i++) d |= a[i] ^ b[i];
+  return d === 0;
+}
+
+async function sha256(bytes) {
+  return new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+}
+
+// pemToSPKI returns the DER of the first "PUBLIC KEY" block of text.
+export function pemToSPKI(text) {
+  const m = /-----BEGIN PUBLIC KEY-----([\s\S]*?)-----END PUBLIC KEY-----/.exec(text || "");
+  if (!m) throw new Error("no PUBLIC KEY PEM block");
+  const der = b64decode(m[1].replace(/\s+/g, ""));
+  if (der.length !== 44 || !equal(der.subarray(0, 12), Uint8Array.from(SPKI_PREFIX))) {
+    throw new Error("the PEM block is not an Ed25519 public key");
+  }
+  return der;
+}
+
+// keyIdOf returns amnesia's key id of an SPKI DER: "sha256:<hex>".
+export async function keyIdOf(spki) {
+  return "sha256:" + hex(await sha256(spki));
+}
+
+// pae is the DSSE pre-authentication encoding.
+function pae(payloadType, payload) {
+  const t = enc.encode(payloadType);
+  return concat(enc.encode(`DSSEv1 ${t.length} `), t, enc.encode(` ${payload.length} `), payload);
+}
+
+async function ed25519Verify(spki, sig, msg) {
+  const key = await crypto.subtle.importKey("spki", spki, { name: "Ed25519" }, false, ["verify"]);
+  return crypto.subtle.verify({ name: "Ed25519" }, key, sig, msg);
+}
+
+// noteKeyHash is the C2SP signed-note key hash of an Ed25519 key.
+async function noteKeyHash(name, raw) {
+  const h = await sha256(concat(enc.encode(name), Uint8Array.of(0x0a, 0x01), raw));
+  return h.subarray(0, 4);
+}
+
+// parseCheckpoint splits a signed note into its body and signature lines.
+export function parseCheckpoint(text) {
+  const i = text.lastIndexOf("\n\n");
+  if (i < 0) throw new Error("the checkpoint is not a signed note");
+  const body = text.slice(0, i + 1);
+  const lines = body.slice(0, -1).split("\n");
+  if (lines.length !== 3) throw new Error("the checkpoint body is not origin, size, root hash");
+  const [origin, sizeText, rootText] = lines;
+  if (!origin || /[ +\t]/.test(origin)) throw new Error("the checkpoint's origin is malformed");
+  if (!/^(0|[1-9][0-9]*)$/.test(sizeText)) throw new Error("the checkpoint's size is not a decimal");
+  const size = Number(sizeText);
+  if (!Number.isSafeInteger(size)) throw new Error("the checkpoint's size is too large for this page");
+  const root = b64decode(rootText);
+  if (root.length !== 32) throw new Error("the checkpoint's root hash is not 32 bytes");
+  const sigs = [];
+  const rest = text.slice(i + 2);
+  if (!rest.endsWith("\n")) throw new Error("the checkpoint's signature lines do not end in a newline");
+  for (const line of rest.slice(0, -1).split("\n")) {
+    if (!line.startsWith("\u2014 ")) throw new Error("a checkpoint signature line does not start with an em dash");
+    const [name, b64, extra] = line.slice(2).split(" ");
+    if (!name || !b64 || extra !== undefined) throw new Error("a checkpoint signature line is malformed");
+    const raw = b64decode(b64);
+    if (raw.length < 5) throw new Error("a checkpoint signature is too short");
+    sigs.push({ name, hash: raw.subarray(0, 4), sig: raw.subarray(4) });
+  }
+  return { origin, size, root, body, sigs };
+}
+
+async function leafHash(leaf) {
+  return sha256(concat(Uint8Array.of(0), leaf));
+}
+
+async function nodeHash(l, r) {
+  return sha256(concat(Uint8Array.of(1), l, r));
+}
+
+// rootFromInclusionProof computes the root of a tree of size leaves from
+// the leaf hash at index and its audit path (RFC 9162, 2.1.3.2).
+export async function rootFromInclusionProof(index, size, leaf, proof) {
+  if (!(index >= 0 && index < size)) throw new Error(`leaf index ${index} is outside a tree of ${size} leaves`);
+  let fn = index;
+  let sn = size - 1;
+  let r = leaf;
+  for (const p of proof) {
+    if (sn === 0) throw new Error("the inclusion proof is longer than the tree is deep");
+    if (fn % 2 === 1 || fn === sn) {
+      r = await nodeHash(p, r);
+      if (fn % 2 === 0) {
+        while (fn % 2 === 0 && fn !== 0) {
+          fn = Math.floor(fn / 2);
+          sn = Math.floor(sn / 2);
+        }
+      }
+    } else {
+      r = await nodeHash(r, p);
+    }
+    fn = Math.floor(fn / 2);
+    sn = Math.floor(sn / 2);
+  }
+  if (sn !== 0) throw new Error("the inclusion proof is shorter than the tree is deep");
+  return r;
+}
+
+// parseBundle parses a bundle's text; it throws on a malformed file.
+export function parseBundle(text) {
+  let b;
+  try {
+    b = JSON.parse(text);
+  } catch {
+    throw new Error("the file is not JSON");
+  }
+  if (!b || typeof b !== "object" || b.mediaType !== MEDIA_TYPE) {
+    throw new Error(`the file is not a certificate bundle (mediaType ${MEDIA_TYPE})`);
+  }
+  const env = b.dsseEnvelope;
+  const le = b.logEntry;
+  if (!env || typeof env.payload !== "string" || typeof env.payloadType !== "string") {
+    throw new Error("the bundle has no DSSE envelope");
+  }
+  if (!Array.isArray(env.signatures) || env.signatures.length !== 1) {
+    throw new Error("the envelope must carry exactly one signature");
+  }
+  if (!le || !Number.isSafeInteger(le.logIndex) || !Array.isArray(le.inclusionProof) || typeof le.checkpoint !== "string") {
+    throw new Error("the bundle has no transparency log entry");
+  }
+  const payload = b64decode(env.payload);
+  let statement;
+  try {
+    statement = JSON.parse(dec.decode(payload));
+  } catch {
+    statement = null; // reported by the checks: the signature decides first
+  }
+  return { bundle: b, env, logEntry: le, payload, statement };
+}
+
+// statementOf returns the decoded statement of a bundle's text without
+// verifying anything (for display), or null.
+export function statementOf(text) {
+  try {
+    return parseBundle(text).statement;
+  } catch {
+    return null;
+  }
+}
+
+// verifyBundle checks bundle text against a public key (PEM text); the
+// checkpoint may also be signed by one of otherPems (the installation's
+// other keys, after a rotation). It returns {valid, failed, checks: [{name, ok, detail}], certificateId,
+// logIndex, keyId}. failed names the first check that failed.
+export async function verifyBundle(text, pemText, otherPems) {
+  const checks = [];
+  const res = { valid: false, failed: "", checks, certificateId: "", logIndex: -1, keyId: "" };
+  const add = (name, ok, detail) => {
+    checks.push({ name, ok, detail });
+    if (!ok && !res.failed) res.failed = name;
+    return ok;
+  };
+  let p;
+  try {
+    p = parseBundle(text);
+    add("form", true, "a v1 certificate bundle with one signature and a log entry");
+  } catch (e) {
+    add("form", false, e.message);
+    return res;
+  }
+  let spki;
+  try {
+    spki = pemToSPKI(pemText);
+  } catch (e) {
+    add("key", false, "the public key: " + e.message);
+    return res;
+  }
+  const keyId = await keyIdOf(spki);
+  res.keyId = keyId;
+  const sig = p.env.signatures[0];
+  if (!add("key", sig.keyid === keyId, sig.keyid === keyId
+    ? `signed by key ${keyId}`
+    : `the certificate names key ${sig.keyid}, not the key given (${keyId})`)) {
+    return res;
+  }
+  let sigOK = false;
+  try {
+    sigOK = await ed25519Verify(spki, b64decode(sig.sig), pae(p.env.payloadType, p.payload));
+  } catch (e) {
+    sigOK = false;
+  }
+  add("signature", sigOK, sigOK
+    ? "the Ed25519 signature over the DSSE payload verifies"
+    : "the signature does not verify: the certificate was changed after it was signed, or was signed by another key");
+
+  const st = p.statement;
+  const pred = st && st.predicate;
+  const stOK = !!pred && typeof pred.certificate_id === "string" && pred.certificate_id !== "" &&
+    pred.key_id === keyId && st.predicateType === "https://amnesia.dev/erasure-certificate/v1";
+  add("payload", stOK, stOK
+    ? `an amnesia erasure certificate v1, id ${pred.certificate_id}`
+    : "the payload is not an amnesia erasure certificate naming this key");
+  if (stOK) res.certificateId = pred.certificate_id;
+  res.logIndex = p.logEntry.logIndex;
+
+  let cp;
+  try {
+    cp = parseCheckpoint(p.logEntry.checkpoint);
+  } catch (e) {
+    add("checkpoint", false, e.message);
+    return res;
+  }
+  // The log signs checkpoints with the installation's key of the day: the
+  // certificate's key, or after a rotation another of the keys given.
+  let cpOK = false;
+  let cpKey = keyId;
+  const logKeys = [spki];
+  for (const pem of otherPems || []) {
+    try {
+      logKeys.push(pemToSPKI(pem));
+    } catch {
+      // a malformed extra key is skipped
+    }
+  }
+  for (const k of logKeys) {
+    const kh = await noteKeyHash(cp.origin, k.subarray(12));
+    const s = cp.sigs.find((x) => x.name === cp.origin && equal(x.hash, kh) && x.sig.length === 64);
+    if (!s) continue;
+    try {
+      cpOK = await ed25519Verify(k, s.sig, enc.encode(cp.body));
+    } catch {
+      cpOK = false;
+    }
+    if (cpOK) {
+      cpKey = await keyIdOf(k);
+      break;
+    }
+  }
+  add("checkpoint", cpOK, cpOK
+    ? `the log ${cp.origin} signed a tree of ${cp.size} entries with ${cpKey === keyId ? "this key" : "key " + cpKey}`
+    : `the checkpoint of log ${cp.origin} carries no valid signature by ${logKeys.length > 1 ? "a key given" : "this key"}`);
+
+  let incOK = false;
+  let incDetail = "";
+  if (stOK) {
+    try {
+      const digest = hex(await sha256(p.payload));
+      const leaf = enc.encode(`${LEAF_KIND}\n${pred.certificate_id}\n${digest}\n`);
+      const proof = p.logEntry.inclusionProof.map((h) => {
+        const b = b64decode(h);
+        if (b.length !== 32) throw new Error("a proof hash is not 32 bytes");
+        return b;
+      });
+      const root = await rootFromInclusionProof(p.logEntry.logIndex, cp.size, await leafHash(leaf), proof);
+      incOK = equal(root, cp.root);
+      incDetail = incOK
+        ? `entry ${p.logEntry.logIndex} of the log's ${cp.size}: the inclusion proof leads to the signed root`
+        : "the inclusion proof does not lead to the checkpoint's root: this certificate is not the one the log holds";
+    } catch (e) {
+      incDetail = "inclusion proof: " + e.message;
+    }
+  } else {
+    incDetail = "no certificate id to place in the log";
+  }
+  add("inclusion", incOK, incDetail);
+  res.valid = checks.every((c) => c.ok);
+  return res;
+}
