@@ -104,7 +104,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			}
 			return nil
 		case errors.Is(err, lineage.ErrNoJob) || (err != nil && !w.Once && !w.Drain):
-			if err != nil {
+			if err != nil && !errors.Is(err, lineage.ErrNoJob) {
 				w.log().Error("worker claim", "worker", w.ID, "err", err)
 			}
 			select {
