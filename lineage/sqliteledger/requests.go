@@ -5,7 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
+
+	"github.com/mattn/go-sqlite3"
 
 	"github.com/amnesia-dev/amnesia/lineage"
 )
@@ -31,7 +32,8 @@ func (l *Ledger) InsertRequest(ctx context.Context, r lineage.RequestRow) error 
 	}
 	_, err := l.db.ExecContext(ctx, `INSERT INTO requests (id, scope, state, trace_id, version, body) VALUES (?, ?, ?, ?, 1, ?)`,
 		r.ID, r.Scope, r.State, r.TraceID, string(r.Body))
-	if err != nil && strings.Contains(err.Error(), "UNIQUE") {
+	var se sqlite3.Error
+	if errors.As(err, &se) && (se.ExtendedCode == sqlite3.ErrConstraintUnique || se.ExtendedCode == sqlite3.ErrConstraintPrimaryKey) {
 		return lineage.ErrRequestExists
 	}
 	if err != nil {
