@@ -13,6 +13,7 @@ import (
 	"github.com/amnesia-dev/amnesia/internal/saga"
 	"github.com/amnesia-dev/amnesia/internal/state"
 	"github.com/amnesia-dev/amnesia/lineage"
+	"github.com/amnesia-dev/amnesia/lineage/sqliteledger"
 	"github.com/amnesia-dev/amnesia/store"
 	"github.com/amnesia-dev/amnesia/store/faiss"
 )
@@ -57,7 +58,7 @@ pickle.dump({i: 'synthetic text %d' % i for i in range(100, 120)}, open(sys.argv
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := lineage.OpenSQLite(ctx, dir.LedgerPath())
+	l, err := sqliteledger.Open(ctx, dir.LedgerPath())
 	if err != nil {
 		t.Fatal(err)
 	}
