@@ -1,6 +1,8 @@
 // Command amnesia-bench runs amnesia's benchmarks on demand and writes their
 // results as JSON under bench/results/; `report` regenerates RESULTS.md and
-// the README's headline table from those files.
+// the README's headline table from those files. Every results file records
+// the commit and the paths it measured, the machine and the day; report marks
+// a file stale when that code has changed since.
 //
 //	go run ./cmd/amnesia-bench residue [--store sqlite-doc] [--subjects 200 --docs-each 15 --sample 20]
 //	go run ./cmd/amnesia-bench scale [--edges 10000000]
@@ -141,6 +143,9 @@ func report(dir string) error {
 	if err != nil {
 		return err
 	}
+	// Mark every file whose measured code changed since its commit (run from
+	// the repository root, where RESULTS.md and README.md are).
+	r.Check(".")
 	if err := os.WriteFile("RESULTS.md", []byte(r.Markdown()), 0o644); err != nil {
 		return err
 	}

@@ -10,10 +10,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"strings"
 	"time"
 
+	"github.com/amnesia-dev/amnesia/internal/bench/provenance"
 	"github.com/amnesia-dev/amnesia/internal/state"
 	"github.com/amnesia-dev/amnesia/store/pgvector"
 )
@@ -55,9 +55,8 @@ var PGVectorBaselines = []struct{ ID, What string }{
 
 // PGVectorResult is bench/results/pgvector.json.
 type PGVectorResult struct {
-	Kind        string         `json:"kind"` // "pgvector"
-	Machine     string         `json:"machine"`
-	Date        string         `json:"date"`
+	Kind string `json:"kind"` // "pgvector"
+	provenance.Provenance
 	Server      string         `json:"server"`
 	Params      PGVectorParams `json:"params"`
 	Index       PGVectorIndex  `json:"index"`
@@ -210,8 +209,7 @@ func PGVector(ctx context.Context, o PGVectorOptions) (*PGVectorResult, error) {
 		return nil, err
 	}
 	r := &pgvRun{o: o, start: start, res: &PGVectorResult{Kind: "pgvector",
-		Machine: fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version()),
-		Date:    time.Now().UTC().Format("2006-01-02"),
+		Provenance: provenance.Capture(provenance.ResiduePaths),
 		Params: PGVectorParams{Vectors: o.Vectors, Dim: o.Dim, Subjects: o.Subjects, VectorsPerSubject: o.Vectors / o.Subjects,
 			Sample: o.Sample, Batch: o.Batch, Seed: o.Seed,
 			Content: "empty: rows hold only the vector and the subject tag, so every needle is a window of the vector's on-disk encoding"},

@@ -128,11 +128,12 @@ func readJournal(path string) (*pgvJournal, error) {
 }
 
 // PGVectorMarkdown renders the "## pgvector at scale" section.
-func (p *PGVectorResult) markdown() string {
+func (p *PGVectorResult) markdown(f *File) string {
 	var b strings.Builder
 	pr := p.Params
 	fmt.Fprintf(&b, "\n## pgvector at scale\n\n%d vectors of dimension %d (%d subjects, %d vectors each, seed %d), %s index; %s; %s; %s. Run wall time %.0f s.\n\n",
-		pr.Vectors, pr.Dim, pr.Subjects, pr.VectorsPerSubject, pr.Seed, p.Index.Method, p.Server, p.Machine, p.Date, p.WallSeconds)
+		pr.Vectors, pr.Dim, pr.Subjects, pr.VectorsPerSubject, pr.Seed, p.Index.Method, p.Server, p.Describe(), p.Date, p.WallSeconds)
+	b.WriteString(f.stamp() + "\n")
 	b.WriteString("| baseline | subjects | vectors | wall per subject | wall total | probe power | residue | in relation files | in pg_wal | certificate store residue |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range p.Cells {
 		cert := "n/a"

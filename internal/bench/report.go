@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/amnesia-dev/amnesia/internal/bench/provenance"
 )
 
 // Markers around the README's generated headline table.
@@ -21,6 +23,93 @@ type Results struct {
 	Residue  []*StoreResult
 	Scale    *ScaleResult
 	PGVector *PGVectorResult
+	Files    []*File // every file, in name order
+}
+
+// File is one results file: what it measured, on which code and machine,
+// and (after Check) whether that code is still the code at HEAD.
+type File struct {
+	Name  string // base name, e.g. residue-sqlite-doc.json
+	Kind  string
+	Store string // residue files: the store
+	Prov  provenance.Provenance
+	Fresh *provenance.Freshness // nil until Check
+}
+
+// Rerun is the command that measures this file again.
+func (f *File) Rerun() string {
+	if f.Kind == "residue" {
+		return "go run ./cmd/amnesia-bench residue --store " + f.Store
+	}
+	return "go run ./cmd/amnesia-bench " + f.Kind
+}
+
+// defaults is what the file's kind of benchmark measures: what the
+// file recorded, or for files written before paths were recorded, the
+// benchmark's paths today.
+func (f *File) defaults() []string {
+	if f.Kind == "serve-capture" {
+		return provenance.ServePaths
+	}
+	return provenance.ResiduePaths
+}
+
+// Check compares every file's measured code with HEAD of the git working
+// tree at root (`git diff <commit> HEAD -- <measured paths>`).
+func (r *Results) Check(root string) {
+	for _, f := range r.Files {
+		fr := provenance.Check(root, f.Prov, f.defaults())
+		f.Fresh = &fr
+	}
+}
+
+// file is the results file of kind (and store).
+func (r *Results) file(kind, store string) *File {
+	for _, f := range r.Files {
+		if f.Kind == kind && f.Store == store {
+			return f
+		}
+	}
+	return &File{Kind: kind, Store: store}
+}
+
+// MeasuredOn is "measured on 7b3e49d (machine; date)", or "commit unknown".
+func (f *File) MeasuredOn() string {
+	label := "commit unknown"
+	if f.Fresh != nil {
+		label = f.Fresh.Label()
+	}
+	if label != "commit unknown" {
+		label = "measured on " + label
+	}
+	date := f.Prov.Date
+	if date == "" {
+		date = "date unknown"
+	}
+	return fmt.Sprintf("%s (%s; %s)", label, f.Prov.Describe(), date)
+}
+
+// Status is "current", or the stale mark with the command that re-measures.
+func (f *File) Status() string {
+	switch {
+	case f.Fresh == nil:
+		return "**not checked** against git: run `go run ./cmd/amnesia-bench report` in the repository"
+	case f.Fresh.Stale:
+		return fmt.Sprintf("**stale**: %s; re-run `%s`", f.Fresh.Why, f.Rerun())
+	}
+	return "current: the measured code is unchanged at HEAD"
+}
+
+// stamp is the line under a section heading: measured on what, and status.
+func (f *File) stamp() string {
+	return fmt.Sprintf("%s, from `bench/results/%s`. %s.\n", capitalize(f.MeasuredOn()), f.Name, capitalize(f.Status()))
+}
+
+func capitalize(s string) string {
+	if s == "" || s[0] < 'a' || s[0] > 'z' {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // Load reads bench/results/*.json.
@@ -36,9 +125,17 @@ func Load(dir string) (*Results, error) {
 		if err != nil {
 			return nil, err
 		}
-		var head struct{ Kind string }
+		var head struct {
+			Kind  string `json:"kind"`
+			Store string `json:"store"`
+			provenance.Provenance
+		}
 		if err := json.Unmarshal(b, &head); err != nil {
 			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		f := &File{Name: filepath.Base(p), Kind: head.Kind, Prov: head.Provenance}
+		if head.Kind == "residue" {
+			f.Store = head.Store
 		}
 		switch head.Kind {
 		case "residue":
@@ -62,6 +159,7 @@ func Load(dir string) (*Results, error) {
 		default:
 			return nil, fmt.Errorf("%s: unknown kind %q", p, head.Kind)
 		}
+		r.Files = append(r.Files, f)
 	}
 	return r, nil
 }
@@ -69,17 +167,36 @@ func Load(dir string) (*Results, error) {
 func pct(x float64) string { return fmt.Sprintf("%.1f%%", 100*x) }
 func ms(x float64) string  { return fmt.Sprintf("%.1f ms", x) }
 
-// Headline is the README table: per store, native delete vs amnesia.
+// Headline is the README table: per store, native delete vs amnesia, the
+// best peer's published figure for the same baseline, and which code and
+// machine each row measured.
 func (r *Results) Headline() string {
 	var b strings.Builder
-	b.WriteString("| store | corpus | records erased | B0 native delete: bytes still found | B4 amnesia: bytes still found | probe power | amnesia wall time per erasure (median / p95) |\n|---|---|---|---|---|---|---|\n")
+	b.WriteString("| store | corpus | records erased | B0 native delete: bytes still found | B4 amnesia: bytes still found | probe power | amnesia wall time per erasure (median / p95) | best peer's published B4 wall time per erasure (source) | amnesia / peer | measured on |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	peers := false
 	for _, s := range r.Residue {
 		c := cells(s)
-		fmt.Fprintf(&b, "| %s | %d docs, %d subjects | %d | %s | %s | %s | %s / %s |\n", s.Store, s.Docs, s.Subjects, c["B4"].Records, pct(c["B0"].PhysicalResidue), pct(c["B4"].PhysicalResidue), pct(c["B4"].ProbePower), ms(c["B4"].WallMedianMs), ms(c["B4"].WallP95Ms))
+		f := r.file("residue", s.Store)
+		peer, rat := "no published figure", "n/a"
+		if p, ok := BestPeer(s.Store, "B4"); ok {
+			peers = true
+			peer = fmt.Sprintf("%s: %s (%s; measured by them, on their hardware)", p.Fig.Source.Peer, p.WallText, p.cite())
+			if x := ratio(c["B4"].WallMedianMs, p.WallMs); x != "" {
+				rat = x
+			}
+		}
+		on := f.MeasuredOn()
+		if f.Fresh == nil || f.Fresh.Stale {
+			on += "; " + f.Status()
+		}
+		fmt.Fprintf(&b, "| %s | %d docs, %d subjects | %d | %s | %s | %s | %s / %s | %s | %s | %s |\n", s.Store, s.Docs, s.Subjects, c["B4"].Records, pct(c["B0"].PhysicalResidue), pct(c["B4"].PhysicalResidue), pct(c["B4"].ProbePower), ms(c["B4"].WallMedianMs), ms(c["B4"].WallP95Ms), peer, rat, on)
 	}
 	if len(r.Residue) > 0 {
 		s := r.Residue[0]
-		fmt.Fprintf(&b, "\nSeeded synthetic corpora (seed %d); %s, %s, measured while other benchmarks shared the machine. Full tables, B1–B5 and scale figures: [RESULTS.md](RESULTS.md).\n", s.Seed, s.Machine, s.Date)
+		fmt.Fprintf(&b, "\nSeeded synthetic corpora (seed %d), measured while other benchmarks shared the machine; each row names the commit, machine and day it measured, and is marked stale when the code it measured has changed since (or its commit is unknown). Full tables, B1–B5 and scale figures: [RESULTS.md](RESULTS.md).\n", s.Seed)
+	}
+	if peers {
+		b.WriteString("\nA peer's figure is quoted from its README, not measured by us: the peer ran it on its own hardware and corpus, and its table does not say whether wall/erasure is a median or a mean; amnesia / peer divides amnesia's median by it and says no more than that. Lethe's and vector-forget's READMEs publish no measured figure. The quoted lines: [RESULTS.md](RESULTS.md#peers-published-figures).\n")
 	}
 	return b.String()
 }
@@ -95,13 +212,16 @@ func cells(s *StoreResult) map[string]Cell {
 // Markdown renders RESULTS.md.
 func (r *Results) Markdown() string {
 	var b strings.Builder
-	b.WriteString("# Benchmark results\n\nGenerated by `go run ./cmd/amnesia-bench report` from the JSON files in `bench/results/`; do not edit by hand.\nHow to reproduce: see `bench/README.md`.\n\n## Residue per store\n\n")
+	b.WriteString("# Benchmark results\n\nGenerated by `go run ./cmd/amnesia-bench report` from the JSON files in `bench/results/`; do not edit by hand.\nHow to reproduce: see `bench/README.md`.\n\n")
+	b.WriteString(r.filesTable())
+	b.WriteString("\n## Residue per store\n\n")
 	for _, bl := range Baselines {
 		fmt.Fprintf(&b, "- **%s**: %s\n", bl.ID, bl.What)
 	}
 	b.WriteString("\nLogical exclusion: share of the erased subjects' records that no read path through capture returns. Physical residue: share whose own bytes (windows no other live record holds) are still in the store's files. Probe power: share whose bytes were found before deletion; a residue of 0% means something only where the power is high. Shared windows: windows of the erased records that other live records hold too; \"found\" counts those still present, which belong to someone else and are not residue.\n")
 	for _, s := range r.Residue {
-		fmt.Fprintf(&b, "\n### %s\n\n%d documents of %d subjects (seed %d), %d records in this store; %s; %s.\n\n", s.Store, s.Docs, s.Subjects, s.Seed, s.Records, s.Machine, s.Date)
+		fmt.Fprintf(&b, "\n### %s\n\n%d documents of %d subjects (seed %d), %d records in this store.\n\n", s.Store, s.Docs, s.Subjects, s.Seed, s.Records)
+		b.WriteString(r.file("residue", s.Store).stamp() + "\n")
 		b.WriteString("| baseline | subjects | records | logical exclusion | physical residue | probe power | shared windows (found after) | Recall@5 before → after | wall per erasure median / p95 | wall total |\n|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, c := range s.Cells {
 			recall := "n/a"
@@ -114,14 +234,16 @@ func (r *Results) Markdown() string {
 		}
 	}
 	if sc := r.Scale; sc != nil {
-		fmt.Fprintf(&b, "\n## Scale (%s; %s)\n\n", sc.Machine, sc.Date)
+		fmt.Fprintf(&b, "\n## Scale (%s; %s)\n\n", sc.Describe(), sc.Date)
+		b.WriteString(r.file("scale", "").stamp() + "\n")
 		fmt.Fprintf(&b, "- Trace latency on a ledger of %d edges (%d artifacts), %d traces: p50 %s, p99 %s. %s.\n", sc.Trace.Edges, sc.Trace.Artifacts, sc.Trace.Traces, ms(sc.Trace.P50Ms), ms(sc.Trace.P99Ms), sc.Trace.Note)
 		fmt.Fprintf(&b, "- Capture overhead per write (%d writes, p50): plain %.0f µs, with capture %.0f µs, overhead %.0f µs. %s.\n", sc.Capture.Writes, sc.Capture.PlainP50Us, sc.Capture.CaptureP50Us, sc.Capture.OverheadP50Us, sc.Capture.Note)
 		fmt.Fprintf(&b, "- Physical scan of %d MiB for %d needles: %.0f MB/s on one core, against %.0f MB/s for a plain sequential read of the same file (%.0f%%).\n", sc.Scan.Bytes>>20, sc.Scan.Needles, sc.Scan.ScanMBps, sc.Scan.SeqReadMBps, sc.Scan.ScanVsReadPc)
 	}
 	if r.PGVector != nil {
-		b.WriteString(r.PGVector.markdown())
+		b.WriteString(r.PGVector.markdown(r.file("pgvector", "")))
 	}
+	b.WriteString(r.peersSection())
 	return b.String()
 }
 
@@ -137,4 +259,59 @@ func (r *Results) UpdateReadme(readme []byte) ([]byte, error) {
 	out.WriteString("\n" + r.Headline())
 	out.Write(readme[j:])
 	return out.Bytes(), nil
+}
+
+// filesTable lists every results file with its commit, machine and status.
+func (r *Results) filesTable() string {
+	var b strings.Builder
+	b.WriteString("## Results files\n\nEach file records the commit it measured (`+dirty`: with uncommitted changes in the measured paths), the machine and the day. A file is stale when `git diff <commit> HEAD -- <measured paths>` shows a change to the code it measured, or when its commit is unknown; its figures then describe older code.\n\n")
+	b.WriteString("| file | measured on | status |\n|---|---|---|\n")
+	for _, f := range r.Files {
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", f.Name, f.MeasuredOn(), f.Status())
+	}
+	for _, f := range r.Files {
+		if f.Kind == "serve-capture" {
+			b.WriteString("\n`serve-capture.json` (capture through `amnesia serve`'s API) is reported in [docs/serve.md](docs/serve.md).\n")
+		}
+	}
+	return b.String()
+}
+
+// peersSection quotes the peers' published figures next to amnesia's figure
+// for the same store and baseline.
+func (r *Results) peersSection() string {
+	var b strings.Builder
+	b.WriteString("\n## Peers' published figures\n\nQuoted verbatim from the peers' READMEs (columns, tab-separated there, shown separated by ⇥); measured by the peers, on their hardware and corpora, not by us. Lethe's and vector-forget's READMEs publish no measured figure. amnesia's figure is from the same store and baseline above; a ratio is shown only where the peer's figure is not zero. The peer's table does not say whether wall/erasure is a median or a mean; amnesia's is the median. B0–B2 run neither tool: their ratios compare what each project's probe finds, and how long a plain deletion took, on different corpora and machines.\n\n")
+	b.WriteString("| peer (source) | store | baseline | quoted line | amnesia physical residue / peer | amnesia wall per erasure (median) / peer |\n|---|---|---|---|---|---|\n")
+	for _, fig := range PeerFigures {
+		p, err := fig.Parse()
+		if err != nil {
+			fmt.Fprintf(&b, "| %s | | | %s | %s | |\n", fig.Source.Peer, fig.quote(), err)
+			continue
+		}
+		res, wall := "no amnesia figure", "no amnesia figure"
+		for _, s := range r.Residue {
+			if s.Store != p.Store {
+				continue
+			}
+			c, ok := cells(s)[p.Baseline]
+			if !ok {
+				continue
+			}
+			res = fmt.Sprintf("%s / %s", pct(c.PhysicalResidue), pct(p.PhysicalResidue))
+			if x := ratio(c.PhysicalResidue, p.PhysicalResidue); x != "" {
+				res += " = " + x
+			}
+			wall = fmt.Sprintf("%s / %s", ms(c.WallMedianMs), p.WallText)
+			if x := ratio(c.WallMedianMs, p.WallMs); x != "" {
+				wall += " = " + x
+			}
+			if f := r.file("residue", s.Store); f.Fresh == nil || f.Fresh.Stale {
+				res += " (amnesia's row is stale)"
+				wall += " (amnesia's row is stale)"
+			}
+		}
+		fmt.Fprintf(&b, "| %s (%s) | %s | %s | %s | %s | %s |\n", fig.Source.Peer, p.cite(), p.Store, p.Baseline, fig.quote(), res, wall)
+	}
+	return b.String()
 }

@@ -7,11 +7,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
-	"time"
 
 	"github.com/amnesia-dev/amnesia/capture"
+	"github.com/amnesia-dev/amnesia/internal/bench/provenance"
 	"github.com/amnesia-dev/amnesia/internal/state"
 	"github.com/amnesia-dev/amnesia/lineage/sqliteledger"
 	"github.com/amnesia-dev/amnesia/store"
@@ -65,9 +64,8 @@ type StoreResult struct {
 	Docs     int    `json:"corpus_documents"`
 	Records  int    `json:"corpus_records"` // records in this store
 	Sample   int    `json:"sample"`
-	Machine  string `json:"machine"`
-	Date     string `json:"date"`
-	Cells    []Cell `json:"cells"`
+	provenance.Provenance
+	Cells []Cell `json:"cells"`
 }
 
 // Residue runs every baseline for one store type.
@@ -89,7 +87,7 @@ func Residue(ctx context.Context, typ string, o Options) (*StoreResult, error) {
 		}
 	}
 	res := &StoreResult{Kind: "residue", Store: typ, Seed: o.Seed, Subjects: o.Subjects, Docs: len(c.Docs), Records: records, Sample: o.Sample,
-		Machine: fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version()), Date: time.Now().UTC().Format("2006-01-02")}
+		Provenance: provenance.Capture(provenance.ResiduePaths)}
 	for _, b := range Baselines {
 		subjects := sample(o.Subjects, o.Sample)
 		if b.ID == "B5" {

@@ -8,10 +8,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"time"
 
 	"github.com/amnesia-dev/amnesia/capture"
+	"github.com/amnesia-dev/amnesia/internal/bench/provenance"
 	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/lineage/sqliteledger"
 	"github.com/amnesia-dev/amnesia/store"
@@ -32,10 +32,9 @@ type ScaleOptions struct {
 
 // ScaleResult is bench/results/scale.json.
 type ScaleResult struct {
-	Kind    string `json:"kind"` // "scale"
-	Machine string `json:"machine"`
-	Date    string `json:"date"`
-	Trace   struct {
+	Kind string `json:"kind"` // "scale"
+	provenance.Provenance
+	Trace struct {
 		Edges     int     `json:"edges"`
 		Artifacts int     `json:"artifacts"`
 		Traces    int     `json:"traces"`
@@ -61,7 +60,7 @@ type ScaleResult struct {
 
 // Scale measures trace latency, capture overhead and scan throughput.
 func Scale(ctx context.Context, o ScaleOptions) (*ScaleResult, error) {
-	r := &ScaleResult{Kind: "scale", Machine: fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version()), Date: time.Now().UTC().Format("2006-01-02")}
+	r := &ScaleResult{Kind: "scale", Provenance: provenance.Capture(provenance.ResiduePaths)}
 	if err := os.MkdirAll(o.Work, 0o700); err != nil {
 		return nil, err
 	}

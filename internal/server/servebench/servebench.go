@@ -15,10 +15,7 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
-	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -26,6 +23,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/amnesia-dev/amnesia/internal/bench/provenance"
 	"github.com/amnesia-dev/amnesia/internal/server"
 	"github.com/amnesia-dev/amnesia/internal/service"
 	"github.com/amnesia-dev/amnesia/internal/state"
@@ -43,13 +41,10 @@ type Options struct {
 
 // Result is serve-capture.json.
 type Result struct {
-	Kind    string        `json:"kind"` // "serve-capture"
-	Commit  string        `json:"commit"`
-	Machine string        `json:"machine"`
-	CPU     string        `json:"cpu,omitempty"`
-	Date    string        `json:"date"`
-	Note    string        `json:"note"`
-	Runs    []Measurement `json:"runs"`
+	Kind string `json:"kind"` // "serve-capture"
+	provenance.Provenance
+	Note string        `json:"note"`
+	Runs []Measurement `json:"runs"`
 }
 
 // Measurement is one (ledger, batch size) run.
@@ -81,8 +76,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Progress == nil {
 		o.Progress = io.Discard
 	}
-	r := &Result{Kind: "serve-capture", Commit: commit(), Date: time.Now().UTC().Format("2006-01-02"),
-		Machine: fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version()), CPU: cpuModel(),
+	r := &Result{Kind: "serve-capture", Provenance: provenance.Capture(provenance.ServePaths),
 		Note: "loopback TCP to amnesia serve in the same process; each record a source artifact with a subject and ~200 bytes of content; latency is one POST /v1/lineage call; the machine was shared with other work while measured"}
 	ledgers := []string{"sqlite"}
 	if o.DSN != "" {
@@ -225,35 +219,4 @@ func freshSchema(ctx context.Context, dsn string) (string, error) {
 		sep = "&"
 	}
 	return dsn + sep + "search_path=" + name, nil
-}
-
-func commit() string {
-	if out, err := exec.Command("git", "rev-parse", "HEAD").Output(); err == nil {
-		c := strings.TrimSpace(string(out))
-		if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(bytes.TrimSpace(st)) > 0 {
-			c += "+dirty"
-		}
-		return c
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" {
-				return s.Value
-			}
-		}
-	}
-	return "unknown"
-}
-
-func cpuModel() string {
-	b, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return ""
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return ""
 }
