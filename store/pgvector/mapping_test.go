@@ -44,7 +44,7 @@ func llamaIndexAdd(t *testing.T, exec func(string, ...any) error, ident, nodeID,
 	node := map[string]any{"id_": nodeID, "embedding": nil, "metadata": map[string]any{"subject": subject, "file_name": "ticket.txt"},
 		"excluded_embed_metadata_keys": []string{}, "excluded_llm_metadata_keys": []string{},
 		"relationships": map[string]any{"1": map[string]any{"node_id": refDoc, "node_type": "4", "metadata": map[string]any{}, "hash": "h", "class_name": "RelatedNodeInfo"}},
-		"text": "", "mimetype": "text/plain", "start_char_idx": 0, "end_char_idx": 800, "text_template": "{metadata_str}\n\n{content}",
+		"text":          "", "mimetype": "text/plain", "start_char_idx": 0, "end_char_idx": 800, "text_template": "{metadata_str}\n\n{content}",
 		"metadata_template": "{key}: {value}", "metadata_seperator": "\n", "class_name": "TextNode"}
 	nc, _ := json.Marshal(node)
 	meta, _ := json.Marshal(map[string]any{"subject": subject, "file_name": "ticket.txt", "_node_content": string(nc), "_node_type": "TextNode",
