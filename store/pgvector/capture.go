@@ -28,7 +28,7 @@ var _ backend.VectorStore = (*Store)(nil)
 func (s *Store) CaptureCheck(r backend.VectorRecord) error {
 	k := s.subjectKey()
 	if k == "" {
-		return fmt.Errorf("capture embedding: store %q keeps the subject tag in column %s, not in a JSON key: capture writes only the default and langchain layouts", s.name, s.lay.subject.String())
+		return fmt.Errorf("capture embedding: store %q keeps the subject tag in column %s, not in a JSON key: capture writes only the default and langchain layouts", s.name, s.lay.Subject.String())
 	}
 	if _, ok := r.Metadata[k]; ok {
 		return fmt.Errorf("capture embedding: metadata key %q is where store %q keeps the subject tag: use another key", k, s.name)
@@ -74,8 +74,8 @@ func (s *Store) CaptureSearch(ctx context.Context, q []float32, k int) ([]backen
 // subjectKey is the metadata key holding the subject tag, "" when the
 // mapping keeps it elsewhere than one key of a JSON column.
 func (s *Store) subjectKey() string {
-	if s.lay.subject.json == "" || len(s.lay.subject.path) != 1 {
+	if s.lay.Subject.JSON == "" || len(s.lay.Subject.Path) != 1 {
 		return ""
 	}
-	return s.lay.subject.path[0]
+	return s.lay.Subject.Path[0]
 }

@@ -18,7 +18,7 @@ func Check(ctx context.Context, c store.Config) []store.Problem {
 	if err != nil {
 		return []store.Problem{{Severity: store.SeverityError, Key: "mapping", Message: err.Error()}}
 	}
-	return pg.Check(ctx, c, lay.table, func(k pg.Checked) []store.Problem {
+	return pg.Check(ctx, c, lay.Table, func(k pg.Checked) []store.Problem {
 		key := "table"
 		if c.Mapping != nil {
 			key = "mapping"
@@ -26,7 +26,7 @@ func Check(ctx context.Context, c store.Config) []store.Problem {
 		if err := lay.bind(k.Columns); err != nil {
 			return []store.Problem{{Severity: store.SeverityError, Key: key, Message: fmt.Sprintf("%s: %v", k.Where, err)}}
 		}
-		if err := lay.bindCollections(ctx, k.Conn); err != nil {
+		if err := lay.BindCollections(ctx, k.Conn); err != nil {
 			return []store.Problem{{Severity: store.SeverityError, Key: "mapping", Message: fmt.Sprintf("%s: %v", k.Where, err)}}
 		}
 		if d := k.Columns[lay.vector].Typmod; d > 0 && c.Dimensions != 0 && d != c.Dimensions {

@@ -20,8 +20,8 @@ func (s *Store) Delete(ctx context.Context, keys []string) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	var a args
-	where := s.lay.where(&a, keys)
+	var a pg.Args
+	where := s.lay.Where(&a, keys)
 	if err := s.t.Delete(ctx, `DELETE FROM `+s.tbl.Ident()+` WHERE `+where, a...); err != nil {
 		return fmt.Errorf("delete vectors: %w", err)
 	}
@@ -115,7 +115,7 @@ func (s *Store) ProbeLogical(ctx context.Context, keys []string, ev map[string]*
 		res.ByID = r != nil
 		e := ev[k]
 		if e != nil && e.Filter["subject"] != "" {
-			res.Methods = append(res.Methods, "by-filter:"+s.lay.subject.String())
+			res.Methods = append(res.Methods, "by-filter:"+s.lay.Subject.String())
 			idss, err := s.BySubject(ctx, e.Filter["subject"])
 			if err != nil {
 				return nil, fmt.Errorf("probe: %w", err)
@@ -171,7 +171,7 @@ func (s *Store) Reclaim(ctx context.Context) (store.ReclaimReport, error) {
 func (s *Store) ProbePhysical(ctx context.Context, set *store.NeedleSet) (store.ScanReport, error) {
 	rep, err := s.t.Probe(ctx, set)
 	if err == nil {
-		if n := pg.StorageNote(s.lay.content[0], s.storage); n != "" {
+		if n := pg.StorageNote(s.lay.Content[0], s.storage); n != "" {
 			rep.Method += "; " + n
 		}
 	}

@@ -101,7 +101,7 @@ func Open(ctx context.Context, c store.Config, create bool) (*Store, error) {
 	}
 	lay, _ := resolve(c)
 	opts, _ := pg.ParseOptions(c)
-	tbl, _ := pg.ParseTable(lay.table)
+	tbl, _ := pg.ParseTable(lay.Table)
 	db, err := pg.Connect(ctx, c.DSN)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", c.Name, err)
@@ -140,11 +140,11 @@ func (s *Store) ensure(ctx context.Context, create bool) error {
 		if err := s.lay.bind(cols); err != nil {
 			return fmt.Errorf("table %s: %w", s.tbl, err)
 		}
-		if err := s.lay.bindCollections(ctx, c); err != nil {
+		if err := s.lay.BindCollections(ctx, c); err != nil {
 			return err
 		}
-		s.metaJSON = cols[s.lay.subject.json].Type == "json"
-		s.storage = cols[s.lay.content[0]].Storage
+		s.metaJSON = cols[s.lay.Subject.JSON].Type == "json"
+		s.storage = cols[s.lay.Content[0]].Storage
 		if d := cols[s.lay.vector].Typmod; d > 0 {
 			if s.dim != 0 && s.dim != d {
 				return fmt.Errorf("table %s: column %s has %d dimensions, configuration says %d", s.tbl, pg.Display(s.lay.vector), d, s.dim)

@@ -23,7 +23,7 @@ func (s *Store) Put(ctx context.Context, r Record) error {
 	if len(r.Embedding) == 0 || s.dim != 0 && len(r.Embedding) != s.dim {
 		return fmt.Errorf("put vector: %d dimensions, store has %d", len(r.Embedding), s.dim)
 	}
-	if !(s.lay.preset == PresetDefault || s.lay.langchain()) || s.lay.subject.json == "" || len(s.lay.subject.path) != 1 {
+	if !(s.lay.preset == PresetDefault || s.lay.langchain()) || s.lay.Subject.JSON == "" || len(s.lay.Subject.Path) != 1 {
 		return fmt.Errorf("put vector: the %s layout is written by its framework, not by amnesia", s.lay.label())
 	}
 	meta := map[string]any{}
@@ -31,47 +31,47 @@ func (s *Store) Put(ctx context.Context, r Record) error {
 		meta[k] = v
 	}
 	if r.Subject != "" {
-		meta[s.lay.subject.path[0]] = r.Subject
+		meta[s.lay.Subject.Path[0]] = r.Subject
 	}
 	mj, err := json.Marshal(meta)
 	if err != nil {
 		return fmt.Errorf("put vector: metadata: %w", err)
 	}
 	t := s.tbl.Ident()
-	mcol, content, vcol := pg.Quote(s.lay.subject.json), pg.Quote(s.lay.content[0]), pg.Quote(s.lay.vector)
+	mcol, content, vcol := pg.Quote(s.lay.Subject.JSON), pg.Quote(s.lay.Content[0]), pg.Quote(s.lay.vector)
 	var ins string
-	var a args
+	var a pg.Args
 	if s.lay.langchain() {
 		var coll any
 		if r.Collection != "" {
 			coll = r.Collection
 		}
 		cols := "collection_id, " + vcol + ", " + content + ", " + mcol
-		vals := a.add(coll) + "::uuid, " + a.add(vectorText(r.Embedding)) + "::text::vector, " + a.add(r.Content) + ", " + a.add(string(mj)) + "::text::" + s.metaType()
-		switch s.lay.keys[0] {
+		vals := a.Add(coll) + "::uuid, " + a.Add(vectorText(r.Embedding)) + "::text::vector, " + a.Add(r.Content) + ", " + a.Add(string(mj)) + "::text::" + s.metaType()
+		switch s.lay.Keys[0] {
 		case "uuid":
 			u, isUUID := canonicalUUID(r.ID)
-			if !isUUID && len(s.lay.keys) == 1 {
+			if !isUUID && len(s.lay.Keys) == 1 {
 				return errors.New("put vector: this langchain table has no custom_id column, so keys must be uuids")
 			}
 			var uuid any
 			if isUUID {
 				uuid = u
 			}
-			cols, vals = "uuid, "+cols, "COALESCE("+a.add(uuid)+"::uuid, gen_random_uuid()), "+vals
-			if len(s.lay.keys) > 1 {
-				cols, vals = cols+", custom_id", vals+", "+a.add(r.ID)
+			cols, vals = "uuid, "+cols, "COALESCE("+a.Add(uuid)+"::uuid, gen_random_uuid()), "+vals
+			if len(s.lay.Keys) > 1 {
+				cols, vals = cols+", custom_id", vals+", "+a.Add(r.ID)
 			}
 		default:
-			cols, vals = pg.Quote(s.lay.keys[0])+", "+cols, a.add(r.ID)+", "+vals
+			cols, vals = pg.Quote(s.lay.Keys[0])+", "+cols, a.Add(r.ID)+", "+vals
 		}
 		ins = `INSERT INTO ` + t + ` (` + cols + `) VALUES (` + vals + `)`
 	} else {
-		ins = `INSERT INTO ` + t + ` (` + pg.Quote(s.lay.keys[0]) + `, ` + vcol + `, ` + content + `, ` + mcol + `) VALUES (` +
-			a.add(r.ID) + `, ` + a.add(vectorText(r.Embedding)) + `::text::vector, ` + a.add(r.Content) + `, ` + a.add(string(mj)) + `::text::jsonb)`
+		ins = `INSERT INTO ` + t + ` (` + pg.Quote(s.lay.Keys[0]) + `, ` + vcol + `, ` + content + `, ` + mcol + `) VALUES (` +
+			a.Add(r.ID) + `, ` + a.Add(vectorText(r.Embedding)) + `::text::vector, ` + a.Add(r.Content) + `, ` + a.Add(string(mj)) + `::text::jsonb)`
 	}
-	var w args
-	where := s.lay.match(&w, []string{r.ID})
+	var w pg.Args
+	where := s.lay.Match(&w, []string{r.ID})
 	err = s.db.With(ctx, func(c *pgx.Conn) error {
 		return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, `DELETE FROM `+t+` WHERE `+where, w...); err != nil {
@@ -103,20 +103,20 @@ type row struct {
 }
 
 func (s *Store) selectList() string {
-	cs := make([]string, len(s.lay.content))
-	for i, c := range s.lay.content {
+	cs := make([]string, len(s.lay.Content))
+	for i, c := range s.lay.Content {
 		cs[i] = "COALESCE(" + pg.Quote(c) + "::text, '')"
 	}
 	meta := "'{}'"
-	if s.lay.subject.json != "" {
-		meta = "COALESCE(" + pg.Quote(s.lay.subject.json) + "::text, '{}')"
+	if s.lay.Subject.JSON != "" {
+		meta = "COALESCE(" + pg.Quote(s.lay.Subject.JSON) + "::text, '{}')"
 	}
 	parent := "''"
-	if s.lay.parent != nil {
-		parent = "COALESCE(" + s.lay.parent.expr() + ", '')"
+	if s.lay.Parent != nil {
+		parent = "COALESCE(" + s.lay.Parent.Expr() + ", '')"
 	}
-	return s.lay.idsExpr() + `, ` + pg.Quote(s.lay.vector) + `::text, ARRAY[` + strings.Join(cs, ", ") + `]::text[], ` + meta +
-		`, COALESCE(` + s.lay.subject.expr() + `, ''), ` + parent
+	return s.lay.IDs() + `, ` + pg.Quote(s.lay.vector) + `::text, ARRAY[` + strings.Join(cs, ", ") + `]::text[], ` + meta +
+		`, COALESCE(` + s.lay.Subject.Expr() + `, ''), ` + parent
 }
 
 func scanRow(r pgx.CollectableRow) (row, error) {
@@ -146,7 +146,7 @@ func scanRow(r pgx.CollectableRow) (row, error) {
 	return x, nil
 }
 
-func (s *Store) query(ctx context.Context, tail string, a args) ([]row, error) {
+func (s *Store) query(ctx context.Context, tail string, a pg.Args) ([]row, error) {
 	var out []row
 	err := s.db.With(ctx, func(c *pgx.Conn) error {
 		rows, err := c.Query(ctx, `SELECT `+s.selectList()+` FROM `+s.tbl.Ident()+` `+tail, a...)
@@ -169,8 +169,8 @@ func (s *Store) Get(ctx context.Context, id string) (*Record, error) {
 }
 
 func (s *Store) get(ctx context.Context, id string) (*row, error) {
-	var a args
-	rs, err := s.query(ctx, `WHERE `+s.lay.where(&a, []string{id})+` LIMIT 1`, a)
+	var a pg.Args
+	rs, err := s.query(ctx, `WHERE `+s.lay.Where(&a, []string{id})+` LIMIT 1`, a)
 	if err != nil {
 		return nil, fmt.Errorf("get vector: %w", err)
 	}
@@ -186,9 +186,9 @@ func (s *Store) get(ctx context.Context, id string) (*row, error) {
 func (s *Store) BySubject(ctx context.Context, subject string) ([][]string, error) {
 	var out [][]string
 	err := s.db.With(ctx, func(c *pgx.Conn) error {
-		var a args
-		cond := s.lay.subject.expr() + ` = ` + a.add(subject) + ` AND ` + s.lay.scope(&a)
-		rows, err := c.Query(ctx, `SELECT `+s.lay.idsExpr()+` FROM `+s.tbl.Ident()+` WHERE `+cond, a...)
+		var a pg.Args
+		cond := s.lay.Subject.Expr() + ` = ` + a.Add(subject) + ` AND ` + s.lay.Scope(&a)
+		rows, err := c.Query(ctx, `SELECT `+s.lay.IDs()+` FROM `+s.tbl.Ident()+` WHERE `+cond, a...)
 		if err != nil {
 			return err
 		}
@@ -220,13 +220,13 @@ func (s *Store) search(ctx context.Context, q []float32, k int, op string, exact
 	if s.dim != 0 && len(q) != s.dim {
 		return nil, fmt.Errorf("search vectors: %d dimensions, store has %d", len(q), s.dim)
 	}
-	a := args{vectorText(q), k}
+	a := pg.Args{vectorText(q), k}
 	vcol := pg.Quote(s.lay.vector)
-	where := `WHERE ` + vcol + ` IS NOT NULL AND ` + s.lay.scope(&a)
+	where := `WHERE ` + vcol + ` IS NOT NULL AND ` + s.lay.Scope(&a)
 	if s.dim == 0 { // a column without fixed dimensions may mix sizes
 		where += fmt.Sprintf(` AND vector_dims(%s) = %d`, vcol, len(q))
 	}
-	qs := `SELECT ` + s.lay.idsExpr() + `, COALESCE(` + s.lay.subject.expr() + `, ''), (` + vcol + ` ` + op + ` $1::text::vector)::float8 AS d FROM ` +
+	qs := `SELECT ` + s.lay.IDs() + `, COALESCE(` + s.lay.Subject.Expr() + `, ''), (` + vcol + ` ` + op + ` $1::text::vector)::float8 AS d FROM ` +
 		s.tbl.Ident() + ` ` + where + ` ORDER BY ` + vcol + ` ` + op + ` $1::text::vector LIMIT $2`
 	var out []Neighbor
 	err := s.db.With(ctx, func(c *pgx.Conn) error {
