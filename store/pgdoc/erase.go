@@ -107,8 +107,10 @@ func (s *Store) Reclaim(ctx context.Context) (store.ReclaimReport, error) {
 func (s *Store) ProbePhysical(ctx context.Context, set *store.NeedleSet) (store.ScanReport, error) {
 	rep, err := s.t.Probe(ctx, set)
 	if err == nil {
-		if n := pg.StorageNote(s.m.Content[0], s.storage); n != "" {
-			rep.Method += "; " + n
+		for _, c := range s.m.Content {
+			if n := pg.StorageNote(c, s.storage[c]); n != "" {
+				rep.Method += "; " + n
+			}
 		}
 	}
 	return rep, err

@@ -91,6 +91,10 @@ func TestMappedTable(t *testing.T) {
 	if f := found(t, s, ev); f["1"] == 0 || f["2"] == 0 {
 		t.Fatalf("before deletion found %v", f)
 	}
+	// Both content columns are compressible: the method says so for each.
+	if rep, err := s.ProbePhysical(ctx, store.NewNeedleSet(ev)); err != nil || !strings.Contains(rep.Method, "column body has compressible storage") || !strings.Contains(rep.Method, "column summary has compressible storage") {
+		t.Fatalf("method %q, %v: want a storage note for each content column", rep.Method, err)
+	}
 	if err := s.Delete(ctx, []string{"1", "2"}); err != nil {
 		t.Fatal(err)
 	}

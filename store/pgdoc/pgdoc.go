@@ -51,7 +51,7 @@ type Store struct {
 	tbl     pg.Table
 	db      *pg.DB
 	t       *pg.Target
-	storage string // attstorage of content: "e" external, "x" extended (compressible), ...
+	storage map[string]string // attstorage of each content column: "e" external, "x" extended (compressible), ...
 }
 
 var (
@@ -126,7 +126,10 @@ func (s *Store) ensureTable(ctx context.Context, create bool) error {
 		if err := s.m.BindCollections(ctx, c); err != nil {
 			return err
 		}
-		s.storage = cols[s.m.Content[0]].Storage
+		s.storage = map[string]string{}
+		for _, c := range s.m.Content {
+			s.storage[c] = cols[c].Storage
+		}
 		return nil
 	})
 }

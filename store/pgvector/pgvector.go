@@ -77,9 +77,9 @@ type Store struct {
 	dim      int // 0: the column has no fixed dimensions (langchain without them)
 	db       *pg.DB
 	t        *pg.Target
-	metaJSON bool     // the subject's JSON column is json, not jsonb
-	storage  string   // attstorage of the (first) content column
-	vindex   pg.Index // a valid vector index, for the approximate probe; Name "" if none
+	metaJSON bool              // the subject's JSON column is json, not jsonb
+	storage  map[string]string // attstorage of each content column
+	vindex   pg.Index          // a valid vector index, for the approximate probe; Name "" if none
 }
 
 var (
@@ -144,7 +144,10 @@ func (s *Store) ensure(ctx context.Context, create bool) error {
 			return err
 		}
 		s.metaJSON = cols[s.lay.Subject.JSON].Type == "json"
-		s.storage = cols[s.lay.Content[0]].Storage
+		s.storage = map[string]string{}
+		for _, c := range s.lay.Content {
+			s.storage[c] = cols[c].Storage
+		}
 		if d := cols[s.lay.vector].Typmod; d > 0 {
 			if s.dim != 0 && s.dim != d {
 				return fmt.Errorf("table %s: column %s has %d dimensions, configuration says %d", s.tbl, pg.Display(s.lay.vector), d, s.dim)
