@@ -548,19 +548,20 @@ func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*st
 			continue
 		}
 		v := append([]float32(nil), all[p*s.dim:(p+1)*s.dim]...)
-		out[k] = &store.Evidence{
-			Key:     k,
-			Needles: store.Windows(store.Float32LE(v)),
-			Filter:  map[string]string{"faiss_id": strconv.FormatInt(id, 10)},
-			Vector:  v,
+		e := &store.Evidence{
+			Key:    k,
+			Filter: map[string]string{"faiss_id": strconv.FormatInt(id, 10)},
+			Vector: v,
 		}
+		e.AddWindows(store.Float32LE(v)) // needles, and how much of the vector they cover
+		out[k] = e
 	}
-	err = store.DropShared(ctx, out, func(fn func(b []byte) error) error {
+	err = store.DropShared(ctx, out, func(fn func(key string, b []byte) error) error {
 		for p := range ld.ids {
 			if mine[p] {
 				continue
 			}
-			if err := fn(store.Float32LE(all[p*s.dim : (p+1)*s.dim])); err != nil {
+			if err := fn("", store.Float32LE(all[p*s.dim:(p+1)*s.dim])); err != nil {
 				return err
 			}
 		}

@@ -13,8 +13,10 @@ import (
 	"github.com/amnesia-dev/amnesia/internal/saga"
 	"github.com/amnesia-dev/amnesia/internal/state"
 	"github.com/amnesia-dev/amnesia/lineage"
+	"github.com/amnesia-dev/amnesia/lineage/sqliteledger"
 	"github.com/amnesia-dev/amnesia/store"
 	"github.com/amnesia-dev/amnesia/store/faiss"
+	_ "github.com/amnesia-dev/amnesia/store/sqlitedoc" // the docstore of TestDocstoreConfig
 )
 
 // TestErasureCertificate runs a whole erasure on an index file a Python
@@ -57,7 +59,7 @@ pickle.dump({i: 'synthetic text %d' % i for i in range(100, 120)}, open(sys.argv
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := lineage.OpenSQLite(ctx, dir.LedgerPath())
+	l, err := sqliteledger.Open(ctx, dir.LedgerPath())
 	if err != nil {
 		t.Fatal(err)
 	}
