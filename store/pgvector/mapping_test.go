@@ -344,3 +344,33 @@ func TestCheckMapping(t *testing.T) {
 		t.Fatalf("missing collection table: %v", errs)
 	}
 }
+
+// A mapping over LlamaIndex's table with the bigserial id as key and a
+// subject path whose key holds a quote: statements quote both.
+func TestMappingQuotedPathAndBigintKey(t *testing.T) {
+	ctx := context.Background()
+	c := llamaIndexConfig(t)
+	c.Mapping = &store.Mapping{Key: "id", Subject: &store.Field{JSON: "metadata_", Path: []string{"own'er", "tag"}}}
+	s, err := pgvector.Open(ctx, c, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Exec(ctx, `INSERT INTO `+s.Table()+` (text, metadata_, node_id, embedding) VALUES ($1, $2::text::json, 'n1', $3::text::vector), ($4, '{}', 'n2', $5::text::vector)`,
+		text(90), `{"own'er": {"tag": "hmac:q"}}`, vecText(vector(90)), text(91), vecText(vector(91))); err != nil {
+		t.Fatal(err)
+	}
+	ids, err := s.BySubject(ctx, "hmac:q")
+	if err != nil || len(ids) != 1 || ids[0][0] != "1" {
+		t.Fatalf("BySubject = %v, %v: want the row with id 1", ids, err)
+	}
+	if err := s.Delete(ctx, []string{"1"}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := s.Get(ctx, "1"); err != nil || r != nil {
+		t.Fatalf("after Delete: %+v, %v", r, err)
+	}
+	if r, err := s.Get(ctx, "2"); err != nil || r == nil || r.Content != text(91) {
+		t.Fatalf("the other row: %+v, %v", r, err)
+	}
+}
