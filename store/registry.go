@@ -10,18 +10,23 @@ import (
 // Config is one configured store, as amnesia.yaml gives it. Each adapter
 // reads the fields it needs and rejects a configuration it cannot use.
 type Config struct {
-	Name             string `yaml:"name"`
-	Type             string `yaml:"type"`
-	Path             string `yaml:"path,omitempty"`              // file-based stores
-	DSN              string `yaml:"dsn,omitempty"`               // server stores (PostgreSQL)
-	Table            string `yaml:"table,omitempty"`             // table or collection
-	Schema           string `yaml:"schema,omitempty"`            // adapter-specific layout, e.g. "langchain"
-	Dimensions       int    `yaml:"dimensions,omitempty"`        // vector stores
-	Reclaim          string `yaml:"reclaim,omitempty"`           // "full" (default) or "delete-only"
-	LockTimeout      string `yaml:"lock_timeout,omitempty"`      // Go duration; default 5s
-	StatementTimeout string `yaml:"statement_timeout,omitempty"` // Go duration; default none
-	Retries          int    `yaml:"retries,omitempty"`           // reclaim retries with backoff; default 0
-	DataDir          string `yaml:"data_dir,omitempty"`          // server's data directory, when the physical probe may read it
+	Name   string `yaml:"name"`
+	Type   string `yaml:"type"`
+	Path   string `yaml:"path,omitempty"`   // file-based stores
+	DSN    string `yaml:"dsn,omitempty"`    // server stores (PostgreSQL)
+	Table  string `yaml:"table,omitempty"`  // table or collection
+	Schema string `yaml:"schema,omitempty"` // adapter-specific layout, e.g. "langchain" (pgvector: the same as preset)
+	// Preset names a framework's table layout (pgvector: default,
+	// langchain, langchaingo, llamaindex); Mapping describes the table, or
+	// overrides the preset's fields.
+	Preset           string   `yaml:"preset,omitempty"`
+	Mapping          *Mapping `yaml:"mapping,omitempty"`
+	Dimensions       int      `yaml:"dimensions,omitempty"`        // vector stores
+	Reclaim          string   `yaml:"reclaim,omitempty"`           // "full" (default) or "delete-only"
+	LockTimeout      string   `yaml:"lock_timeout,omitempty"`      // Go duration; default 5s
+	StatementTimeout string   `yaml:"statement_timeout,omitempty"` // Go duration; default none
+	Retries          int      `yaml:"retries,omitempty"`           // reclaim retries with backoff; default 0
+	DataDir          string   `yaml:"data_dir,omitempty"`          // server's data directory, when the physical probe may read it
 	// Docstore names the configured store that holds the texts of a
 	// vectors-only store (faiss), so that its certificate says where they
 	// are covered.

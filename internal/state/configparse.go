@@ -132,6 +132,8 @@ func (p *configParser) walk(n *yaml.Node, t reflect.Type, path string) {
 		where = "the configuration"
 	}
 	switch t.Kind() {
+	case reflect.Pointer:
+		p.walk(n, t.Elem(), path)
 	case reflect.Struct:
 		if n.Kind != yaml.MappingNode {
 			p.add(n, "%s: want a mapping of keys (%s), got %s", where, strings.Join(yamlKeys(t), ", "), kindName(n))

@@ -27,7 +27,7 @@ func TestStrictConfig(t *testing.T) {
 		{"stores not a list", "version: 1\nstores:\n  name: x\n",
 			[]string{"line 3: stores: want a list, got a mapping"}},
 		{"key of another type", "version: 1\nstores:\n  - name: d\n    type: sqlite-doc\n    path: d.db\n    dimensions: 16\n",
-			[]string{"line 6: stores[0]: key dimensions is not read by type sqlite-doc (its keys: name, type, path)"}},
+			[]string{"line 6: stores[0]: key dimensions is not read by type sqlite-doc (its keys: name, type, path, mapping)"}},
 		{"several at once", "version: 1\nscop: x\nstores:\n  - {name: a, type: sqlite-doc, pth: a.db}\n",
 			[]string{"line 2: unknown key scop (did you mean scope?)", "line 4: unknown key pth in stores[0] (did you mean path?)"}},
 		{"negative dimensions", "version: 1\nstores:\n  - name: e\n    type: pgvector\n    dsn: postgres://h/db\n    dimensions: -3\n",
@@ -38,6 +38,18 @@ func TestStrictConfig(t *testing.T) {
 			[]string{"line 6: ", `lock_timeout must be a Go duration of at least 1ms, got "soon"`}},
 		{"validity does not parse", "version: 1\ncertificate_validity: forever\n",
 			[]string{"line 2: ", "certificate_validity"}},
+		{"misspelt mapping key", "version: 1\nstores:\n  - name: kb\n    type: pgvector\n    dsn: postgres://h/db\n    preset: llamaindex\n    mapping:\n      tabel: data_docs\n",
+			[]string{"line 8: unknown key tabel in stores[0].mapping (did you mean table?)"}},
+		{"misspelt subject key", "version: 1\nstores:\n  - name: kb\n    type: pgvector\n    dsn: postgres://h/db\n    mapping:\n      table: t\n      subject: {jsn: metadata_, path: [subject]}\n",
+			[]string{"line 8: unknown key jsn in stores[0].mapping.subject (did you mean json?)"}},
+		{"content not a list", "version: 1\nstores:\n  - name: kb\n    type: pgvector\n    dsn: postgres://h/db\n    mapping:\n      table: t\n      content: text\n",
+			[]string{`line 8: stores[0].mapping.content: want a list, got the string "text"`}},
+		{"mapping on a type that does not read it", "version: 1\nstores:\n  - name: v\n    type: sqlite-vec\n    path: v.db\n    dimensions: 4\n    mapping: {table: x}\n",
+			[]string{"line 7: stores[0]: key mapping is not read by type sqlite-vec"}},
+		{"unknown preset", "version: 1\nstores:\n  - name: kb\n    type: pgvector\n    dsn: postgres://h/db\n    preset: haystack\n",
+			[]string{"line 6: ", `preset must be "default", "langchain", "langchaingo" or "llamaindex", got "haystack"`}},
+		{"subject with both", "version: 1\nstores:\n  - name: kb\n    type: pgvector\n    dsn: postgres://h/db\n    preset: llamaindex\n    mapping:\n      table: data_docs\n      subject: {column: owner_id, json: metadata_}\n",
+			[]string{"line 7: ", "mapping.subject: give either column or json and path, not both"}},
 		{"missing version", "scope: x\n", []string{"version is missing: this amnesia reads version 1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -92,5 +104,36 @@ func TestResolvePaths(t *testing.T) {
 		if got != want {
 			t.Errorf("got %s, want %s", got, want)
 		}
+	}
+}
+
+// A full mapping parses into store.Config.Mapping.
+func TestMappingConfig(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "amnesia.yaml")
+	os.WriteFile(p, []byte(`version: 1
+stores:
+  - name: kb
+    type: pgvector
+    dsn: postgres://h/db
+    preset: llamaindex
+    mapping:
+      table: data_docs
+      key: node_id
+      subject: {json: metadata_, path: [user, id]}
+      content: [text]
+      vector: embedding
+      parent: {column: doc_id}
+      collections: [a, b]
+      collection_table: cols
+`), 0o600)
+	c, err := LoadConfig(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := c.Stores[0].Mapping
+	if c.Stores[0].Preset != "llamaindex" || m == nil || m.Table != "data_docs" || m.Key != "node_id" || m.Subject.JSON != "metadata_" ||
+		strings.Join(m.Subject.Path, ".") != "user.id" || m.Content[0] != "text" || m.Vector != "embedding" || m.Parent.Column != "doc_id" ||
+		len(m.Collections) != 2 || m.CollectionTable != "cols" {
+		t.Fatalf("parsed %+v / %+v", c.Stores[0], m)
 	}
 }

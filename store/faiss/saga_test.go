@@ -16,6 +16,7 @@ import (
 	"github.com/amnesia-dev/amnesia/lineage/sqliteledger"
 	"github.com/amnesia-dev/amnesia/store"
 	"github.com/amnesia-dev/amnesia/store/faiss"
+	_ "github.com/amnesia-dev/amnesia/store/sqlitedoc" // the docstore of TestDocstoreConfig
 )
 
 // TestErasureCertificate runs a whole erasure on an index file a Python

@@ -16,11 +16,20 @@ var columns = []string{"id", "subject", "kind", "content", "metadata"}
 // DELETE (errors otherwise), and what reclaim and the physical probe lack is
 // named (warnings). Read-only: catalogs and privileges, never a row.
 func Check(ctx context.Context, c store.Config) []store.Problem {
-	table := c.Table
-	if table == "" {
-		table = DefaultTable
+	m, err := resolve(c)
+	if err != nil {
+		return []store.Problem{{Severity: store.SeverityError, Key: "mapping", Message: err.Error()}}
 	}
-	return pg.Check(ctx, c, table, func(k pg.Checked) []store.Problem {
+	return pg.Check(ctx, c, m.Table, func(k pg.Checked) []store.Problem {
+		if c.Mapping != nil {
+			if err := m.BindColumns(k.Columns); err != nil {
+				return []store.Problem{{Severity: store.SeverityError, Key: "mapping", Message: fmt.Sprintf("%s: %v", k.Where, err)}}
+			}
+			if err := m.BindCollections(ctx, k.Conn); err != nil {
+				return []store.Problem{{Severity: store.SeverityError, Key: "mapping", Message: fmt.Sprintf("%s: %v", k.Where, err)}}
+			}
+			return nil
+		}
 		var miss []string
 		for _, col := range columns {
 			if _, ok := k.Columns[col]; !ok {
@@ -35,5 +44,5 @@ func Check(ctx context.Context, c store.Config) []store.Problem {
 }
 
 func init() {
-	store.RegisterCheck(Type, []string{"name", "type", "dsn", "table", "reclaim", "lock_timeout", "statement_timeout", "retries", "data_dir"}, Check)
+	store.RegisterCheck(Type, []string{"name", "type", "dsn", "table", "mapping", "reclaim", "lock_timeout", "statement_timeout", "retries", "data_dir"}, Check)
 }

@@ -3,6 +3,7 @@ package pgdoc
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -19,7 +20,8 @@ func (s *Store) Delete(ctx context.Context, keys []string) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	if err := s.t.Delete(ctx, `DELETE FROM `+s.tbl.Ident()+` WHERE id = ANY($1::text[])`, keys); err != nil {
+	var a pg.Args
+	if err := s.t.Delete(ctx, `DELETE FROM `+s.tbl.Ident()+` WHERE `+s.m.Where(&a, keys), a...); err != nil {
 		return fmt.Errorf("delete documents: %w", err)
 	}
 	return nil
@@ -29,34 +31,36 @@ func (s *Store) Delete(ctx context.Context, keys []string) error {
 // and the subject tag. Windows that another live row (outside keys) also
 // holds are counted as Shared, and that row's id is named in SharedWith.
 func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*store.Evidence, error) {
-	batch := map[string]bool{}
 	out := map[string]*store.Evidence{}
 	for _, k := range keys {
-		batch[k] = true
-		r, err := s.Get(ctx, k)
+		r, err := s.get(ctx, k)
 		if err != nil {
 			return nil, fmt.Errorf("read evidence: %w", err)
 		}
 		if r != nil {
 			e := &store.Evidence{Key: k, Filter: map[string]string{"subject": r.Subject}}
-			e.AddWindows([]byte(r.Content))
+			for _, c := range r.contents {
+				e.AddWindows([]byte(c))
+			}
 			out[k] = e
 		}
 	}
+	inBatch := func(ids []string) bool {
+		for _, k := range keys {
+			if pg.Matches(ids, k) {
+				return true
+			}
+		}
+		return false
+	}
 	others := func(fn func(key string, b []byte) error) error {
 		return s.db.With(ctx, func(c *pgx.Conn) error {
-			rows, err := c.Query(ctx, `SELECT id, content FROM `+s.tbl.Ident())
-			if err != nil {
-				return err
-			}
-			var id, content string
-			_, err = pgx.ForEachRow(rows, []any{&id, &content}, func() error {
-				if batch[id] {
+			return s.eachContent(ctx, c, func(ids []string, content string) error {
+				if inBatch(ids) {
 					return nil
 				}
-				return fn(id, []byte(content))
+				return fn(ids[len(ids)-1], []byte(content))
 			})
-			return err
 		})
 	}
 	if err := store.DropShared(ctx, out, others); err != nil {
@@ -77,13 +81,13 @@ func (s *Store) ProbeLogical(ctx context.Context, keys []string, ev map[string]*
 		}
 		res.ByID = r != nil
 		if e := ev[k]; e != nil && e.Filter["subject"] != "" {
-			res.Methods = append(res.Methods, "by-filter:subject")
-			rs, err := s.BySubject(ctx, e.Filter["subject"])
+			res.Methods = append(res.Methods, "by-filter:"+s.m.Subject.String())
+			rs, err := s.bySubject(ctx, e.Filter["subject"])
 			if err != nil {
 				return nil, fmt.Errorf("probe: %w", err)
 			}
 			for _, x := range rs {
-				res.ByFilter = res.ByFilter || x.ID == k
+				res.ByFilter = res.ByFilter || pg.Matches(x.ids, k)
 			}
 		}
 		out = append(out, res)
@@ -103,8 +107,10 @@ func (s *Store) Reclaim(ctx context.Context) (store.ReclaimReport, error) {
 func (s *Store) ProbePhysical(ctx context.Context, set *store.NeedleSet) (store.ScanReport, error) {
 	rep, err := s.t.Probe(ctx, set)
 	if err == nil {
-		if n := pg.StorageNote("content", s.storage); n != "" {
-			rep.Method += "; " + n
+		for _, c := range s.m.Content {
+			if n := pg.StorageNote(c, s.storage[c]); n != "" {
+				rep.Method += "; " + n
+			}
 		}
 	}
 	return rep, err
@@ -115,7 +121,33 @@ func init() {
 		Open: func(ctx context.Context, c store.Config, create bool) (store.Store, error) {
 			return Open(ctx, c, create)
 		},
-		Validate: pg.ValidateConfig,
+		Validate: validate,
 		Location: pg.Location,
 	})
+}
+
+// eachContent calls fn with the keys of every row of the table (every
+// collection: the files hold them all) and each of its content values.
+func (s *Store) eachContent(ctx context.Context, c *pgx.Conn, fn func(ids []string, content string) error) error {
+	cs := make([]string, len(s.m.Content))
+	for i, col := range s.m.Content {
+		cs[i] = "COALESCE(" + pg.Quote(col) + "::text, '')"
+	}
+	rows, err := c.Query(ctx, `SELECT `+s.m.IDs()+`, ARRAY[`+strings.Join(cs, ", ")+`]::text[] FROM `+s.tbl.Ident())
+	if err != nil {
+		return err
+	}
+	var ids, contents []string
+	_, err = pgx.ForEachRow(rows, []any{&ids, &contents}, func() error {
+		if len(ids) == 0 {
+			return nil
+		}
+		for _, c := range contents {
+			if err := fn(ids, c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return err
 }

@@ -25,7 +25,7 @@ func (s *Store) ProbeOrphans(ctx context.Context, digest func([]byte) string, wa
 		}
 	}
 	found := map[string]*store.Evidence{}
-	n, reason, err := s.t.Unreachable(ctx, "content", func(v []byte) {
+	n, reason, err := s.t.Unreachable(ctx, s.m.Content[0], func(v []byte) {
 		for _, k := range byDigest[digest(v)] {
 			found[k] = &store.Evidence{Key: k, Needles: store.Windows(v)}
 		}
@@ -38,13 +38,7 @@ func (s *Store) ProbeOrphans(ctx context.Context, digest func([]byte) string, wa
 	}
 	others := func(fn func(key string, b []byte) error) error {
 		return s.db.With(ctx, func(c *pgx.Conn) error {
-			rows, err := c.Query(ctx, `SELECT id, content FROM `+s.tbl.Ident())
-			if err != nil {
-				return err
-			}
-			var id, content string
-			_, err = pgx.ForEachRow(rows, []any{&id, &content}, func() error { return fn(id, []byte(content)) })
-			return err
+			return s.eachContent(ctx, c, func(ids []string, content string) error { return fn(ids[len(ids)-1], []byte(content)) })
 		})
 	}
 	if err := store.DropShared(ctx, found, others); err != nil {

@@ -19,6 +19,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -39,15 +40,18 @@ type Record struct {
 	Kind     string // e.g. document, chunk, chat; "document" when empty
 	Content  string
 	Metadata map[string]any // stored as jsonb; nil is {}
+	Parent   string         // the mapped parent link, when there is one (read only)
 }
 
 // Store is the adapter.
 type Store struct {
 	name    string
+	m       pg.Mapping // the table's mapping (the default layout when none is configured)
+	fixed   bool       // the default layout, unmapped: Put writes it, and the table may be created
 	tbl     pg.Table
 	db      *pg.DB
 	t       *pg.Target
-	storage string // attstorage of content: "e" external, "x" extended (compressible), ...
+	storage map[string]string // attstorage of each content column: "e" external, "x" extended (compressible), ...
 }
 
 var (
@@ -62,19 +66,17 @@ var (
 // of line, never compressed, so the byte scan can see long content); with
 // create false it is an error wrapping store.ErrUnavailable.
 func Open(ctx context.Context, c store.Config, create bool) (*Store, error) {
-	if c.Table == "" {
-		c.Table = DefaultTable
-	}
-	if err := pg.ValidateConfig(c); err != nil {
+	if err := validate(c); err != nil {
 		return nil, fmt.Errorf("open %s: %w", c.Name, err)
 	}
+	m, _ := resolve(c)
 	opts, _ := pg.ParseOptions(c)
-	tbl, _ := pg.ParseTable(c.Table)
+	tbl, _ := pg.ParseTable(m.Table)
 	db, err := pg.Connect(ctx, c.DSN)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", c.Name, err)
 	}
-	s := &Store{name: c.Name, tbl: tbl, db: db}
+	s := &Store{name: c.Name, tbl: tbl, db: db, m: m, fixed: c.Mapping == nil}
 	if err := s.ensureTable(ctx, create); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open %s: %w", c.Name, err)
@@ -92,7 +94,7 @@ func (s *Store) ensureTable(ctx context.Context, create bool) error {
 		if err := c.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, s.tbl.Ident()).Scan(&exists); err != nil {
 			return fmt.Errorf("look up table: %w", err)
 		}
-		if !exists && !create {
+		if !exists && (!create || !s.fixed) {
 			return fmt.Errorf("table %s: %w: it does not exist", s.tbl, store.ErrUnavailable)
 		}
 		if !exists {
@@ -111,12 +113,23 @@ func (s *Store) ensureTable(ctx context.Context, create bool) error {
 		if err != nil {
 			return err
 		}
-		for _, col := range []string{"id", "subject", "kind", "content", "metadata"} {
-			if _, ok := cols[col]; !ok {
-				return fmt.Errorf("table %s has no column %q (want id, subject, kind, content, metadata)", s.tbl, col)
+		if s.fixed {
+			for _, col := range columns {
+				if _, ok := cols[col]; !ok {
+					return fmt.Errorf("table %s has no column %q (want id, subject, kind, content, metadata)", s.tbl, col)
+				}
 			}
 		}
-		s.storage = cols["content"].Storage
+		if err := s.m.BindColumns(cols); err != nil {
+			return fmt.Errorf("table %s: %w", s.tbl, err)
+		}
+		if err := s.m.BindCollections(ctx, c); err != nil {
+			return err
+		}
+		s.storage = map[string]string{}
+		for _, c := range s.m.Content {
+			s.storage[c] = cols[c].Storage
+		}
 		return nil
 	})
 }
@@ -146,6 +159,9 @@ func (s *Store) Put(ctx context.Context, r Record) error {
 	if r.ID == "" {
 		return errors.New("put document: empty id")
 	}
+	if !s.fixed {
+		return errors.New("put document: a mapped table is written by its application, not by amnesia")
+	}
 	if r.Kind == "" {
 		r.Kind = "document"
 	}
@@ -164,32 +180,82 @@ func (s *Store) Put(ctx context.Context, r Record) error {
 
 // Get returns the record with id, or nil when there is none.
 func (s *Store) Get(ctx context.Context, id string) (*Record, error) {
-	rs, err := s.query(ctx, `WHERE id = $1`, id)
+	rs, err := s.get(ctx, id)
+	if err != nil || rs == nil {
+		return nil, err
+	}
+	return &rs.Record, nil
+}
+
+// row is a selected record with the keys it answers to and every mapped
+// content column.
+type row struct {
+	ids      []string
+	contents []string
+	Record
+}
+
+func (s *Store) get(ctx context.Context, id string) (*row, error) {
+	var a pg.Args
+	rs, err := s.query(ctx, `WHERE `+s.m.Where(&a, []string{id})+` LIMIT 1`, a)
 	if err != nil || len(rs) == 0 {
 		return nil, err
 	}
 	return &rs[0], nil
 }
 
-// BySubject returns the records tagged with subject, ordered by id.
+// BySubject returns the records tagged with subject (in the mapped
+// collections), by key.
 func (s *Store) BySubject(ctx context.Context, subject string) ([]Record, error) {
-	return s.query(ctx, `WHERE subject = $1 ORDER BY id`, subject)
+	rs, err := s.bySubject(ctx, subject)
+	out := make([]Record, len(rs))
+	for i, r := range rs {
+		out[i] = r.Record
+	}
+	return out, err
 }
 
-func (s *Store) query(ctx context.Context, where string, args ...any) ([]Record, error) {
-	var out []Record
+func (s *Store) bySubject(ctx context.Context, subject string) ([]row, error) {
+	a := pg.Args{subject}
+	return s.query(ctx, `WHERE `+s.m.Subject.Expr()+` = $1 AND `+s.m.Scope(&a)+` ORDER BY 1`, a)
+}
+
+func (s *Store) selectList() string {
+	cs := make([]string, len(s.m.Content))
+	for i, c := range s.m.Content {
+		cs[i] = "COALESCE(" + pg.Quote(c) + "::text, '')"
+	}
+	kind, meta := "'document'", "'{}'"
+	if s.fixed {
+		kind, meta = "kind", "metadata::text"
+	}
+	parent := "''"
+	if s.m.Parent != nil {
+		parent = "COALESCE(" + s.m.Parent.Expr() + ", '')"
+	}
+	return s.m.IDs() + ", COALESCE(" + s.m.Subject.Expr() + ", ''), " + kind + ", ARRAY[" + strings.Join(cs, ", ") + "]::text[], " + meta + ", " + parent
+}
+
+func (s *Store) query(ctx context.Context, where string, args pg.Args) ([]row, error) {
+	var out []row
 	err := s.db.With(ctx, func(c *pgx.Conn) error {
-		rows, err := c.Query(ctx, `SELECT id, subject, kind, content, metadata::text FROM `+s.tbl.Ident()+` `+where, args...)
+		rows, err := c.Query(ctx, `SELECT `+s.selectList()+` FROM `+s.tbl.Ident()+` `+where, args...)
 		if err != nil {
 			return err
 		}
-		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Record, error) {
-			var r Record
+		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
+			var x row
 			var meta string
-			if err := row.Scan(&r.ID, &r.Subject, &r.Kind, &r.Content, &meta); err != nil {
-				return r, err
+			if err := r.Scan(&x.ids, &x.Subject, &x.Kind, &x.contents, &meta, &x.Parent); err != nil {
+				return x, err
 			}
-			return r, json.Unmarshal([]byte(meta), &r.Metadata)
+			if len(x.ids) > 0 {
+				x.ID = x.ids[len(x.ids)-1]
+			}
+			if len(x.contents) > 0 {
+				x.Content = x.contents[0]
+			}
+			return x, json.Unmarshal([]byte(meta), &x.Metadata)
 		})
 		return err
 	})
@@ -197,4 +263,25 @@ func (s *Store) query(ctx context.Context, where string, args ...any) ([]Record,
 		return nil, fmt.Errorf("query documents: %w", err)
 	}
 	return out, nil
+}
+
+// resolve is c's mapping: the default layout (id, subject, kind, content,
+// metadata), with the configured mapping's fields over it.
+func resolve(c store.Config) (pg.Mapping, error) {
+	m := pg.Mapping{Label: "default", Table: DefaultTable, Key: "id", Subject: pg.Field{Column: "subject"}, Content: []string{"content"}}
+	if err := m.Apply(c.Table, c.Mapping); err != nil {
+		return m, err
+	}
+	if c.Mapping != nil && c.Mapping.Vector != "" {
+		return m, fmt.Errorf("mapping.vector: a %s store has no vector column (use type pgvector)", Type)
+	}
+	return m, m.Validate()
+}
+
+func validate(c store.Config) error {
+	if err := pg.ValidateConfig(c); err != nil {
+		return err
+	}
+	_, err := resolve(c)
+	return err
 }

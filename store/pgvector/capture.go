@@ -10,7 +10,8 @@ import (
 
 // What package capture needs of a pgvector store (backend.VectorStore): a
 // program that imports this package can wrap its stores with capture. The
-// subject tag is kept as metadata "subject".
+// subject tag is kept in the mapped JSON key (metadata "subject" in the
+// default and langchain presets).
 
 func init() {
 	backend.RegisterVectorStore(Type, func(s store.Store) (backend.VectorStore, error) {
@@ -25,8 +26,12 @@ var _ backend.VectorStore = (*Store)(nil)
 
 // CaptureCheck refuses metadata under the key that holds the subject tag.
 func (s *Store) CaptureCheck(r backend.VectorRecord) error {
-	if _, ok := r.Metadata["subject"]; ok {
-		return fmt.Errorf("capture embedding: metadata key \"subject\" is where store %q keeps the subject tag: use another key", s.name)
+	k := s.subjectKey()
+	if k == "" {
+		return fmt.Errorf("capture embedding: store %q keeps the subject tag in column %s, not in a JSON key: capture writes only the default and langchain layouts", s.name, s.lay.Subject.String())
+	}
+	if _, ok := r.Metadata[k]; ok {
+		return fmt.Errorf("capture embedding: metadata key %q is where store %q keeps the subject tag: use another key", k, s.name)
 	}
 	return nil
 }
@@ -45,7 +50,7 @@ func (s *Store) CaptureGet(ctx context.Context, id string) (*backend.VectorRecor
 	}
 	meta := map[string]any{}
 	for k, v := range r.Metadata {
-		if k != "subject" {
+		if k != s.subjectKey() {
 			meta[k] = v
 		}
 	}
@@ -64,4 +69,13 @@ func (s *Store) CaptureSearch(ctx context.Context, q []float32, k int) ([]backen
 		out = append(out, backend.Neighbor{ID: n.ID, Subject: n.Subject, Distance: n.Distance})
 	}
 	return out, err
+}
+
+// subjectKey is the metadata key holding the subject tag, "" when the
+// mapping keeps it elsewhere than one key of a JSON column.
+func (s *Store) subjectKey() string {
+	if s.lay.Subject.JSON == "" || len(s.lay.Subject.Path) != 1 {
+		return ""
+	}
+	return s.lay.Subject.Path[0]
 }

@@ -20,8 +20,9 @@ func (s *Store) Delete(ctx context.Context, keys []string) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	where, args := s.lay.match(keys)
-	if err := s.t.Delete(ctx, `DELETE FROM `+s.tbl.Ident()+` WHERE `+where, args...); err != nil {
+	var a pg.Args
+	where := s.lay.Where(&a, keys)
+	if err := s.t.Delete(ctx, `DELETE FROM `+s.tbl.Ident()+` WHERE `+where, a...); err != nil {
 		return fmt.Errorf("delete vectors: %w", err)
 	}
 	return nil
@@ -35,7 +36,7 @@ func (s *Store) Delete(ctx context.Context, keys []string) error {
 func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*store.Evidence, error) {
 	out := map[string]*store.Evidence{}
 	for _, k := range keys {
-		r, err := s.Get(ctx, k)
+		r, err := s.get(ctx, k)
 		if err != nil {
 			return nil, fmt.Errorf("read evidence: %w", err)
 		}
@@ -43,8 +44,12 @@ func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*st
 			continue
 		}
 		e := &store.Evidence{Key: k, Vector: r.Embedding, Filter: map[string]string{}}
-		e.AddWindows(OnDisk(r.Embedding))
-		e.AddWindows([]byte(r.Content))
+		if len(r.Embedding) > 0 {
+			e.AddWindows(OnDisk(r.Embedding))
+		}
+		for _, c := range r.contents {
+			e.AddWindows([]byte(c))
+		}
 		if r.Subject != "" {
 			e.Filter["subject"] = r.Subject
 		}
@@ -65,11 +70,15 @@ func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*st
 				if inBatch(x.ids, keys) {
 					continue
 				}
-				if err := fn("", OnDisk(x.Embedding)); err != nil {
-					return err
+				if len(x.Embedding) > 0 {
+					if err := fn("", OnDisk(x.Embedding)); err != nil {
+						return err
+					}
 				}
-				if err := fn(x.ID, []byte(x.Content)); err != nil {
-					return err
+				for _, c := range x.contents {
+					if err := fn(x.ID, []byte(c)); err != nil {
+						return err
+					}
 				}
 			}
 			return rows.Err()
@@ -106,7 +115,7 @@ func (s *Store) ProbeLogical(ctx context.Context, keys []string, ev map[string]*
 		res.ByID = r != nil
 		e := ev[k]
 		if e != nil && e.Filter["subject"] != "" {
-			res.Methods = append(res.Methods, "by-filter:"+s.lay.metadata+"->>subject")
+			res.Methods = append(res.Methods, "by-filter:"+s.lay.Subject.String())
 			idss, err := s.BySubject(ctx, e.Filter["subject"])
 			if err != nil {
 				return nil, fmt.Errorf("probe: %w", err)
@@ -162,8 +171,10 @@ func (s *Store) Reclaim(ctx context.Context) (store.ReclaimReport, error) {
 func (s *Store) ProbePhysical(ctx context.Context, set *store.NeedleSet) (store.ScanReport, error) {
 	rep, err := s.t.Probe(ctx, set)
 	if err == nil {
-		if n := pg.StorageNote(s.lay.content, s.storage); n != "" {
-			rep.Method += "; " + n
+		for _, c := range s.lay.Content {
+			if n := pg.StorageNote(c, s.storage[c]); n != "" {
+				rep.Method += "; " + n
+			}
 		}
 	}
 	return rep, err

@@ -8,108 +8,123 @@ import (
 
 	pgv "github.com/pgvector/pgvector-go"
 
+	"github.com/amnesia-dev/amnesia/store"
 	"github.com/amnesia-dev/amnesia/store/internal/pg"
 )
 
-// layout names the columns of one table layout.
+// layout is a table's mapping (pg.Mapping: keys, subject, content, parent,
+// collections) with its vector column, resolved from a preset and the
+// configured mapping; bind completes it from the table's columns.
 type layout struct {
-	name         string
-	defaultTable string
-	key          string // default layout: the text primary key
-	embedding    string
-	content      string
-	metadata     string
-	customID     bool // langchain: the table has custom_id (Python LangChain); set at open
-	metaJSON     bool // langchain: cmetadata is json (langchaingo), not jsonb; set at open
+	pg.Mapping
+	preset string
+	vector string
+	create bool // the adapter may create the table (the default preset, unmapped)
 }
 
-var layouts = map[string]layout{
-	SchemaDefault:   {name: SchemaDefault, defaultTable: DefaultTable, key: "id", embedding: "embedding", content: "content", metadata: "metadata"},
-	SchemaLangChain: {name: SchemaLangChain, defaultTable: LangChainTable, embedding: "embedding", content: "document", metadata: "cmetadata"},
-}
+// Presets (store.Config.Preset; Schema is the older name).
+const (
+	PresetDefault     = ""
+	PresetLangChain   = "langchain"
+	PresetLangChainGo = "langchaingo"
+	PresetLlamaIndex  = "llamaindex"
+)
 
-// check verifies that cols has what the layout needs.
-func (l layout) check(cols map[string]pg.Column) error {
-	need := map[string]string{l.embedding: "vector", l.content: "", l.metadata: "json"}
-	if l.name == SchemaLangChain {
-		need["uuid"] = "uuid"
-	} else {
-		need[l.key] = ""
+func presetLayout(name string) (layout, bool) {
+	switch name {
+	case PresetDefault:
+		return layout{Mapping: pg.Mapping{Label: "default", Table: DefaultTable, Key: "id", Subject: pg.Field{JSON: "metadata", Path: []string{"subject"}},
+			Content: []string{"content"}}, vector: "embedding"}, true
+	case PresetLangChain, PresetLangChainGo:
+		// Python LangChain (langchain-postgres: id varchar; langchain_community:
+		// uuid and custom_id) and langchaingo (uuid): bind picks the key.
+		return layout{Mapping: pg.Mapping{Label: name, Table: LangChainTable, Subject: pg.Field{JSON: "cmetadata", Path: []string{"subject"}},
+			Content: []string{"document"}, CollTable: LangChainCollectionTable}, vector: "embedding"}, true
+	case PresetLlamaIndex:
+		// LlamaIndex PGVectorStore: data_<table_name> (id bigserial, text,
+		// metadata_ json or jsonb, node_id, embedding); node_id is the key,
+		// the parent is metadata_->>'ref_doc_id'.
+		return layout{Mapping: pg.Mapping{Label: name, Key: "node_id", Subject: pg.Field{JSON: "metadata_", Path: []string{"subject"}},
+			Content: []string{"text"}, Parent: &pg.Field{JSON: "metadata_", Path: []string{"ref_doc_id"}}}, vector: "embedding"}, true
 	}
-	for col, typ := range need {
-		c, ok := cols[col]
-		if !ok {
-			return fmt.Errorf("no column %q (the %s layout needs it)", col, l.label())
+	return layout{}, false
+}
+
+// presetNames lists the presets for messages.
+const presetNames = `"default", "langchain", "langchaingo" or "llamaindex"`
+
+// resolve returns c's layout: its preset, with the mapping's fields over it.
+func resolve(c store.Config) (layout, error) {
+	name := c.Preset
+	if name == "" {
+		name = c.Schema
+	}
+	if c.Preset != "" && c.Schema != "" && c.Preset != c.Schema {
+		return layout{}, fmt.Errorf("schema %q and preset %q disagree: give only preset", c.Schema, c.Preset)
+	}
+	if name == "default" {
+		name = PresetDefault
+	}
+	l, ok := presetLayout(name)
+	if !ok {
+		return layout{}, fmt.Errorf("preset must be %s, got %q", presetNames, name)
+	}
+	l.preset = name
+	l.create = name == PresetDefault && c.Mapping == nil
+	if err := l.Apply(c.Table, c.Mapping); err != nil {
+		return layout{}, err
+	}
+	if m := c.Mapping; m != nil {
+		if m.Vector != "" {
+			l.vector = m.Vector
 		}
-		if typ != "" && !strings.HasPrefix(c.Type, typ) {
-			return fmt.Errorf("column %q is %s, want %s", col, c.Type, typ)
+		// LangChain's collection table is the embedding table's sibling:
+		// <prefix>_embedding -> <prefix>_collection.
+		if l.langchain() && m.CollectionTable == "" && strings.HasSuffix(l.Table, "_embedding") {
+			l.CollTable = strings.TrimSuffix(l.Table, "_embedding") + "_collection"
 		}
 	}
-	return nil
-}
-
-func (l layout) label() string {
-	if l.name == "" {
-		return "default"
+	if l.Table == "" {
+		return layout{}, fmt.Errorf("the %s preset needs table (LlamaIndex: data_<table_name>, e.g. table: data_docs)", l.Label)
 	}
-	return l.name
+	if err := l.Validate(); err != nil {
+		return layout{}, err
+	}
+	return l, nil
 }
 
-// idsExpr is a text[] of the keys a row answers to.
-func (l layout) idsExpr() string {
+func (l layout) label() string { return l.Label }
+
+func (l layout) langchain() bool { return l.preset == PresetLangChain || l.preset == PresetLangChainGo }
+
+// bind checks cols (the table's columns) against the layout and completes
+// it: the key columns and their types. Errors name the column.
+func (l *layout) bind(cols map[string]pg.Column) error {
+	has := func(c string) bool { _, ok := cols[c]; return ok }
 	switch {
-	case l.name != SchemaLangChain:
-		return "ARRAY[" + l.key + "]"
-	case l.customID:
-		return "array_remove(ARRAY[uuid::text, custom_id::text], NULL)"
+	case l.Key != "":
+		l.Keys = []string{l.Key}
+	case l.langchain() && has("id"): // langchain-postgres
+		l.Keys = []string{"id"}
+	case l.langchain() && has("custom_id"): // langchain_community
+		l.Keys = []string{"uuid", "custom_id"}
+	case l.langchain():
+		l.Keys = []string{"uuid"}
 	}
-	return "ARRAY[uuid::text]"
-}
-
-// match returns a WHERE condition selecting the rows with the given keys,
-// and its arguments (numbered from $1).
-func (l layout) match(keys []string) (string, []any) {
-	if l.name != SchemaLangChain {
-		return l.key + " = ANY($1::text[])", []any{keys}
+	v, ok := cols[l.vector]
+	if !ok {
+		return l.Missing(l.vector, "vector column")
 	}
-	var uuids []string
-	for _, k := range keys {
-		if u, ok := canonicalUUID(k); ok {
-			uuids = append(uuids, u)
-		}
+	if !strings.HasPrefix(v.Type, "vector") {
+		return fmt.Errorf("column %q is %s, want vector (halfvec, sparsevec and bit are not read: the physical probe looks for float4 vectors)", l.vector, v.Type)
 	}
-	if uuids == nil {
-		uuids = []string{}
-	}
-	if l.customID {
-		return "(uuid = ANY($1::text[]::uuid[]) OR custom_id = ANY($2::text[]))", []any{uuids, keys}
-	}
-	return "uuid = ANY($1::text[]::uuid[])", []any{uuids}
+	return l.BindColumns(cols)
 }
 
 // matches reports whether a row answering to ids is the record key.
-func matches(ids []string, key string) bool {
-	u, isUUID := canonicalUUID(key)
-	for _, id := range ids {
-		if id == key || isUUID && id == u {
-			return true
-		}
-	}
-	return false
-}
+func matches(ids []string, key string) bool { return pg.Matches(ids, key) }
 
-// canonicalUUID returns s as PostgreSQL prints a uuid, when s is one
-// (hyphenated or 32 hex digits, any case).
-func canonicalUUID(s string) (string, bool) {
-	h := strings.ToLower(s)
-	if len(h) == 36 && h[8] == '-' && h[13] == '-' && h[18] == '-' && h[23] == '-' {
-		h = strings.ReplaceAll(h, "-", "")
-	}
-	if len(h) != 32 || strings.Trim(h, "0123456789abcdef") != "" {
-		return "", false
-	}
-	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:], true
-}
+func canonicalUUID(s string) (string, bool) { return pg.CanonicalUUID(s) }
 
 // operator is the distance operator an index's operator class serves.
 func operator(opclass string) string {

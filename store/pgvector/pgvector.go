@@ -39,16 +39,17 @@ import (
 // Type is the adapter type name used in configuration.
 const Type = "pgvector"
 
-// Layouts (store.Config.Schema).
+// Layouts (store.Config.Schema, the older name of Preset).
 const (
-	SchemaDefault   = ""
-	SchemaLangChain = "langchain"
+	SchemaDefault   = PresetDefault
+	SchemaLangChain = PresetLangChain
 )
 
 // Default table names.
 const (
-	DefaultTable   = "embeddings"
-	LangChainTable = "langchain_pg_embedding"
+	DefaultTable             = "embeddings"
+	LangChainTable           = "langchain_pg_embedding"
+	LangChainCollectionTable = "langchain_pg_collection"
 )
 
 // SimilarityK is how many neighbours the similarity probe asks for.
@@ -60,23 +61,25 @@ const MaxDimensions = 16000
 // Record is one vector row.
 type Record struct {
 	ID         string // key: id; in the langchain layout the uuid, or custom_id where it exists
-	Subject    string // subject tag, stored as metadata->>'subject'
+	Subject    string // subject tag, stored as metadata->>'subject' (or where the mapping says)
 	Embedding  []float32
 	Content    string         // content (langchain: document)
 	Metadata   map[string]any // other metadata; Subject overrides its "subject"
 	Collection string         // langchain: collection_id (a uuid), optional
+	Parent     string         // the mapped parent link, when there is one (read only)
 }
 
 // Store is the adapter.
 type Store struct {
-	name    string
-	tbl     pg.Table
-	lay     layout
-	dim     int // 0: the column has no fixed dimensions (langchain without them)
-	db      *pg.DB
-	t       *pg.Target
-	storage string   // attstorage of the content column
-	vindex  pg.Index // a valid vector index, for the approximate probe; Name "" if none
+	name     string
+	tbl      pg.Table
+	lay      layout
+	dim      int // 0: the column has no fixed dimensions (langchain without them)
+	db       *pg.DB
+	t        *pg.Target
+	metaJSON bool              // the subject's JSON column is json, not jsonb
+	storage  map[string]string // attstorage of each content column
+	vindex   pg.Index          // a valid vector index, for the approximate probe; Name "" if none
 }
 
 var (
@@ -96,12 +99,9 @@ func Open(ctx context.Context, c store.Config, create bool) (*Store, error) {
 	if err := validate(c); err != nil {
 		return nil, fmt.Errorf("open %s: %w", c.Name, err)
 	}
-	lay := layouts[c.Schema]
-	if c.Table == "" {
-		c.Table = lay.defaultTable
-	}
+	lay, _ := resolve(c)
 	opts, _ := pg.ParseOptions(c)
-	tbl, _ := pg.ParseTable(c.Table)
+	tbl, _ := pg.ParseTable(lay.Table)
 	db, err := pg.Connect(ctx, c.DSN)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", c.Name, err)
@@ -126,7 +126,7 @@ func (s *Store) ensure(ctx context.Context, create bool) error {
 			return fmt.Errorf("look up table: %w", err)
 		}
 		switch {
-		case !exists && (!create || s.lay.name == SchemaLangChain):
+		case !exists && (!create || !s.lay.create):
 			return fmt.Errorf("table %s: %w: it does not exist", s.tbl, store.ErrUnavailable)
 		case !exists:
 			if err := s.create(ctx, c); err != nil {
@@ -137,15 +137,20 @@ func (s *Store) ensure(ctx context.Context, create bool) error {
 		if err != nil {
 			return err
 		}
-		if err := s.lay.check(cols); err != nil {
+		if err := s.lay.bind(cols); err != nil {
 			return fmt.Errorf("table %s: %w", s.tbl, err)
 		}
-		s.lay.customID = s.lay.name == SchemaLangChain && cols["custom_id"].Type != ""
-		s.lay.metaJSON = cols[s.lay.metadata].Type == "json"
-		s.storage = cols[s.lay.content].Storage
-		if d := cols[s.lay.embedding].Typmod; d > 0 {
+		if err := s.lay.BindCollections(ctx, c); err != nil {
+			return err
+		}
+		s.metaJSON = cols[s.lay.Subject.JSON].Type == "json"
+		s.storage = map[string]string{}
+		for _, c := range s.lay.Content {
+			s.storage[c] = cols[c].Storage
+		}
+		if d := cols[s.lay.vector].Typmod; d > 0 {
 			if s.dim != 0 && s.dim != d {
-				return fmt.Errorf("table %s: embedding has %d dimensions, configuration says %d", s.tbl, d, s.dim)
+				return fmt.Errorf("table %s: column %s has %d dimensions, configuration says %d", s.tbl, pg.Display(s.lay.vector), d, s.dim)
 			}
 			s.dim = d
 		}
@@ -221,13 +226,14 @@ func validate(c store.Config) error {
 	if err := pg.ValidateConfig(c); err != nil {
 		return err
 	}
-	if _, ok := layouts[c.Schema]; !ok {
-		return fmt.Errorf("schema must be empty or %q, got %q", SchemaLangChain, c.Schema)
+	lay, err := resolve(c)
+	if err != nil {
+		return err
 	}
 	if c.Dimensions < 0 || c.Dimensions > MaxDimensions {
 		return fmt.Errorf("dimensions must be 1..%d, got %d", MaxDimensions, c.Dimensions)
 	}
-	if c.Schema == SchemaDefault && c.Dimensions == 0 {
+	if lay.create && c.Dimensions == 0 {
 		return fmt.Errorf("pgvector needs dimensions > 0")
 	}
 	return nil

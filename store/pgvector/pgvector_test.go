@@ -66,7 +66,9 @@ func TestValidate(t *testing.T) {
 		want string
 	}{
 		{"no dimensions", func(c *store.Config) { c.Dimensions = 0 }, "dimensions"},
-		{"bad schema", func(c *store.Config) { c.Schema = "llamaindex" }, "schema"},
+		{"bad schema", func(c *store.Config) { c.Schema = "haystack" }, "preset must be"},
+		{"llamaindex without table", func(c *store.Config) { c.Preset = "llamaindex" }, "needs table"},
+		{"schema and preset disagree", func(c *store.Config) { c.Schema, c.Preset = "langchain", "llamaindex" }, "disagree"},
 		{"bad mode", func(c *store.Config) { c.Reclaim = "later" }, "reclaim"},
 		{"no dsn", func(c *store.Config) { c.DSN = "" }, "dsn"},
 	} {

@@ -5,12 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/amnesia-dev/amnesia/store/internal/pg"
 )
 
 // Put inserts or replaces a record (a replace is a delete and an insert in
-// one transaction).
+// one transaction). It writes the default layout and LangChain's
+// (langchain_community's uuid and custom_id, langchain-postgres's id,
+// langchaingo's uuid); other layouts are written by their framework.
 func (s *Store) Put(ctx context.Context, r Record) error {
 	if r.ID == "" {
 		return errors.New("put vector: empty id")
@@ -18,53 +23,61 @@ func (s *Store) Put(ctx context.Context, r Record) error {
 	if len(r.Embedding) == 0 || s.dim != 0 && len(r.Embedding) != s.dim {
 		return fmt.Errorf("put vector: %d dimensions, store has %d", len(r.Embedding), s.dim)
 	}
+	if !(s.lay.preset == PresetDefault || s.lay.langchain()) || s.lay.Subject.JSON == "" || len(s.lay.Subject.Path) != 1 {
+		return fmt.Errorf("put vector: the %s layout is written by its framework, not by amnesia", s.lay.label())
+	}
 	meta := map[string]any{}
 	for k, v := range r.Metadata {
 		meta[k] = v
 	}
 	if r.Subject != "" {
-		meta["subject"] = r.Subject
+		meta[s.lay.Subject.Path[0]] = r.Subject
 	}
 	mj, err := json.Marshal(meta)
 	if err != nil {
 		return fmt.Errorf("put vector: metadata: %w", err)
 	}
 	t := s.tbl.Ident()
+	mcol, content, vcol := pg.Quote(s.lay.Subject.JSON), pg.Quote(s.lay.Content[0]), pg.Quote(s.lay.vector)
 	var ins string
-	var args []any
-	if s.lay.name == SchemaLangChain {
-		u, isUUID := canonicalUUID(r.ID)
-		if !isUUID && !s.lay.customID {
-			return errors.New("put vector: this langchain table has no custom_id column, so keys must be uuids")
-		}
-		var uuid, coll, custom any
-		if isUUID {
-			uuid = u
-		}
+	var a pg.Args
+	if s.lay.langchain() {
+		var coll any
 		if r.Collection != "" {
 			coll = r.Collection
 		}
-		cols, vals := "uuid, collection_id, embedding, document, cmetadata", "COALESCE($1::uuid, gen_random_uuid()), $2::uuid, $3::text::vector, $4, $5::text::"+s.metaType()
-		if s.lay.customID {
-			custom = r.ID
-			cols, vals = cols+", custom_id", vals+", $6"
+		cols := "collection_id, " + vcol + ", " + content + ", " + mcol
+		vals := a.Add(coll) + "::uuid, " + a.Add(vectorText(r.Embedding)) + "::text::vector, " + a.Add(r.Content) + ", " + a.Add(string(mj)) + "::text::" + s.metaType()
+		switch s.lay.Keys[0] {
+		case "uuid":
+			u, isUUID := canonicalUUID(r.ID)
+			if !isUUID && len(s.lay.Keys) == 1 {
+				return errors.New("put vector: this langchain table has no custom_id column, so keys must be uuids")
+			}
+			var uuid any
+			if isUUID {
+				uuid = u
+			}
+			cols, vals = "uuid, "+cols, "COALESCE("+a.Add(uuid)+"::uuid, gen_random_uuid()), "+vals
+			if len(s.lay.Keys) > 1 {
+				cols, vals = cols+", custom_id", vals+", "+a.Add(r.ID)
+			}
+		default:
+			cols, vals = pg.Quote(s.lay.Keys[0])+", "+cols, a.Add(r.ID)+", "+vals
 		}
 		ins = `INSERT INTO ` + t + ` (` + cols + `) VALUES (` + vals + `)`
-		args = []any{uuid, coll, vectorText(r.Embedding), r.Content, string(mj)}
-		if s.lay.customID {
-			args = append(args, custom)
-		}
 	} else {
-		ins = `INSERT INTO ` + t + ` (id, embedding, content, metadata) VALUES ($1, $2::text::vector, $3, $4::text::jsonb)`
-		args = []any{r.ID, vectorText(r.Embedding), r.Content, string(mj)}
+		ins = `INSERT INTO ` + t + ` (` + pg.Quote(s.lay.Keys[0]) + `, ` + vcol + `, ` + content + `, ` + mcol + `) VALUES (` +
+			a.Add(r.ID) + `, ` + a.Add(vectorText(r.Embedding)) + `::text::vector, ` + a.Add(r.Content) + `, ` + a.Add(string(mj)) + `::text::jsonb)`
 	}
-	where, wargs := s.lay.match([]string{r.ID})
+	var w pg.Args
+	where := s.lay.Match(&w, []string{r.ID})
 	err = s.db.With(ctx, func(c *pgx.Conn) error {
 		return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, `DELETE FROM `+t+` WHERE `+where, wargs...); err != nil {
+			if _, err := tx.Exec(ctx, `DELETE FROM `+t+` WHERE `+where, w...); err != nil {
 				return err
 			}
-			_, err := tx.Exec(ctx, ins, args...)
+			_, err := tx.Exec(ctx, ins, a...)
 			return err
 		})
 	})
@@ -74,9 +87,9 @@ func (s *Store) Put(ctx context.Context, r Record) error {
 	return nil
 }
 
-// metaType is the metadata column's type as a cast target.
+// metaType is the subject's JSON column's type as a cast target.
 func (s *Store) metaType() string {
-	if s.lay.name == SchemaLangChain && s.lay.metaJSON {
+	if s.metaJSON {
 		return "json"
 	}
 	return "jsonb"
@@ -84,30 +97,48 @@ func (s *Store) metaType() string {
 
 // row is one selected record with the keys it answers to.
 type row struct {
-	ids []string
+	ids      []string
+	contents []string
 	Record
 }
 
 func (s *Store) selectList() string {
-	return s.lay.idsExpr() + `, ` + s.lay.embedding + `::text, COALESCE(` + s.lay.content + `, ''), COALESCE(` + s.lay.metadata + `::text, '{}')`
+	cs := make([]string, len(s.lay.Content))
+	for i, c := range s.lay.Content {
+		cs[i] = "COALESCE(" + pg.Quote(c) + "::text, '')"
+	}
+	meta := "'{}'"
+	if s.lay.Subject.JSON != "" {
+		meta = "COALESCE(" + pg.Quote(s.lay.Subject.JSON) + "::text, '{}')"
+	}
+	parent := "''"
+	if s.lay.Parent != nil {
+		parent = "COALESCE(" + s.lay.Parent.Expr() + ", '')"
+	}
+	return s.lay.IDs() + `, ` + pg.Quote(s.lay.vector) + `::text, ARRAY[` + strings.Join(cs, ", ") + `]::text[], ` + meta +
+		`, COALESCE(` + s.lay.Subject.Expr() + `, ''), ` + parent
 }
 
 func scanRow(r pgx.CollectableRow) (row, error) {
 	var x row
-	var vec, meta string
-	if err := r.Scan(&x.ids, &vec, &x.Content, &meta); err != nil {
+	var vec, meta *string
+	if err := r.Scan(&x.ids, &vec, &x.contents, &meta, &x.Subject, &x.Parent); err != nil {
 		return x, err
 	}
-	v, err := parseVector(vec)
-	if err != nil {
-		return x, err
+	if vec != nil {
+		v, err := parseVector(*vec)
+		if err != nil {
+			return x, err
+		}
+		x.Embedding = v
 	}
-	x.Embedding = v
-	if err := json.Unmarshal([]byte(meta), &x.Metadata); err != nil {
-		return x, fmt.Errorf("parse metadata: %w", err)
+	if len(x.contents) > 0 {
+		x.Content = x.contents[0]
 	}
-	if sub, ok := x.Metadata["subject"].(string); ok {
-		x.Subject = sub
+	if meta != nil {
+		if err := json.Unmarshal([]byte(*meta), &x.Metadata); err != nil {
+			return x, fmt.Errorf("parse metadata: %w", err)
+		}
 	}
 	if len(x.ids) > 0 {
 		x.ID = x.ids[len(x.ids)-1] // custom_id when there is one
@@ -115,10 +146,10 @@ func scanRow(r pgx.CollectableRow) (row, error) {
 	return x, nil
 }
 
-func (s *Store) query(ctx context.Context, tail string, args ...any) ([]row, error) {
+func (s *Store) query(ctx context.Context, tail string, a pg.Args) ([]row, error) {
 	var out []row
 	err := s.db.With(ctx, func(c *pgx.Conn) error {
-		rows, err := c.Query(ctx, `SELECT `+s.selectList()+` FROM `+s.tbl.Ident()+` `+tail, args...)
+		rows, err := c.Query(ctx, `SELECT `+s.selectList()+` FROM `+s.tbl.Ident()+` `+tail, a...)
 		if err != nil {
 			return err
 		}
@@ -128,25 +159,36 @@ func (s *Store) query(ctx context.Context, tail string, args ...any) ([]row, err
 	return out, err
 }
 
-// Get returns the record with key id, or nil.
+// Get returns the record with key id in the mapped collections, or nil.
 func (s *Store) Get(ctx context.Context, id string) (*Record, error) {
-	where, args := s.lay.match([]string{id})
-	rs, err := s.query(ctx, `WHERE `+where+` LIMIT 1`, args...)
+	r, err := s.get(ctx, id)
+	if r == nil || err != nil {
+		return nil, err
+	}
+	return &r.Record, nil
+}
+
+func (s *Store) get(ctx context.Context, id string) (*row, error) {
+	var a pg.Args
+	rs, err := s.query(ctx, `WHERE `+s.lay.Where(&a, []string{id})+` LIMIT 1`, a)
 	if err != nil {
 		return nil, fmt.Errorf("get vector: %w", err)
 	}
 	if len(rs) == 0 {
 		return nil, nil
 	}
-	return &rs[0].Record, nil
+	return &rs[0], nil
 }
 
-// BySubject returns the keys of the records tagged with subject; a record
-// in the langchain layout with a custom_id answers to both keys.
+// BySubject returns the keys of the records tagged with subject in the
+// mapped collections; a record in the langchain_community layout answers to
+// its uuid and custom_id.
 func (s *Store) BySubject(ctx context.Context, subject string) ([][]string, error) {
 	var out [][]string
 	err := s.db.With(ctx, func(c *pgx.Conn) error {
-		rows, err := c.Query(ctx, `SELECT `+s.lay.idsExpr()+` FROM `+s.tbl.Ident()+` WHERE `+s.lay.metadata+`->>'subject' = $1`, subject)
+		var a pg.Args
+		cond := s.lay.Subject.Expr() + ` = ` + a.Add(subject) + ` AND ` + s.lay.Scope(&a)
+		rows, err := c.Query(ctx, `SELECT `+s.lay.IDs()+` FROM `+s.tbl.Ident()+` WHERE `+cond, a...)
 		if err != nil {
 			return err
 		}
@@ -178,12 +220,14 @@ func (s *Store) search(ctx context.Context, q []float32, k int, op string, exact
 	if s.dim != 0 && len(q) != s.dim {
 		return nil, fmt.Errorf("search vectors: %d dimensions, store has %d", len(q), s.dim)
 	}
-	where := ""
+	a := pg.Args{vectorText(q), k}
+	vcol := pg.Quote(s.lay.vector)
+	where := `WHERE ` + vcol + ` IS NOT NULL AND ` + s.lay.Scope(&a)
 	if s.dim == 0 { // a column without fixed dimensions may mix sizes
-		where = fmt.Sprintf(`WHERE vector_dims(%s) = %d`, s.lay.embedding, len(q))
+		where += fmt.Sprintf(` AND vector_dims(%s) = %d`, vcol, len(q))
 	}
-	qs := `SELECT ` + s.lay.idsExpr() + `, COALESCE(` + s.lay.metadata + `->>'subject', ''), (` + s.lay.embedding + ` ` + op + ` $1::text::vector)::float8 AS d FROM ` +
-		s.tbl.Ident() + ` ` + where + ` ORDER BY ` + s.lay.embedding + ` ` + op + ` $1::text::vector LIMIT $2`
+	qs := `SELECT ` + s.lay.IDs() + `, COALESCE(` + s.lay.Subject.Expr() + `, ''), (` + vcol + ` ` + op + ` $1::text::vector)::float8 AS d FROM ` +
+		s.tbl.Ident() + ` ` + where + ` ORDER BY ` + vcol + ` ` + op + ` $1::text::vector LIMIT $2`
 	var out []Neighbor
 	err := s.db.With(ctx, func(c *pgx.Conn) error {
 		return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
@@ -196,7 +240,7 @@ func (s *Store) search(ctx context.Context, q []float32, k int, op string, exact
 					return err
 				}
 			}
-			rows, err := tx.Query(ctx, qs, vectorText(q), k)
+			rows, err := tx.Query(ctx, qs, a...)
 			if err != nil {
 				return err
 			}

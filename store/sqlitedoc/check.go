@@ -24,6 +24,16 @@ func Check(ctx context.Context, c store.Config) []store.Problem {
 	bad := func(key, format string, a ...any) []store.Problem {
 		return []store.Problem{{Severity: store.SeverityError, Key: key, Message: fmt.Sprintf(format, a...)}}
 	}
+	if c.Mapping != nil {
+		m := defaultMapping()
+		if err := m.Apply(c.Mapping); err != nil {
+			return bad("mapping", "%v", err)
+		}
+		if err := m.Bind(ctx, db); err != nil {
+			return bad("mapping", "%s: %v", c.Path, err)
+		}
+		return nil
+	}
 	ddl, err := sqlitex.TableSQL(ctx, db, "documents")
 	if err != nil {
 		return bad("path", "%s: read the schema: %v", c.Path, err)
@@ -41,4 +51,4 @@ func Check(ctx context.Context, c store.Config) []store.Problem {
 	return nil
 }
 
-func init() { store.RegisterCheck(Type, []string{"name", "type", "path"}, Check) }
+func init() { store.RegisterCheck(Type, []string{"name", "type", "path", "mapping"}, Check) }

@@ -12,6 +12,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/amnesia-dev/amnesia/store"
 	"github.com/amnesia-dev/amnesia/store/internal/sqlitex"
@@ -49,9 +50,37 @@ CREATE INDEX IF NOT EXISTS documents_subject ON documents (subject);
 
 // Store is the adapter.
 type Store struct {
-	name string
-	path string
-	db   *sql.DB
+	name  string
+	path  string
+	db    *sql.DB
+	m     sqlitex.Mapping // the documents layout unless a mapping is configured
+	fixed bool            // the documents layout: Put writes it, Open creates it
+}
+
+// defaultMapping is the documents table as a mapping.
+func defaultMapping() sqlitex.Mapping {
+	return sqlitex.Mapping{Table: "documents", Key: "id", Subject: store.Field{Column: "subject"}, Content: []string{"text"}, Parent: &store.Field{Column: "parent"}}
+}
+
+// OpenConfig opens c.Path with c.Mapping (an application's own table) or,
+// without one, amnesia's documents table (created with create set).
+func OpenConfig(ctx context.Context, c store.Config, create bool) (*Store, error) {
+	if c.Mapping == nil {
+		return Open(ctx, c.Name, c.Path, create)
+	}
+	m := defaultMapping()
+	if err := m.Apply(c.Mapping); err != nil {
+		return nil, fmt.Errorf("open %s: %w", c.Name, err)
+	}
+	db, err := sqlitex.Open(ctx, c.Path, false)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.Bind(ctx, db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open %s: %w", c.Name, err)
+	}
+	return &Store{name: c.Name, path: c.Path, db: db, m: m}, nil
 }
 
 var (
@@ -71,7 +100,7 @@ func Open(ctx context.Context, name, path string, create bool) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	return &Store{name: name, path: path, db: db}, nil
+	return &Store{name: name, path: path, db: db, m: defaultMapping(), fixed: true}, nil
 }
 
 // Path returns the database file.
@@ -92,6 +121,9 @@ func (s *Store) Put(ctx context.Context, r Record) error {
 	if r.ID == "" {
 		return errors.New("put document: empty id")
 	}
+	if !s.fixed {
+		return errors.New("put document: a mapped table is written by its application, not by amnesia")
+	}
 	switch r.Kind {
 	case KindDocument, KindChunk, KindChat:
 	default:
@@ -108,7 +140,7 @@ func (s *Store) Put(ctx context.Context, r Record) error {
 
 // Get returns the record with id, or nil when there is none.
 func (s *Store) Get(ctx context.Context, id string) (*Record, error) {
-	rs, err := s.query(ctx, `WHERE id = ?`, id)
+	rs, err := s.query(ctx, `WHERE `+sqlitex.Quote(s.m.Key)+` = ?`, id)
 	if err != nil || len(rs) == 0 {
 		return nil, err
 	}
@@ -117,26 +149,58 @@ func (s *Store) Get(ctx context.Context, id string) (*Record, error) {
 
 // BySubject returns the records tagged with subject, ordered by id.
 func (s *Store) BySubject(ctx context.Context, subject string) ([]Record, error) {
-	return s.query(ctx, `WHERE subject = ? ORDER BY id`, subject)
+	return s.query(ctx, `WHERE `+sqlitex.Expr(s.m.Subject)+` = ? ORDER BY 1`, subject)
 }
 
 // All returns every record, ordered by id.
 func (s *Store) All(ctx context.Context) ([]Record, error) {
-	return s.query(ctx, `ORDER BY id`)
+	return s.query(ctx, `ORDER BY 1`)
 }
 
 func (s *Store) query(ctx context.Context, where string, args ...any) ([]Record, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, kind, subject, parent, text FROM documents `+where, args...)
+	rs, err := s.rows(ctx, where, args...)
+	out := make([]Record, len(rs))
+	for i, r := range rs {
+		out[i] = r.Record
+	}
+	return out, err
+}
+
+// row is a record with each mapped content column's value.
+type row struct {
+	Record
+	contents []string
+}
+
+func (s *Store) rows(ctx context.Context, where string, args ...any) ([]row, error) {
+	kind, parent := "'"+KindDocument+"'", "''"
+	if s.fixed {
+		kind = "kind"
+	}
+	if s.m.Parent != nil {
+		parent = "COALESCE(CAST(" + sqlitex.Expr(*s.m.Parent) + " AS TEXT), '')"
+	}
+	cs := make([]string, len(s.m.Content))
+	for i, c := range s.m.Content {
+		cs[i] = "COALESCE(CAST(" + sqlitex.Quote(c) + " AS TEXT), '')"
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT CAST(`+sqlitex.Quote(s.m.Key)+` AS TEXT), `+kind+`, COALESCE(CAST(`+sqlitex.Expr(s.m.Subject)+` AS TEXT), ''), `+parent+`, `+
+		strings.Join(cs, `, `)+` FROM `+sqlitex.Quote(s.m.Table)+` `+where, args...)
 	if err != nil {
 		return nil, fmt.Errorf("query documents: %w", err)
 	}
 	defer rows.Close()
-	var out []Record
+	var out []row
 	for rows.Next() {
-		var r Record
-		if err := rows.Scan(&r.ID, &r.Kind, &r.Subject, &r.Parent, &r.Text); err != nil {
+		r := row{contents: make([]string, len(cs))}
+		dst := []any{&r.ID, &r.Kind, &r.Subject, &r.Parent}
+		for i := range r.contents {
+			dst = append(dst, &r.contents[i])
+		}
+		if err := rows.Scan(dst...); err != nil {
 			return nil, fmt.Errorf("query documents: %w", err)
 		}
+		r.Text = strings.Join(r.contents, "\n") // the mapped content columns, in order
 		out = append(out, r)
 	}
 	return out, rows.Err()
@@ -151,7 +215,7 @@ func (s *Store) Delete(ctx context.Context, keys []string) error {
 	}
 	defer tx.Rollback()
 	for _, k := range keys {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM documents WHERE id = ?`, k); err != nil {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM `+sqlitex.Quote(s.m.Table)+` WHERE `+sqlitex.Quote(s.m.Key)+` = ?`, k); err != nil {
 			return fmt.Errorf("delete documents: %w", err)
 		}
 	}
@@ -170,17 +234,23 @@ func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*st
 	out := map[string]*store.Evidence{}
 	for _, k := range keys {
 		batch[k] = true
-		r, err := s.Get(ctx, k)
+		rs, err := s.rows(ctx, `WHERE `+sqlitex.Quote(s.m.Key)+` = ?`, k)
 		if err != nil {
 			return nil, fmt.Errorf("read evidence: %w", err)
 		}
-		if r != nil {
-			e := &store.Evidence{Key: k, Filter: map[string]string{"subject": r.Subject}}
-			e.AddWindows([]byte(r.Text))
+		if len(rs) > 0 {
+			e := &store.Evidence{Key: k, Filter: map[string]string{"subject": rs[0].Subject}}
+			for _, part := range rs[0].contents { // each content column's windows
+				e.AddWindows([]byte(part))
+			}
 			out[k] = e
 		}
 	}
-	err := store.DropShared(ctx, out, sqlitex.Others(ctx, s.db, `SELECT id, text FROM documents`, batch))
+	var others []string
+	for _, c := range s.m.Content {
+		others = append(others, `SELECT CAST(`+sqlitex.Quote(s.m.Key)+` AS TEXT), CAST(`+sqlitex.Quote(c)+` AS BLOB) FROM `+sqlitex.Quote(s.m.Table)+` WHERE `+sqlitex.Quote(c)+` IS NOT NULL`)
+	}
+	err := store.DropShared(ctx, out, sqlitex.Others(ctx, s.db, strings.Join(others, " UNION ALL "), batch))
 	if err != nil {
 		return nil, fmt.Errorf("read evidence: %w", err)
 	}
@@ -200,7 +270,7 @@ func (s *Store) ProbeLogical(ctx context.Context, keys []string, ev map[string]*
 		}
 		res.ByID = r != nil
 		if e := ev[k]; e != nil && e.Filter["subject"] != "" {
-			res.Methods = append(res.Methods, "by-filter:subject")
+			res.Methods = append(res.Methods, "by-filter:"+s.m.Subject.String())
 			tag := e.Filter["subject"]
 			if _, ok := bySubject[tag]; !ok { // one filter query per subject tag
 				rs, err := s.BySubject(ctx, tag)
@@ -232,13 +302,14 @@ func (s *Store) ProbePhysical(ctx context.Context, set *store.NeedleSet) (store.
 func init() {
 	store.Register(Type, store.Adapter{
 		Open: func(ctx context.Context, c store.Config, create bool) (store.Store, error) {
-			return Open(ctx, c.Name, c.Path, create)
+			return OpenConfig(ctx, c, create)
 		},
 		Validate: func(c store.Config) error {
 			if c.Path == "" {
 				return fmt.Errorf("path is required")
 			}
-			return nil
+			m := defaultMapping()
+			return m.Apply(c.Mapping)
 		},
 	})
 }
