@@ -139,14 +139,13 @@ func WorkTree(root string, paths []string) (string, error) {
 	if !filepath.IsAbs(idx) {
 		idx = filepath.Join(root, idx)
 	}
-	tmp, err := os.CreateTemp("", "amnesia-bench-index-")
+	tmp, done, err := scratchIndex()
 	if err != nil {
 		return "", err
 	}
-	tmp.Close()
-	defer os.Remove(tmp.Name())
-	env := []string{"GIT_INDEX_FILE=" + tmp.Name()}
-	if err := copyFile(idx, tmp.Name()); err != nil {
+	defer done()
+	env := []string{"GIT_INDEX_FILE=" + tmp}
+	if err := copyFile(idx, tmp); err != nil {
 		// No index yet: start from HEAD.
 		if _, err := git(root, env, "read-tree", "HEAD"); err != nil {
 			return "", err
@@ -177,13 +176,12 @@ func WorkTree(root string, paths []string) (string, error) {
 // CommitTree hashes the measured paths as they are in commit rev, the same
 // way WorkTree does, so the two compare.
 func CommitTree(root, rev string, paths []string) (string, error) {
-	tmp, err := os.CreateTemp("", "amnesia-bench-index-")
+	tmp, done, err := scratchIndex()
 	if err != nil {
 		return "", err
 	}
-	tmp.Close()
-	defer os.Remove(tmp.Name())
-	env := []string{"GIT_INDEX_FILE=" + tmp.Name()}
+	defer done()
+	env := []string{"GIT_INDEX_FILE=" + tmp}
 	if _, err := git(root, env, "read-tree", rev); err != nil {
 		return "", err
 	}
@@ -337,4 +335,16 @@ func (p Provenance) Describe() string {
 		m += ", " + p.CPU
 	}
 	return m
+}
+
+// scratchIndex returns the path of a git index file of its own, in a new
+// temporary directory that done removes: git reads and writes it, so the
+// repository's own index is never touched. (A scratch file, not a file
+// amnesia publishes: internal/atomicfile is for those.)
+func scratchIndex() (path string, done func(), err error) {
+	dir, err := os.MkdirTemp("", "amnesia-bench-index-")
+	if err != nil {
+		return "", nil, err
+	}
+	return filepath.Join(dir, "index"), func() { os.RemoveAll(dir) }, nil
 }
