@@ -26,6 +26,19 @@ type Config struct {
 	// vectors-only store (faiss), so that its certificate says where they
 	// are covered.
 	Docstore string `yaml:"docstore,omitempty"`
+	// Collection is the collection inside a store that holds several
+	// (chromem).
+	Collection string `yaml:"collection,omitempty"`
+	// Compress says the store's files are gzip-compressed (chromem).
+	Compress bool `yaml:"compress,omitempty"`
+	// Format is a file store's format: "jsonl", "csv" or "parquet".
+	Format string `yaml:"format,omitempty"`
+	// Key is the field or column that holds a file store's record key;
+	// Subject the optional one that holds its subject tag; Content the
+	// fields that hold its content (file stores).
+	Key     string   `yaml:"key,omitempty"`
+	Subject string   `yaml:"subject,omitempty"`
+	Content []string `yaml:"content,omitempty"`
 	// OutOfScope marks a store the operator has declared outside what
 	// erasures must cover: when it cannot be reached, certificates still
 	// list it as unreachable, but it does not make them incomplete.
@@ -95,6 +108,8 @@ var adapterImports = map[string]string{
 	"sqlite-vec": "github.com/amnesia-dev/amnesia/store/sqlitevec",
 	"postgres":   "github.com/amnesia-dev/amnesia/store/pgdoc",
 	"pgvector":   "github.com/amnesia-dev/amnesia/store/pgvector",
+	"chromem":    "github.com/amnesia-dev/amnesia/store/chromem",
+	"file":       "github.com/amnesia-dev/amnesia/store/file",
 }
 
 // unknownType is the error for a type no linked adapter registered: for one
