@@ -77,7 +77,7 @@ type table struct {
 	tail []byte // JSONL: blank lines after the last row
 	// noEOL: the file does not end with a line end (an append starts one)
 	noEOL bool
-	pq   *pqTable
+	pq    *pqTable
 }
 
 // format reads and writes one file format.
