@@ -310,17 +310,50 @@ func (s *Store) Delete(ctx context.Context, keys []string) error {
 		if k == "" {
 			continue
 		}
+		// chromem-go names a document's file by 32 bits of its id's hash:
+		// two ids can share a file, which then holds the one written last.
+		// Its Delete unlinks the file whichever it holds; another
+		// document's is written again afterwards.
+		other, err := s.otherInFile(k)
+		if err != nil {
+			return fmt.Errorf("delete documents: %w", err)
+		}
 		if err := atomicfile.Shred(s.DocPath(k)); err != nil {
 			return fmt.Errorf("delete documents: zero the document file: %w", err)
 		}
 		if err := s.c.Delete(ctx, nil, nil, k); err != nil {
 			return fmt.Errorf("delete documents: %w", err)
 		}
+		if other != nil {
+			if err := s.c.AddDocument(ctx, *other); err != nil {
+				return fmt.Errorf("delete documents: write back the document that shared the file: %w", err)
+			}
+		}
 	}
 	if err := atomicfile.SyncDir(s.Dir()); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("delete documents: fsync %s: %w", s.Dir(), err)
 	}
 	return nil
+}
+
+// otherInFile returns the document that k's file holds when it is not k's
+// (see Delete), or nil.
+func (s *Store) otherInFile(k string) (*chromem.Document, error) {
+	b, err := readPlain(s.DocPath(k))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var d chromem.Document
+	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&d); err != nil {
+		return nil, fmt.Errorf("%s does not decode as a chromem-go document: %v", s.DocPath(k), err)
+	}
+	if d.ID == k {
+		return nil, nil
+	}
+	return &d, nil
 }
 
 // GobFloats returns the bytes encoding/gob writes for the elements of a

@@ -3,6 +3,7 @@ package chromem_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/gob"
 	"fmt"
 	"math"
@@ -188,5 +189,43 @@ func TestChromemCheck(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "nope")); !os.IsNotExist(err) {
 		t.Fatalf("check created the directory")
+	}
+}
+
+// Two ids whose 32-bit file names collide share one file, which holds the
+// document written last: deleting the other must not lose it.
+func TestChromemDeleteKeepsDocumentSharingTheFile(t *testing.T) {
+	ctx := context.Background()
+	seen := map[[4]byte]string{}
+	var x, y string
+	for i := 0; x == ""; i++ {
+		id := fmt.Sprintf("doc-%d", i)
+		h := sha256.Sum256([]byte(id))
+		var k [4]byte
+		copy(k[:], h[:4])
+		if prev, ok := seen[k]; ok {
+			x, y = prev, id
+		}
+		seen[k] = id
+	}
+	dir := t.TempDir()
+	s := open(t, dir, false)
+	put(t, s, x, "tag-1", 1)
+	put(t, s, y, "tag-2", 2)
+	if s.DocPath(x) != s.DocPath(y) {
+		t.Fatalf("%s and %s do not share a file", x, y)
+	}
+	if err := s.Delete(ctx, []string{x}); err != nil {
+		t.Fatal(err)
+	}
+	re, err := chromem.Open(ctx, "reload", dir, "notes", false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := re.Get(ctx, y); d == nil || d.Content != content(2) {
+		t.Fatalf("the document sharing the deleted one's file was lost")
+	}
+	if d, _ := s.Get(ctx, x); d != nil {
+		t.Fatalf("deleted document still held")
 	}
 }
