@@ -205,6 +205,9 @@ func (s *Store) Close() error { return nil }
 // load reads and parses the whole file.
 func (s *Store) load(ctx context.Context) (*table, []byte, error) {
 	b, err := os.ReadFile(s.o.Path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, fmt.Errorf("read %s: %w: %v", s.o.Path, store.ErrUnavailable, err)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("read %s: %w", s.o.Path, err)
 	}
@@ -293,6 +296,9 @@ func (s *Store) rewrite(ctx context.Context, drop map[string]bool) (done bool, e
 		return false, err
 	}
 	f, err := os.OpenFile(s.o.Path, os.O_RDWR, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, fmt.Errorf("%w: %v", store.ErrUnavailable, err)
+	}
 	if err != nil {
 		return false, err
 	}
@@ -326,6 +332,9 @@ func (s *Store) rewrite(ctx context.Context, drop map[string]bool) (done bool, e
 	if err != nil {
 		return false, err
 	}
+	if testHookBeforeRename != nil {
+		testHookBeforeRename(s.o.Path)
+	}
 	if err := atomicfile.WriteFile(s.o.Path, nb, st.Mode().Perm()); err != nil {
 		return false, fmt.Errorf("rewrite %s: %w", s.o.Path, err)
 	}
@@ -354,6 +363,10 @@ func (s *Store) rewrite(ctx context.Context, drop map[string]bool) (done bool, e
 	}
 	return !grew, nil
 }
+
+// testHookBeforeRename, when set by a test, runs between the read of the
+// file and the rename of its rewrite (an application appending).
+var testHookBeforeRename func(path string)
 
 func appendSync(path string, b []byte) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)

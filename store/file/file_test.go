@@ -2,6 +2,7 @@ package file_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -328,5 +329,19 @@ func TestFileCheck(t *testing.T) {
 				t.Errorf("check message leaks a value: %s", p.Message)
 			}
 		}
+	}
+}
+
+func TestFileMissingIsUnavailable(t *testing.T) {
+	s := openStore(t, file.JSONL)
+	os.Remove(s.Path())
+	if err := s.Delete(context.Background(), []string{"x"}); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("delete on a missing file: %v, want ErrUnavailable", err)
+	}
+	if _, err := s.ProbeLogical(context.Background(), []string{"x"}, nil); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("probe on a missing file: %v, want ErrUnavailable", err)
+	}
+	if _, err := file.Open(context.Background(), opts(s.Path(), ""), false); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("open of a missing file: %v, want ErrUnavailable", err)
 	}
 }
