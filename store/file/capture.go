@@ -12,7 +12,9 @@ import (
 // JSONL line or CSV row is a document whose key is its ID, whose subject
 // field holds the subject tag, and whose one content field holds its text;
 // a JSONL line also keeps the kind and parent (fields "kind" and
-// "parent"), a CSV row when its header has those columns. Parquet files
+// "parent"), a CSV row when its header has those columns (a parent without
+// a column is refused; the kind is then not kept in the file, the ledger
+// records it). Parquet files
 // are not written by capture.
 
 func init() {
@@ -43,7 +45,7 @@ func (s *Store) CaptureCheck(r backend.Record) error {
 	if len(r.Metadata) > 0 {
 		return fmt.Errorf("capture document: store %q (%s) keeps no metadata: leave Metadata empty", s.o.Name, Type)
 	}
-	if s.o.Format == CSV && (r.Parent != "" || r.Kind != "") {
+	if s.o.Format == CSV && r.Parent != "" {
 		t, _, err := s.load(context.Background())
 		if err != nil {
 			return fmt.Errorf("capture document: %w", err)
@@ -55,9 +57,6 @@ func (s *Store) CaptureCheck(r backend.Record) error {
 		if r.Parent != "" && !has["parent"] {
 			return fmt.Errorf("capture document: store %q: the CSV header has no parent column: add one or leave Parent empty", s.o.Name)
 		}
-		if r.Kind != "" && !has["kind"] {
-			return fmt.Errorf("capture document: store %q: the CSV header has no kind column: add one", s.o.Name)
-		}
 	}
 	return nil
 }
@@ -68,13 +67,32 @@ func (s *Store) CapturePut(ctx context.Context, r backend.Record) error {
 		return err
 	}
 	fields := map[string]string{s.o.Key: r.ID, s.o.Subject: r.Subject, s.o.Content[0]: r.Text}
-	if r.Kind != "" {
+	if r.Kind != "" && s.hasKindField(ctx) {
 		fields["kind"] = r.Kind
 	}
 	if r.Parent != "" {
 		fields["parent"] = r.Parent
 	}
 	return s.Append(ctx, fields)
+}
+
+// hasKindField reports whether a row can keep the kind: always in JSONL,
+// in CSV when the header has a kind column (the ledger records the kind
+// either way).
+func (s *Store) hasKindField(ctx context.Context) bool {
+	if s.o.Format != CSV {
+		return true
+	}
+	t, _, err := s.load(ctx)
+	if err != nil {
+		return false
+	}
+	for _, c := range t.cols {
+		if c == "kind" {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Store) captureRows(ctx context.Context, keep func(row) bool) ([]backend.Record, error) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/amnesia-dev/amnesia/capture/backend"
 	"github.com/amnesia-dev/amnesia/store"
 	"github.com/amnesia-dev/amnesia/store/file"
 	"github.com/amnesia-dev/amnesia/store/storetest"
@@ -343,5 +344,27 @@ func TestFileMissingIsUnavailable(t *testing.T) {
 	}
 	if _, err := file.Open(context.Background(), opts(s.Path(), ""), false); !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("open of a missing file: %v, want ErrUnavailable", err)
+	}
+}
+
+// Capture appends CSV rows through the file's header, and reads them back.
+func TestFileCaptureCSV(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, file.CSV)
+	for i, id := range []string{"d1", "d2"} {
+		if err := s.CapturePut(ctx, backend.Record{ID: id, Kind: "chat", Subject: "hmac:t", Text: text(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.CaptureCheck(backend.Record{ID: "d3", Parent: "d1", Text: "x"}); err == nil {
+		t.Fatalf("a parent without a parent column was accepted")
+	}
+	r, err := s.CaptureGet(ctx, "d2")
+	if err != nil || r == nil || r.Text != text(1) || r.Subject != "hmac:t" {
+		t.Fatalf("CaptureGet = %+v, %v", r, err)
+	}
+	rs, err := s.CaptureBySubject(ctx, "hmac:t")
+	if err != nil || len(rs) != 2 {
+		t.Fatalf("CaptureBySubject = %d rows, %v", len(rs), err)
 	}
 }
