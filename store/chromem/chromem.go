@@ -446,8 +446,11 @@ func (s *Store) ProbeLogical(ctx context.Context, keys []string, ev map[string]*
 			return nil, fmt.Errorf("probe: %w", err)
 		}
 		res.ByID = r != nil
+		// A reload would bring back the document its file holds (unless
+		// the file holds another id: see Delete).
 		if _, err := os.Stat(s.DocPath(k)); err == nil {
-			res.ByID = true // a reload would bring it back
+			other, err := s.otherInFile(k)
+			res.ByID = res.ByID || err != nil || other == nil
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("probe: %w", err)
 		}

@@ -228,4 +228,11 @@ func TestChromemDeleteKeepsDocumentSharingTheFile(t *testing.T) {
 	if d, _ := s.Get(ctx, x); d != nil {
 		t.Fatalf("deleted document still held")
 	}
+	res, err := s.ProbeLogical(ctx, []string{x, y}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].ByID || !res[1].ByID {
+		t.Fatalf("probe by id (the shared file holds %s): %+v", y, res)
+	}
 }
