@@ -125,6 +125,22 @@ func Open(ctx context.Context, name, path, coll string, compress, create bool) (
 	return &Store{name: name, path: path, coll: coll, compress: compress, db: db, c: c}, nil
 }
 
+// reload loads the DB from its files again, as a process that opens it now
+// would: evidence and probes see what is on disk, not what this process
+// loaded earlier.
+func (s *Store) reload() error {
+	db, err := chromem.NewPersistentDB(s.path, s.compress)
+	if err != nil {
+		return fmt.Errorf("reload %s: %w: %v", s.path, store.ErrUnavailable, err)
+	}
+	c := db.GetCollection(s.coll, noEmbed)
+	if c == nil {
+		return fmt.Errorf("reload %s: no collection %q: %w", s.path, s.coll, store.ErrUnavailable)
+	}
+	s.db, s.c = db, c
+	return nil
+}
+
 // Dir returns the collection's directory.
 func (s *Store) Dir() string { return filepath.Join(s.path, hash2hex(s.coll)) }
 
@@ -384,6 +400,9 @@ func GobFloats(v []float32) []byte {
 // document (outside keys) also holds are counted as Shared: content by the
 // holder's key, embeddings anonymously (see store.DropShared).
 func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*store.Evidence, error) {
+	if err := s.reload(); err != nil {
+		return nil, fmt.Errorf("read evidence: %w", err)
+	}
 	batch := map[string]bool{}
 	out := map[string]*store.Evidence{}
 	for _, k := range keys {
@@ -430,10 +449,14 @@ func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*st
 	return out, nil
 }
 
-// ProbeLogical implements store.Store: by id in this process's memory and
-// on disk (the document's file), by the subject tag, and by a k=10
-// similarity search with the record's own vector.
+// ProbeLogical implements store.Store. It loads the DB from its files
+// again (what an application sees when it reloads), then looks by id (and
+// at the document's file), by the subject tag, and runs a k=10 similarity
+// search with the record's own vector.
 func (s *Store) ProbeLogical(ctx context.Context, keys []string, ev map[string]*store.Evidence) ([]store.LogicalResult, error) {
+	if err := s.reload(); err != nil {
+		return nil, fmt.Errorf("probe: %w", err)
+	}
 	out := make([]store.LogicalResult, 0, len(keys))
 	bySubject := map[string]map[string]bool{}
 	for _, k := range keys {

@@ -236,3 +236,38 @@ func TestChromemDeleteKeepsDocumentSharingTheFile(t *testing.T) {
 		t.Fatalf("probe by id (the shared file holds %s): %+v", y, res)
 	}
 }
+
+// A document the application added after amnesia opened the store is read
+// (evidence from the files, not from what amnesia loaded) and deleted.
+func TestChromemSeesDocumentsAddedAfterOpen(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := open(t, dir, true)
+	put(t, s, "rec-b", "tag-2", 2)
+	app, err := chromem.Open(ctx, "app", dir, "notes", true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, app, "rec-a", "tag-1", 1)
+	ev, err := s.ReadEvidence(ctx, []string{"rec-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev["rec-a"] == nil || len(ev["rec-a"].Needles) == 0 {
+		t.Fatalf("no evidence for a document added after open")
+	}
+	if err := s.Delete(ctx, []string{"rec-a"}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := s.ProbePhysical(ctx, store.NewNeedleSet(ev))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.ProbeLogical(ctx, []string{"rec-a", "rec-b"}, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Found["rec-a"] != 0 || res[0].Found() || !res[1].ByID {
+		t.Fatalf("after delete: scan %v, probe %+v", rep.Found, res)
+	}
+}
