@@ -332,6 +332,12 @@ func (s *Store) rewrite(ctx context.Context, drop map[string]bool) (done bool, e
 	if err != nil {
 		return false, err
 	}
+	// Written since the read: read it again.
+	if cur, err := f.Stat(); err != nil {
+		return false, err
+	} else if cur.Size() != st.Size() || !cur.ModTime().Equal(st.ModTime()) {
+		return false, nil
+	}
 	if testHookBeforeRename != nil {
 		testHookBeforeRename(s.o.Path)
 	}
@@ -339,12 +345,17 @@ func (s *Store) rewrite(ctx context.Context, drop map[string]bool) (done bool, e
 		return false, fmt.Errorf("rewrite %s: %w", s.o.Path, err)
 	}
 	// f is now the replaced file. What an application appended to it
-	// after the read is carried over to the new file.
+	// between the check above and the rename is carried over to the new
+	// file; any other change to it cannot be.
 	st2, err := f.Stat()
 	if err != nil {
 		return false, err
 	}
 	grew := st2.Size() > st.Size()
+	changed := st2.Size() != st.Size() || !st2.ModTime().Equal(st.ModTime())
+	if changed && (!grew || s.o.Format == Parquet) {
+		return false, fmt.Errorf("%s was written by another process while amnesia replaced it (not an append): what it wrote went to the replaced file and is lost; stop the writer, check the file, then run the erasure again", s.o.Path)
+	}
 	if grew {
 		tail, err := io.ReadAll(io.NewSectionReader(f, st.Size(), st2.Size()-st.Size()))
 		if err != nil {
