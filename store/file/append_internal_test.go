@@ -40,3 +40,21 @@ func TestFileAppendDuringRewriteIsCarriedOver(t *testing.T) {
 		t.Fatalf("%d rewrites, want 2 (the carried-over rows held the key again)", calls)
 	}
 }
+
+// A write other than an append during the rename cannot be carried over:
+// the erasure fails and says so.
+func TestFileInPlaceWriteDuringRewriteFails(t *testing.T) {
+	ctx := context.Background()
+	path := t.TempDir() + "/log.jsonl"
+	os.WriteFile(path, []byte(`{"id":"a","text":"Alice's first long turn, to be erased"}`+"\n"+`{"id":"b","text":"Bob's long turn that stays in the file"}`+"\n"), 0o600)
+	s, err := Open(ctx, Options{Name: "log", Path: path, Key: "id", Content: []string{"text"}}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testHookBeforeRename = func(p string) { os.Truncate(p, 10) }
+	defer func() { testHookBeforeRename = nil }()
+	err = s.Delete(ctx, []string{"a"})
+	if err == nil || !strings.Contains(err.Error(), "is lost") {
+		t.Fatalf("delete with an in-place write during the rename: %v", err)
+	}
+}
