@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 )
@@ -31,6 +32,19 @@ type Config struct {
 	// vectors-only store (faiss), so that its certificate says where they
 	// are covered.
 	Docstore string `yaml:"docstore,omitempty"`
+	// Collection is the collection inside a store that holds several
+	// (chromem).
+	Collection string `yaml:"collection,omitempty"`
+	// Compress says the store's files are gzip-compressed (chromem).
+	Compress bool `yaml:"compress,omitempty"`
+	// Format is a file store's format: "jsonl", "csv" or "parquet".
+	Format string `yaml:"format,omitempty"`
+	// Key is the field or column that holds a file store's record key;
+	// Subject the optional one that holds its subject tag; Content the
+	// fields that hold its content (file stores).
+	Key     string   `yaml:"key,omitempty"`
+	Subject string   `yaml:"subject,omitempty"`
+	Content []string `yaml:"content,omitempty"`
 	// OutOfScope marks a store the operator has declared outside what
 	// erasures must cover: when it cannot be reached, certificates still
 	// list it as unreachable, but it does not make them incomplete.
@@ -100,6 +114,8 @@ var adapterImports = map[string]string{
 	"sqlite-vec": "github.com/amnesia-dev/amnesia/store/sqlitevec",
 	"postgres":   "github.com/amnesia-dev/amnesia/store/pgdoc",
 	"pgvector":   "github.com/amnesia-dev/amnesia/store/pgvector",
+	"chromem":    "github.com/amnesia-dev/amnesia/store/chromem",
+	"file":       "github.com/amnesia-dev/amnesia/store/file",
 }
 
 // unknownType is the error for a type no linked adapter registered: for one
@@ -157,8 +173,19 @@ func RegisterCheck(typ string, keys []string, fn CheckFunc) {
 	if _, dup := checks[typ]; dup {
 		panic("store: check registered twice: " + typ)
 	}
-	checks[typ] = checkSpec{keys: append([]string(nil), keys...), check: fn}
+	ks := append([]string(nil), keys...)
+	for _, k := range CommonKeys {
+		if !slices.Contains(ks, k) {
+			ks = append(ks, k)
+		}
+	}
+	checks[typ] = checkSpec{keys: ks, check: fn}
 }
+
+// CommonKeys are the configuration keys every store type reads, whatever
+// keys its adapter registers: its name and type, and out_of_scope (see
+// Config.OutOfScope), which the saga reads, not the adapter.
+var CommonKeys = []string{"name", "type", "out_of_scope"}
 
 // Keys returns the configuration keys an adapter type reads, or nil when the
 // type registered none (then every key of Config is accepted).

@@ -61,6 +61,15 @@ var Table = []Entry{
 		Action: "run the same command again once the writes that made them have settled (docs/postgres.md).",
 	},
 	{
+		State: "UNVERIFIED-app-memory-until-reload",
+		Meaning: "the records are gone from the store's files and from every query path amnesia ran, but chromem-go " +
+			"keeps every document of a DB in the memory of each process that opened it: an application that loaded " +
+			"the DB before the erasure still serves these records until it reloads it. amnesia cannot measure another " +
+			"process's memory, so the certificate does not claim it.",
+		Action: "restart the application processes that use this chromem-go DB (or have them open it again with " +
+			"NewPersistentDB); running the command again does not change this state (docs/stores.md).",
+	},
+	{
 		State:   "UNVERIFIED-",
 		Meaning: "amnesia could not measure whether the bytes are gone from this store; the store's evidence says why.",
 		Action:  "act on what the evidence names, then run the same command again.",

@@ -20,16 +20,17 @@ func TestTableIsComplete(t *testing.T) {
 		}
 	}
 	for state, entry := range map[string]string{
-		"UNVERIFIED-physical-not-measured": "UNVERIFIED-physical-not-measured",
-		"UNVERIFIED-store-failed":          "UNVERIFIED-store-failed",
-		"UNVERIFIED-managed":               "UNVERIFIED-managed",
-		"UNVERIFIED-something-new":         "UNVERIFIED-",
-		"PENDING-long-transaction":         "PENDING-",
-		"PENDING-reclaim-deferred":         "PENDING-reclaim-deferred",
-		"PENDING-lock-timeout":             "PENDING-",
-		"RESIDUAL":                         "RESIDUAL",
-		"NEEDS_HUMAN":                      "NEEDS_HUMAN",
-		"OUT_OF_SCOPE":                     "OUT_OF_SCOPE",
+		"UNVERIFIED-physical-not-measured":   "UNVERIFIED-physical-not-measured",
+		"UNVERIFIED-store-failed":            "UNVERIFIED-store-failed",
+		"UNVERIFIED-managed":                 "UNVERIFIED-managed",
+		"UNVERIFIED-app-memory-until-reload": "UNVERIFIED-app-memory-until-reload",
+		"UNVERIFIED-something-new":           "UNVERIFIED-",
+		"PENDING-long-transaction":           "PENDING-",
+		"PENDING-reclaim-deferred":           "PENDING-reclaim-deferred",
+		"PENDING-lock-timeout":               "PENDING-",
+		"RESIDUAL":                           "RESIDUAL",
+		"NEEDS_HUMAN":                        "NEEDS_HUMAN",
+		"OUT_OF_SCOPE":                       "OUT_OF_SCOPE",
 	} {
 		e, ok := For(state)
 		if !ok || e.State != entry {

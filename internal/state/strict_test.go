@@ -27,7 +27,7 @@ func TestStrictConfig(t *testing.T) {
 		{"stores not a list", "version: 1\nstores:\n  name: x\n",
 			[]string{"line 3: stores: want a list, got a mapping"}},
 		{"key of another type", "version: 1\nstores:\n  - name: d\n    type: sqlite-doc\n    path: d.db\n    dimensions: 16\n",
-			[]string{"line 6: stores[0]: key dimensions is not read by type sqlite-doc (its keys: name, type, path, mapping)"}},
+			[]string{"line 6: stores[0]: key dimensions is not read by type sqlite-doc (its keys: name, type, path, mapping, out_of_scope)"}},
 		{"several at once", "version: 1\nscop: x\nstores:\n  - {name: a, type: sqlite-doc, pth: a.db}\n",
 			[]string{"line 2: unknown key scop (did you mean scope?)", "line 4: unknown key pth in stores[0] (did you mean path?)"}},
 		{"negative dimensions", "version: 1\nstores:\n  - name: e\n    type: pgvector\n    dsn: postgres://h/db\n    dimensions: -3\n",
@@ -135,5 +135,27 @@ stores:
 		strings.Join(m.Subject.Path, ".") != "user.id" || m.Content[0] != "text" || m.Vector != "embedding" || m.Parent.Column != "doc_id" ||
 		len(m.Collections) != 2 || m.CollectionTable != "cols" {
 		t.Fatalf("parsed %+v / %+v", c.Stores[0], m)
+	}
+}
+
+// out_of_scope is read by the saga, not the adapter: every store type
+// accepts it, whatever keys its adapter registered.
+func TestOutOfScopeOnEveryType(t *testing.T) {
+	for _, st := range []string{
+		"    type: sqlite-doc\n    path: d.db\n",
+		"    type: sqlite-vec\n    path: v.db\n    dimensions: 4\n",
+		"    type: postgres\n    dsn: postgres://h/db\n",
+		"    type: pgvector\n    dsn: postgres://h/db\n    dimensions: 4\n",
+	} {
+		p := filepath.Join(t.TempDir(), "amnesia.yaml")
+		os.WriteFile(p, []byte("version: 1\nstores:\n  - name: s\n"+st+"    out_of_scope: true\n"), 0o600)
+		c, err := LoadConfig(p)
+		if err != nil {
+			t.Errorf("%s: %v", strings.TrimSpace(st), err)
+			continue
+		}
+		if !c.Stores[0].OutOfScope {
+			t.Errorf("%s: out_of_scope not read", strings.TrimSpace(st))
+		}
 	}
 }
