@@ -71,13 +71,7 @@ func Shred(path string) error {
 	if err != nil {
 		return err
 	}
-	st, err := f.Stat()
-	if err == nil {
-		_, err = f.WriteAt(make([]byte, st.Size()), 0)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
+	err = Zero(f)
 	f.Close()
 	if err != nil {
 		return err
@@ -86,4 +80,18 @@ func Shred(path string) error {
 		return err
 	}
 	return SyncDir(filepath.Dir(path))
+}
+
+// Zero overwrites every byte of the open file f with zeros and fsyncs it:
+// Shred's overwrite, for a file that was already replaced or unlinked and
+// is reachable only through f. The same limits as Shred's apply.
+func Zero(f *os.File) error {
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteAt(make([]byte, st.Size()), 0); err != nil {
+		return err
+	}
+	return f.Sync()
 }

@@ -366,10 +366,7 @@ func (s *Store) rewrite(ctx context.Context, drop map[string]bool) (done bool, e
 		}
 	}
 	// Zero the replaced file's blocks (best effort: see atomicfile.Shred).
-	if _, err := f.WriteAt(make([]byte, st2.Size()), 0); err != nil {
-		return false, fmt.Errorf("zero the replaced file: %w", err)
-	}
-	if err := f.Sync(); err != nil {
+	if err := atomicfile.Zero(f); err != nil {
 		return false, fmt.Errorf("zero the replaced file: %w", err)
 	}
 	return !grew, nil
