@@ -71,9 +71,10 @@ func init() {
 }
 
 var (
-	_ lineage.Ledger   = (*Ledger)(nil)
-	_ lineage.Queue    = (*Ledger)(nil)
-	_ lineage.EventLog = (*Ledger)(nil)
+	_ lineage.Ledger        = (*Ledger)(nil)
+	_ lineage.BatchRecorder = (*Ledger)(nil)
+	_ lineage.Queue         = (*Ledger)(nil)
+	_ lineage.EventLog      = (*Ledger)(nil)
 )
 
 // Open opens the ledger at dsn (a postgres:// URL; its search_path,
@@ -177,19 +178,8 @@ func (l *Ledger) inTx(ctx context.Context, op string, write bool, fn func(tx pgx
 
 // pgAppend writes one event to the hash chain (under pgLock) and returns its seq.
 func pgAppend(ctx context.Context, tx pgx.Tx, kind string, body any) (int64, error) {
-	b, err := json.Marshal(body)
-	if err != nil {
-		return 0, err
-	}
-	var seq int64
-	var prev string
-	err = tx.QueryRow(ctx, `SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1`).Scan(&seq, &prev)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return 0, err
-	}
-	seq++
-	_, err = tx.Exec(ctx, `INSERT INTO events (seq, kind, body, hash) VALUES ($1, $2, $3, $4)`, seq, kind, string(b), lineage.EventHash(prev, seq, kind, b))
-	return seq, err
+	w := &pgWriter{ctx: ctx, tx: tx}
+	return w.append(kind, body)
 }
 
 func pgCount(ctx context.Context, tx pgx.Tx, q string, args ...any) (int, error) {
@@ -198,55 +188,128 @@ func pgCount(ctx context.Context, tx pgx.Tx, q string, args ...any) (int, error)
 	return n, err
 }
 
+// pgWriter appends to the chain inside one transaction (under pgLock); it
+// keeps the head it wrote, so a batch reads the head once. pgx prepares and
+// caches each statement per connection.
+type pgWriter struct {
+	ctx  context.Context
+	tx   pgx.Tx
+	seq  int64
+	prev string
+	read bool
+}
+
+func (w *pgWriter) append(kind string, body any) (int64, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return 0, err
+	}
+	if !w.read {
+		err = w.tx.QueryRow(w.ctx, `SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1`).Scan(&w.seq, &w.prev)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return 0, err
+		}
+		w.read = true
+	}
+	seq := w.seq + 1
+	hash := lineage.EventHash(w.prev, seq, kind, b)
+	if _, err := w.tx.Exec(w.ctx, `INSERT INTO events (seq, kind, body, hash) VALUES ($1, $2, $3, $4)`, seq, kind, string(b), hash); err != nil {
+		return 0, err
+	}
+	w.seq, w.prev = seq, hash
+	return seq, nil
+}
+
+func (w *pgWriter) record(a lineage.Artifact) error {
+	ctx, tx := w.ctx, w.tx
+	var subj, digest string
+	err := tx.QueryRow(ctx, `SELECT subject, digest FROM artifacts WHERE id = $1`, a.ID).Scan(&subj, &digest)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+	case err != nil:
+		return err
+	case subj != a.Subject.String():
+		return lineage.ErrOwnerConflict
+	}
+	if n, err := pgCount(ctx, tx, `SELECT count(*) FROM erasures WHERE artifact = $1`, a.ID); err != nil {
+		return err
+	} else if n > 0 {
+		return lineage.ErrErased
+	}
+	var newParents []string
+	for _, p := range a.Parents {
+		if n, err := pgCount(ctx, tx, `SELECT count(*) FROM artifacts WHERE id = $1`, p); err != nil {
+			return err
+		} else if n == 0 {
+			return fmt.Errorf("parent %s: %w", p, lineage.ErrNotFound)
+		}
+		if n, err := pgCount(ctx, tx, `SELECT count(*) FROM edges WHERE child = $1 AND parent = $2`, a.ID, p); err != nil {
+			return err
+		} else if n == 0 {
+			newParents = append(newParents, p)
+		}
+	}
+	sort.Strings(newParents)
+	if subj != "" && digest == a.Digest && len(newParents) == 0 {
+		return nil // identical: no-op
+	}
+	seq, err := w.append("artifact", lineage.ArtifactEvent{ID: a.ID, Scope: a.Scope, Subject: a.Subject.String(), Kind: a.Kind, Store: a.Store, Key: a.Key, Digest: a.Digest, Parents: newParents})
+	if err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO artifacts (id, seq, scope, subject, kind, store, key, digest) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+		ON CONFLICT (id) DO UPDATE SET digest = EXCLUDED.digest, seq = EXCLUDED.seq`,
+		a.ID, seq, a.Scope, a.Subject.String(), string(a.Kind), a.Store, a.Key, a.Digest); err != nil {
+		return err
+	}
+	for _, p := range newParents {
+		if _, err := tx.Exec(ctx, `INSERT INTO edges (child, parent, seq) VALUES ($1, $2, $3)`, a.ID, p, seq); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *pgWriter) mention(m lineage.Mention) error {
+	if n, err := pgCount(w.ctx, w.tx, `SELECT count(*) FROM mentions WHERE artifact = $1 AND subject = $2`, m.Artifact, m.Subject.String()); err != nil || n > 0 {
+		return err
+	}
+	seq, err := w.append("mention", map[string]string{"artifact": m.Artifact, "subject": m.Subject.String()})
+	if err != nil {
+		return err
+	}
+	_, err = w.tx.Exec(w.ctx, `INSERT INTO mentions (artifact, subject, seq) VALUES ($1, $2, $3)`, m.Artifact, m.Subject.String(), seq)
+	return err
+}
+
 // Record implements lineage.Ledger.
 func (l *Ledger) Record(ctx context.Context, a lineage.Artifact) error {
-	if a.ID == "" || a.Store == "" || a.Key == "" || !a.Kind.Valid() || a.Subject.IsZero() {
-		return fmt.Errorf("record artifact: id, store, key, a valid kind and a subject are required")
+	if err := lineage.CheckArtifact(a); err != nil {
+		return err
 	}
 	return l.inTx(ctx, "record artifact", true, func(tx pgx.Tx) error {
-		var subj, digest string
-		err := tx.QueryRow(ctx, `SELECT subject, digest FROM artifacts WHERE id = $1`, a.ID).Scan(&subj, &digest)
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-		case err != nil:
+		return (&pgWriter{ctx: ctx, tx: tx}).record(a)
+	})
+}
+
+// RecordBatch implements lineage.BatchRecorder: one transaction, one
+// commit, the events of Record and Mention one by one.
+func (l *Ledger) RecordBatch(ctx context.Context, artifacts []lineage.Artifact, mentions []lineage.Mention) error {
+	for _, a := range artifacts {
+		if err := lineage.CheckArtifact(a); err != nil {
 			return err
-		case subj != a.Subject.String():
-			return lineage.ErrOwnerConflict
 		}
-		if n, err := pgCount(ctx, tx, `SELECT count(*) FROM erasures WHERE artifact = $1`, a.ID); err != nil {
-			return err
-		} else if n > 0 {
-			return lineage.ErrErased
-		}
-		var newParents []string
-		for _, p := range a.Parents {
-			if n, err := pgCount(ctx, tx, `SELECT count(*) FROM artifacts WHERE id = $1`, p); err != nil {
-				return err
-			} else if n == 0 {
-				return fmt.Errorf("parent %s: %w", p, lineage.ErrNotFound)
-			}
-			if n, err := pgCount(ctx, tx, `SELECT count(*) FROM edges WHERE child = $1 AND parent = $2`, a.ID, p); err != nil {
-				return err
-			} else if n == 0 {
-				newParents = append(newParents, p)
+	}
+	return l.inTx(ctx, "record batch", true, func(tx pgx.Tx) error {
+		w := &pgWriter{ctx: ctx, tx: tx}
+		for _, a := range artifacts {
+			if err := w.record(a); err != nil {
+				return fmt.Errorf("artifact %s: %w", a.ID, err)
 			}
 		}
-		sort.Strings(newParents)
-		if subj != "" && digest == a.Digest && len(newParents) == 0 {
-			return nil // identical: no-op
-		}
-		seq, err := pgAppend(ctx, tx, "artifact", lineage.ArtifactEvent{ID: a.ID, Scope: a.Scope, Subject: a.Subject.String(), Kind: a.Kind, Store: a.Store, Key: a.Key, Digest: a.Digest, Parents: newParents})
-		if err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO artifacts (id, seq, scope, subject, kind, store, key, digest) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-			ON CONFLICT (id) DO UPDATE SET digest = EXCLUDED.digest, seq = EXCLUDED.seq`,
-			a.ID, seq, a.Scope, a.Subject.String(), string(a.Kind), a.Store, a.Key, a.Digest); err != nil {
-			return err
-		}
-		for _, p := range newParents {
-			if _, err := tx.Exec(ctx, `INSERT INTO edges (child, parent, seq) VALUES ($1, $2, $3)`, a.ID, p, seq); err != nil {
-				return err
+		for _, m := range mentions {
+			if err := w.mention(m); err != nil {
+				return fmt.Errorf("mention on %s: %w", m.Artifact, err)
 			}
 		}
 		return nil
@@ -256,15 +319,7 @@ func (l *Ledger) Record(ctx context.Context, a lineage.Artifact) error {
 // lineage.Mention implements lineage.Ledger.
 func (l *Ledger) Mention(ctx context.Context, m lineage.Mention) error {
 	return l.inTx(ctx, "record mention", true, func(tx pgx.Tx) error {
-		if n, err := pgCount(ctx, tx, `SELECT count(*) FROM mentions WHERE artifact = $1 AND subject = $2`, m.Artifact, m.Subject.String()); err != nil || n > 0 {
-			return err
-		}
-		seq, err := pgAppend(ctx, tx, "mention", map[string]string{"artifact": m.Artifact, "subject": m.Subject.String()})
-		if err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `INSERT INTO mentions (artifact, subject, seq) VALUES ($1, $2, $3)`, m.Artifact, m.Subject.String(), seq)
-		return err
+		return (&pgWriter{ctx: ctx, tx: tx}).mention(m)
 	})
 }
 

@@ -94,21 +94,7 @@ func (l *Ledger) View(ctx context.Context, scope string, s subject.Key) (*lineag
 			if v.Mentions, err = pgIDs(ctx, tx, `SELECT m.artifact FROM mentions m JOIN artifacts a ON a.id = m.artifact WHERE a.scope = $1 AND m.subject = $2 ORDER BY m.artifact COLLATE "C"`, scope, s.String()); err != nil {
 				return err
 			}
-			frontier := append(append([]string{}, v.Owned...), v.Mentions...)
-			for len(frontier) > 0 {
-				var next []string
-				for _, id := range frontier {
-					if _, ok := v.Artifacts[id]; ok {
-						continue
-					}
-					if err := pgLoadArtifact(ctx, tx, v, id); err != nil {
-						return err
-					}
-					next = append(next, v.Children[id]...)
-				}
-				frontier = next
-			}
-			return nil
+			return pgLoadLevels(ctx, tx, v)
 		})
 	})
 	if err != nil {
@@ -117,28 +103,60 @@ func (l *Ledger) View(ctx context.Context, scope string, s subject.Key) (*lineag
 	return v, nil
 }
 
-func pgLoadArtifact(ctx context.Context, tx pgx.Tx, v *lineage.View, id string) error {
-	a, err := scanArtifact(tx.QueryRow(ctx, `SELECT id, scope, subject, kind, store, key, digest FROM artifacts WHERE id = $1`, id))
-	if err != nil {
-		return err
+// pgLoadLevels loads the owned and mentioning artifacts and all their
+// descendants, one breadth-first level at a time: four statements a level
+// (each = ANY of the level's ids; pgx prepares and caches them), instead of
+// four per artifact.
+func pgLoadLevels(ctx context.Context, tx pgx.Tx, v *lineage.View) error {
+	frontier := lineage.NewFrontier(v, append(append([]string{}, v.Owned...), v.Mentions...))
+	for len(frontier) > 0 {
+		level := map[string]*lineage.Artifact{}
+		rows, _ := tx.Query(ctx, `SELECT id, scope, subject, kind, store, key, digest FROM artifacts WHERE id = ANY($1)`, frontier)
+		arts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*lineage.Artifact, error) { return scanArtifact(r) })
+		if err != nil {
+			return err
+		}
+		for _, a := range arts {
+			level[a.ID] = a
+		}
+		rows, _ = tx.Query(ctx, `SELECT child, parent FROM edges WHERE child = ANY($1)`, frontier)
+		if err := pgPairs(rows, level, func(child, parent string) { level[child].Parents = append(level[child].Parents, parent) }); err != nil {
+			return err
+		}
+		children := map[string][]string{}
+		rows, _ = tx.Query(ctx, `SELECT parent, child FROM edges WHERE parent = ANY($1)`, frontier)
+		if err := pgPairs(rows, level, func(parent, child string) { children[parent] = append(children[parent], child) }); err != nil {
+			return err
+		}
+		rows, _ = tx.Query(ctx, `SELECT artifact, outcome, erasure FROM erasures WHERE artifact = ANY($1) ORDER BY artifact, seq DESC, erasure COLLATE "C" DESC`, frontier)
+		var id, outcome, erasure string
+		if _, err := pgx.ForEachRow(rows, []any{&id, &outcome, &erasure}, func() error {
+			if _, ok := v.Erased[id]; !ok { // the latest: rows come seq DESC
+				v.Erased[id] = strings.TrimSpace(outcome)
+				v.ErasedBy[id] = strings.TrimSpace(erasure)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		if frontier, err = lineage.AddLevel(v, frontier, level, children); err != nil {
+			return err
+		}
 	}
-	if a.Parents, err = pgIDs(ctx, tx, `SELECT parent FROM edges WHERE child = $1 ORDER BY parent COLLATE "C"`, id); err != nil {
-		return err
-	}
-	if v.Children[id], err = pgIDs(ctx, tx, `SELECT child FROM edges WHERE parent = $1 ORDER BY child COLLATE "C"`, id); err != nil {
-		return err
-	}
-	var outcome, erasure string
-	err = tx.QueryRow(ctx, `SELECT outcome, erasure FROM erasures WHERE artifact = $1 ORDER BY seq DESC LIMIT 1`, id).Scan(&outcome, &erasure)
-	switch {
-	case err == nil:
-		v.Erased[id] = strings.TrimSpace(outcome)
-		v.ErasedBy[id] = strings.TrimSpace(erasure)
-	case !errors.Is(err, pgx.ErrNoRows):
-		return err
-	}
-	v.Artifacts[id] = a
 	return nil
+}
+
+// pgPairs reads (id, other) rows, where id is of the level.
+func pgPairs(rows pgx.Rows, level map[string]*lineage.Artifact, add func(id, other string)) error {
+	var id, other string
+	_, err := pgx.ForEachRow(rows, []any{&id, &other}, func() error {
+		if _, ok := level[id]; !ok {
+			return fmt.Errorf("edge of artifact %s, which is not recorded", id)
+		}
+		add(id, other)
+		return nil
+	})
+	return err
 }
 
 func pgIDs(ctx context.Context, tx pgx.Tx, q string, args ...any) ([]string, error) {

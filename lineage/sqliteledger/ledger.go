@@ -69,6 +69,7 @@ CREATE TABLE IF NOT EXISTS erasures (
 // shared by the processes of one host.
 type Ledger struct {
 	db *sql.DB
+	st stmts
 }
 
 func init() {
@@ -164,7 +165,13 @@ func open(ctx context.Context, path string, create bool) (*Ledger, error) {
 		db.Close()
 		return nil, fmt.Errorf("open ledger: %w", err)
 	}
-	return &Ledger{db: db}, nil
+	l := &Ledger{db: db}
+	if err := l.prepare(ctx); err != nil {
+		l.closeStmts()
+		db.Close()
+		return nil, fmt.Errorf("open ledger: %w", err)
+	}
+	return l, nil
 }
 
 // privateFiles takes group and other access away from the files that exist
@@ -188,7 +195,10 @@ func privateFiles(paths ...string) error {
 }
 
 // Close closes the database.
-func (l *Ledger) Close() error { return l.db.Close() }
+func (l *Ledger) Close() error {
+	l.closeStmts()
+	return l.db.Close()
+}
 
 // append writes one event to the hash chain and returns its seq.
 func appendEvent(ctx context.Context, tx *sql.Tx, kind string, body any) (int64, error) {
@@ -225,85 +235,186 @@ func (l *Ledger) inTx(ctx context.Context, op string, fn func(tx *sql.Tx) error)
 
 // Record implements lineage.Ledger.
 func (l *Ledger) Record(ctx context.Context, a lineage.Artifact) error {
-	if a.ID == "" || a.Store == "" || a.Key == "" || !a.Kind.Valid() || a.Subject.IsZero() {
-		return fmt.Errorf("record artifact: id, store, key, a valid kind and a subject are required")
+	if err := lineage.CheckArtifact(a); err != nil {
+		return err
 	}
 	return l.inTx(ctx, "record artifact", func(tx *sql.Tx) error {
-		var subj, digest string
-		err := tx.QueryRowContext(ctx, `SELECT subject, digest FROM artifacts WHERE id = ?`, a.ID).Scan(&subj, &digest)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-		case err != nil:
-			return err
-		case subj != a.Subject.String():
-			return lineage.ErrOwnerConflict
-		}
-		var erased int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM erasures WHERE artifact = ?`, a.ID).Scan(&erased); err != nil {
+		return l.writer(ctx, tx).record(a)
+	})
+}
+
+// RecordBatch implements lineage.BatchRecorder: one transaction, one
+// commit (one fsync), the events of Record and Mention one by one.
+func (l *Ledger) RecordBatch(ctx context.Context, artifacts []lineage.Artifact, mentions []lineage.Mention) error {
+	for _, a := range artifacts {
+		if err := lineage.CheckArtifact(a); err != nil {
 			return err
 		}
-		if erased > 0 {
-			return lineage.ErrErased
+	}
+	return l.inTx(ctx, "record batch", func(tx *sql.Tx) error {
+		w := l.writer(ctx, tx)
+		for _, a := range artifacts {
+			if err := w.record(a); err != nil {
+				return fmt.Errorf("artifact %s: %w", a.ID, err)
+			}
 		}
-		newParents, err := missingParents(ctx, tx, a)
-		if err != nil {
-			return err
-		}
-		if subj != "" && digest == a.Digest && len(newParents) == 0 {
-			return nil // identical: no-op
-		}
-		seq, err := appendEvent(ctx, tx, "artifact", lineage.ArtifactEvent{ID: a.ID, Scope: a.Scope, Subject: a.Subject.String(), Kind: a.Kind, Store: a.Store, Key: a.Key, Digest: a.Digest, Parents: newParents})
-		if err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO artifacts (id, seq, scope, subject, kind, store, key, digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (id) DO UPDATE SET digest = excluded.digest, seq = excluded.seq`,
-			a.ID, seq, a.Scope, a.Subject.String(), string(a.Kind), a.Store, a.Key, a.Digest); err != nil {
-			return err
-		}
-		for _, p := range newParents {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO edges (child, parent, seq) VALUES (?, ?, ?)`, a.ID, p, seq); err != nil {
-				return err
+		for _, m := range mentions {
+			if err := w.mention(m); err != nil {
+				return fmt.Errorf("mention on %s: %w", m.Artifact, err)
 			}
 		}
 		return nil
 	})
 }
 
-func missingParents(ctx context.Context, tx *sql.Tx, a lineage.Artifact) ([]string, error) {
-	var out []string
-	for _, p := range a.Parents {
-		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM artifacts WHERE id = ?`, p).Scan(&n); err != nil {
-			return nil, err
+// stmts are the write path's statements, prepared once per ledger (and by
+// database/sql once per connection).
+type stmts struct {
+	selArt, cntErased, cntArt, cntEdge, head, insEvent, insArt, insEdge, cntMention, insMention *sql.Stmt
+}
+
+func (l *Ledger) prepare(ctx context.Context) error {
+	for _, p := range []struct {
+		s **sql.Stmt
+		q string
+	}{
+		{&l.st.selArt, `SELECT subject, digest FROM artifacts WHERE id = ?`},
+		{&l.st.cntErased, `SELECT count(*) FROM erasures WHERE artifact = ?`},
+		{&l.st.cntArt, `SELECT count(*) FROM artifacts WHERE id = ?`},
+		{&l.st.cntEdge, `SELECT count(*) FROM edges WHERE child = ? AND parent = ?`},
+		{&l.st.head, `SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1`},
+		{&l.st.insEvent, `INSERT INTO events (seq, kind, body, hash) VALUES (?, ?, ?, ?)`},
+		{&l.st.insArt, `INSERT INTO artifacts (id, seq, scope, subject, kind, store, key, digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (id) DO UPDATE SET digest = excluded.digest, seq = excluded.seq`},
+		{&l.st.insEdge, `INSERT INTO edges (child, parent, seq) VALUES (?, ?, ?)`},
+		{&l.st.cntMention, `SELECT count(*) FROM mentions WHERE artifact = ? AND subject = ?`},
+		{&l.st.insMention, `INSERT INTO mentions (artifact, subject, seq) VALUES (?, ?, ?)`},
+	} {
+		s, err := l.db.PrepareContext(ctx, p.q)
+		if err != nil {
+			return err
 		}
-		if n == 0 {
-			return nil, fmt.Errorf("parent %s: %w", p, lineage.ErrNotFound)
-		}
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM edges WHERE child = ? AND parent = ?`, a.ID, p).Scan(&n); err != nil {
-			return nil, err
-		}
-		if n == 0 {
-			out = append(out, p)
+		*p.s = s
+	}
+	return nil
+}
+
+func (l *Ledger) closeStmts() {
+	for _, s := range []*sql.Stmt{l.st.selArt, l.st.cntErased, l.st.cntArt, l.st.cntEdge, l.st.head, l.st.insEvent, l.st.insArt, l.st.insEdge, l.st.cntMention, l.st.insMention} {
+		if s != nil {
+			s.Close()
 		}
 	}
-	sort.Strings(out)
-	return out, nil
+}
+
+// txWriter appends to the chain inside one transaction; it keeps the head
+// it wrote, so a batch reads the head once.
+type txWriter struct {
+	ctx  context.Context
+	tx   *sql.Tx
+	st   *stmts
+	seq  int64
+	prev string
+	read bool // seq, prev hold the head
+}
+
+func (l *Ledger) writer(ctx context.Context, tx *sql.Tx) *txWriter {
+	return &txWriter{ctx: ctx, tx: tx, st: &l.st}
+}
+
+func (w *txWriter) stmt(s *sql.Stmt) *sql.Stmt { return w.tx.StmtContext(w.ctx, s) }
+
+func (w *txWriter) count(s *sql.Stmt, args ...any) (int, error) {
+	var n int
+	err := w.stmt(s).QueryRowContext(w.ctx, args...).Scan(&n)
+	return n, err
+}
+
+// append writes one event to the hash chain and returns its seq.
+func (w *txWriter) append(kind string, body any) (int64, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return 0, err
+	}
+	if !w.read {
+		err = w.stmt(w.st.head).QueryRowContext(w.ctx).Scan(&w.seq, &w.prev)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return 0, err
+		}
+		w.read = true
+	}
+	seq := w.seq + 1
+	hash := lineage.EventHash(w.prev, seq, kind, b)
+	if _, err := w.stmt(w.st.insEvent).ExecContext(w.ctx, seq, kind, string(b), hash); err != nil {
+		return 0, err
+	}
+	w.seq, w.prev = seq, hash
+	return seq, nil
+}
+
+func (w *txWriter) record(a lineage.Artifact) error {
+	var subj, digest string
+	err := w.stmt(w.st.selArt).QueryRowContext(w.ctx, a.ID).Scan(&subj, &digest)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return err
+	case subj != a.Subject.String():
+		return lineage.ErrOwnerConflict
+	}
+	if n, err := w.count(w.st.cntErased, a.ID); err != nil {
+		return err
+	} else if n > 0 {
+		return lineage.ErrErased
+	}
+	var newParents []string
+	for _, p := range a.Parents {
+		if n, err := w.count(w.st.cntArt, p); err != nil {
+			return err
+		} else if n == 0 {
+			return fmt.Errorf("parent %s: %w", p, lineage.ErrNotFound)
+		}
+		if n, err := w.count(w.st.cntEdge, a.ID, p); err != nil {
+			return err
+		} else if n == 0 {
+			newParents = append(newParents, p)
+		}
+	}
+	sort.Strings(newParents)
+	if subj != "" && digest == a.Digest && len(newParents) == 0 {
+		return nil // identical: no-op
+	}
+	seq, err := w.append("artifact", lineage.ArtifactEvent{ID: a.ID, Scope: a.Scope, Subject: a.Subject.String(), Kind: a.Kind, Store: a.Store, Key: a.Key, Digest: a.Digest, Parents: newParents})
+	if err != nil {
+		return err
+	}
+	if _, err := w.stmt(w.st.insArt).ExecContext(w.ctx, a.ID, seq, a.Scope, a.Subject.String(), string(a.Kind), a.Store, a.Key, a.Digest); err != nil {
+		return err
+	}
+	for _, p := range newParents {
+		if _, err := w.stmt(w.st.insEdge).ExecContext(w.ctx, a.ID, p, seq); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *txWriter) mention(m lineage.Mention) error {
+	if n, err := w.count(w.st.cntMention, m.Artifact, m.Subject.String()); err != nil || n > 0 {
+		return err
+	}
+	seq, err := w.append("mention", map[string]string{"artifact": m.Artifact, "subject": m.Subject.String()})
+	if err != nil {
+		return err
+	}
+	_, err = w.stmt(w.st.insMention).ExecContext(w.ctx, m.Artifact, m.Subject.String(), seq)
+	return err
 }
 
 // lineage.Mention implements lineage.Ledger.
 func (l *Ledger) Mention(ctx context.Context, m lineage.Mention) error {
 	return l.inTx(ctx, "record mention", func(tx *sql.Tx) error {
-		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM mentions WHERE artifact = ? AND subject = ?`, m.Artifact, m.Subject.String()).Scan(&n); err != nil || n > 0 {
-			return err
-		}
-		seq, err := appendEvent(ctx, tx, "mention", map[string]string{"artifact": m.Artifact, "subject": m.Subject.String()})
-		if err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO mentions (artifact, subject, seq) VALUES (?, ?, ?)`, m.Artifact, m.Subject.String(), seq)
-		return err
+		return l.writer(ctx, tx).mention(m)
 	})
 }
 
