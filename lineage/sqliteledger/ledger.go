@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"slices"
-	"sort"
 
 	_ "github.com/mattn/go-sqlite3" // database/sql driver "sqlite3"
 
@@ -239,7 +238,14 @@ func (l *Ledger) Record(ctx context.Context, a lineage.Artifact) error {
 		return err
 	}
 	return l.inTx(ctx, "record artifact", func(tx *sql.Tx) error {
-		return l.writer(ctx, tx).record(a)
+		return l.writeBatch(ctx, tx, []lineage.Artifact{a}, nil)
+	})
+}
+
+// lineage.Mention implements lineage.Ledger.
+func (l *Ledger) Mention(ctx context.Context, m lineage.Mention) error {
+	return l.inTx(ctx, "record mention", func(tx *sql.Tx) error {
+		return l.writeBatch(ctx, tx, nil, []lineage.Mention{m})
 	})
 }
 
@@ -252,170 +258,168 @@ func (l *Ledger) RecordBatch(ctx context.Context, artifacts []lineage.Artifact, 
 		}
 	}
 	return l.inTx(ctx, "record batch", func(tx *sql.Tx) error {
-		w := l.writer(ctx, tx)
-		for _, a := range artifacts {
-			if err := w.record(a); err != nil {
-				return fmt.Errorf("artifact %s: %w", a.ID, err)
-			}
-		}
-		for _, m := range mentions {
-			if err := w.mention(m); err != nil {
-				return fmt.Errorf("mention on %s: %w", m.Artifact, err)
-			}
-		}
-		return nil
+		return l.writeBatch(ctx, tx, artifacts, mentions)
 	})
 }
 
-// stmts are the write path's statements, prepared once per ledger (and by
-// database/sql once per connection).
+// The write path's statements, prepared once per ledger (and by
+// database/sql once per connection). Sets of ids and rows travel as one
+// JSON array each, so a batch of any size is a fixed number of statements.
+const (
+	qHead      = `SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1`
+	qKnown     = `SELECT id, subject, digest FROM artifacts WHERE id IN (SELECT value FROM json_each(?))`
+	qErased    = `SELECT DISTINCT artifact FROM erasures WHERE artifact IN (SELECT value FROM json_each(?))`
+	qEdges     = `SELECT child, parent FROM edges WHERE child IN (SELECT value FROM json_each(?))`
+	qMentioned = `SELECT artifact, subject FROM mentions WHERE artifact IN (SELECT value FROM json_each(?))`
+	qInsEvents = `INSERT INTO events (seq, kind, body, hash) SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), json_extract(value, '$[3]') FROM json_each(?) ORDER BY key`
+	qInsArts   = `INSERT INTO artifacts (id, seq, scope, subject, kind, store, key, digest) SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), json_extract(value, '$[3]'), json_extract(value, '$[4]'), json_extract(value, '$[5]'), json_extract(value, '$[6]'), json_extract(value, '$[7]') FROM json_each(?) WHERE true
+		ON CONFLICT (id) DO UPDATE SET digest = excluded.digest, seq = excluded.seq`
+	qInsEdges   = `INSERT INTO edges (child, parent, seq) SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]') FROM json_each(?)`
+	qInsMention = `INSERT INTO mentions (artifact, subject, seq) SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]') FROM json_each(?)`
+)
+
+// stmts are the prepared write statements.
 type stmts struct {
-	selArt, cntErased, cntArt, cntEdge, head, insEvent, insArt, insEdge, cntMention, insMention *sql.Stmt
+	head, known, erased, edges, mentioned, insEvents, insArts, insEdges, insMentions *sql.Stmt
+}
+
+func (st *stmts) all() []**sql.Stmt {
+	return []**sql.Stmt{&st.head, &st.known, &st.erased, &st.edges, &st.mentioned, &st.insEvents, &st.insArts, &st.insEdges, &st.insMentions}
 }
 
 func (l *Ledger) prepare(ctx context.Context) error {
-	for _, p := range []struct {
-		s **sql.Stmt
-		q string
-	}{
-		{&l.st.selArt, `SELECT subject, digest FROM artifacts WHERE id = ?`},
-		{&l.st.cntErased, `SELECT count(*) FROM erasures WHERE artifact = ?`},
-		{&l.st.cntArt, `SELECT count(*) FROM artifacts WHERE id = ?`},
-		{&l.st.cntEdge, `SELECT count(*) FROM edges WHERE child = ? AND parent = ?`},
-		{&l.st.head, `SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1`},
-		{&l.st.insEvent, `INSERT INTO events (seq, kind, body, hash) VALUES (?, ?, ?, ?)`},
-		{&l.st.insArt, `INSERT INTO artifacts (id, seq, scope, subject, kind, store, key, digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (id) DO UPDATE SET digest = excluded.digest, seq = excluded.seq`},
-		{&l.st.insEdge, `INSERT INTO edges (child, parent, seq) VALUES (?, ?, ?)`},
-		{&l.st.cntMention, `SELECT count(*) FROM mentions WHERE artifact = ? AND subject = ?`},
-		{&l.st.insMention, `INSERT INTO mentions (artifact, subject, seq) VALUES (?, ?, ?)`},
-	} {
-		s, err := l.db.PrepareContext(ctx, p.q)
+	for i, q := range []string{qHead, qKnown, qErased, qEdges, qMentioned, qInsEvents, qInsArts, qInsEdges, qInsMention} {
+		s, err := l.db.PrepareContext(ctx, q)
 		if err != nil {
 			return err
 		}
-		*p.s = s
+		*l.st.all()[i] = s
 	}
 	return nil
 }
 
 func (l *Ledger) closeStmts() {
-	for _, s := range []*sql.Stmt{l.st.selArt, l.st.cntErased, l.st.cntArt, l.st.cntEdge, l.st.head, l.st.insEvent, l.st.insArt, l.st.insEdge, l.st.cntMention, l.st.insMention} {
-		if s != nil {
-			s.Close()
+	for _, s := range l.st.all() {
+		if *s != nil {
+			(*s).Close()
 		}
 	}
 }
 
-// txWriter appends to the chain inside one transaction; it keeps the head
-// it wrote, so a batch reads the head once.
-type txWriter struct {
-	ctx  context.Context
-	tx   *sql.Tx
-	st   *stmts
-	seq  int64
-	prev string
-	read bool // seq, prev hold the head
-}
-
-func (l *Ledger) writer(ctx context.Context, tx *sql.Tx) *txWriter {
-	return &txWriter{ctx: ctx, tx: tx, st: &l.st}
-}
-
-func (w *txWriter) stmt(s *sql.Stmt) *sql.Stmt { return w.tx.StmtContext(w.ctx, s) }
-
-func (w *txWriter) count(s *sql.Stmt, args ...any) (int, error) {
-	var n int
-	err := w.stmt(s).QueryRowContext(w.ctx, args...).Scan(&n)
-	return n, err
-}
-
-// append writes one event to the hash chain and returns its seq.
-func (w *txWriter) append(kind string, body any) (int64, error) {
-	b, err := json.Marshal(body)
-	if err != nil {
-		return 0, err
-	}
-	if !w.read {
-		err = w.stmt(w.st.head).QueryRowContext(w.ctx).Scan(&w.seq, &w.prev)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return 0, err
-		}
-		w.read = true
-	}
-	seq := w.seq + 1
-	hash := lineage.EventHash(w.prev, seq, kind, b)
-	if _, err := w.stmt(w.st.insEvent).ExecContext(w.ctx, seq, kind, string(b), hash); err != nil {
-		return 0, err
-	}
-	w.seq, w.prev = seq, hash
-	return seq, nil
-}
-
-func (w *txWriter) record(a lineage.Artifact) error {
-	var subj, digest string
-	err := w.stmt(w.st.selArt).QueryRowContext(w.ctx, a.ID).Scan(&subj, &digest)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-	case err != nil:
+// writeBatch reads what the batch's checks need (five statements), plans
+// its events in memory (lineage.PlanBatch: those of one write at a time),
+// and writes them (at most four statements).
+func (l *Ledger) writeBatch(ctx context.Context, tx *sql.Tx, artifacts []lineage.Artifact, mentions []lineage.Mention) error {
+	st := func(s *sql.Stmt) *sql.Stmt { return tx.StmtContext(ctx, s) }
+	reads := lineage.ReadsOf(artifacts, mentions)
+	var seq int64
+	var hash string
+	if err := st(l.st.head).QueryRowContext(ctx).Scan(&seq, &hash); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return err
-	case subj != a.Subject.String():
-		return lineage.ErrOwnerConflict
 	}
-	if n, err := w.count(w.st.cntErased, a.ID); err != nil {
-		return err
-	} else if n > 0 {
-		return lineage.ErrErased
-	}
-	var newParents []string
-	for _, p := range a.Parents {
-		if n, err := w.count(w.st.cntArt, p); err != nil {
+	state := lineage.NewBatchState(seq, hash)
+	if len(reads.IDs) > 0 {
+		err := eachRow(ctx, st(l.st.known), reads.IDs, func(r *sql.Rows) error {
+			var id, subj, digest string
+			if err := r.Scan(&id, &subj, &digest); err != nil {
+				return err
+			}
+			state.Known[id] = [2]string{subj, digest}
+			return nil
+		})
+		if err != nil {
 			return err
-		} else if n == 0 {
-			return fmt.Errorf("parent %s: %w", p, lineage.ErrNotFound)
 		}
-		if n, err := w.count(w.st.cntEdge, a.ID, p); err != nil {
+		if err := eachRow(ctx, st(l.st.erased), reads.Artifacts, func(r *sql.Rows) error {
+			var id string
+			err := r.Scan(&id)
+			state.Erased[id] = true
 			return err
-		} else if n == 0 {
-			newParents = append(newParents, p)
+		}); err != nil {
+			return err
+		}
+		if err := eachRow(ctx, st(l.st.edges), reads.Artifacts, func(r *sql.Rows) error {
+			var c, p string
+			err := r.Scan(&c, &p)
+			state.Edges[[2]string{c, p}] = true
+			return err
+		}); err != nil {
+			return err
 		}
 	}
-	sort.Strings(newParents)
-	if subj != "" && digest == a.Digest && len(newParents) == 0 {
-		return nil // identical: no-op
+	if len(reads.Mentioned) > 0 {
+		if err := eachRow(ctx, st(l.st.mentioned), reads.Mentioned, func(r *sql.Rows) error {
+			var a, s string
+			err := r.Scan(&a, &s)
+			state.Mentions[[2]string{a, s}] = true
+			return err
+		}); err != nil {
+			return err
+		}
 	}
-	seq, err := w.append("artifact", lineage.ArtifactEvent{ID: a.ID, Scope: a.Scope, Subject: a.Subject.String(), Kind: a.Kind, Store: a.Store, Key: a.Key, Digest: a.Digest, Parents: newParents})
+	plan, err := lineage.PlanBatch(state, artifacts, mentions)
 	if err != nil {
 		return err
 	}
-	if _, err := w.stmt(w.st.insArt).ExecContext(w.ctx, a.ID, seq, a.Scope, a.Subject.String(), string(a.Kind), a.Store, a.Key, a.Digest); err != nil {
-		return err
+	rows := func(n int, row func(i int) []any) []any {
+		out := make([]any, n)
+		for i := range out {
+			out[i] = row(i)
+		}
+		return out
 	}
-	for _, p := range newParents {
-		if _, err := w.stmt(w.st.insEdge).ExecContext(w.ctx, a.ID, p, seq); err != nil {
+	for _, w := range []struct {
+		s    *sql.Stmt
+		rows []any
+	}{
+		{l.st.insEvents, rows(len(plan.Events), func(i int) []any {
+			e := plan.Events[i]
+			return []any{e.Seq, e.Kind, e.Body, e.Hash}
+		})},
+		{l.st.insArts, rows(len(plan.Artifacts), func(i int) []any {
+			a := plan.Artifacts[i]
+			return []any{a.ID, a.Seq, a.Scope, a.Subject.String(), string(a.Kind), a.Store, a.Key, a.Digest}
+		})},
+		{l.st.insEdges, rows(len(plan.Edges), func(i int) []any {
+			e := plan.Edges[i]
+			return []any{e.Child, e.Parent, e.Seq}
+		})},
+		{l.st.insMentions, rows(len(plan.Mentions), func(i int) []any {
+			m := plan.Mentions[i]
+			return []any{m.Artifact, m.Subject, m.Seq}
+		})},
+	} {
+		if len(w.rows) == 0 {
+			continue
+		}
+		b, err := json.Marshal(w.rows)
+		if err != nil {
+			return err
+		}
+		if _, err := st(w.s).ExecContext(ctx, string(b)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (w *txWriter) mention(m lineage.Mention) error {
-	if n, err := w.count(w.st.cntMention, m.Artifact, m.Subject.String()); err != nil || n > 0 {
-		return err
-	}
-	seq, err := w.append("mention", map[string]string{"artifact": m.Artifact, "subject": m.Subject.String()})
+// eachRow runs a read statement on a JSON array of ids.
+func eachRow(ctx context.Context, s *sql.Stmt, ids []string, fn func(*sql.Rows) error) error {
+	b, err := json.Marshal(ids)
 	if err != nil {
 		return err
 	}
-	_, err = w.stmt(w.st.insMention).ExecContext(w.ctx, m.Artifact, m.Subject.String(), seq)
-	return err
-}
-
-// lineage.Mention implements lineage.Ledger.
-func (l *Ledger) Mention(ctx context.Context, m lineage.Mention) error {
-	return l.inTx(ctx, "record mention", func(tx *sql.Tx) error {
-		return l.writer(ctx, tx).mention(m)
-	})
+	rows, err := s.QueryContext(ctx, string(b))
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }
 
 // Lookup implements lineage.Ledger.
