@@ -11,7 +11,7 @@ import (
 // BenchmarkPutBatch is one ingestion of 1 document, 20 chunks and 20
 // embeddings through PutBatch (SQLite ledger and stores).
 func BenchmarkPutBatch(b *testing.B) {
-	e := newBatchEnv(&testing.T{})
+	e := newBatchEnv(b)
 	ctx := context.Background()
 	for i := 0; b.Loop(); i++ {
 		docs, vecs := ingestion(fmt.Sprintf("doc-%d", i), "alice@example.org", 20)
@@ -25,7 +25,7 @@ func BenchmarkPutBatch(b *testing.B) {
 // BenchmarkPlainBatch is the same 41 records written to the stores
 // without capture.
 func BenchmarkPlainBatch(b *testing.B) {
-	e := newBatchEnv(&testing.T{})
+	e := newBatchEnv(b)
 	ctx := context.Background()
 	for i := 0; b.Loop(); i++ {
 		docs, vecs := ingestion(fmt.Sprintf("doc-%d", i), "alice@example.org", 20)

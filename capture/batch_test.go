@@ -25,7 +25,7 @@ type batchEnv struct {
 	vecs *capture.Vectors
 }
 
-func newBatchEnv(t *testing.T) *batchEnv {
+func newBatchEnv(t testing.TB) *batchEnv {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -114,7 +114,7 @@ func TestPutBatchMatchesPutOneByOne(t *testing.T) {
 }
 
 // stored reports whether any record of the ingestion reached a store.
-func (e *batchEnv) stored(t *testing.T, docs []capture.Doc, vecs []capture.Vector) bool {
+func (e *batchEnv) stored(t testing.TB, docs []capture.Doc, vecs []capture.Vector) bool {
 	ctx := context.Background()
 	for _, d := range docs {
 		if r, err := e.ds.CaptureGet(ctx, d.ID); err != nil || r != nil {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -178,8 +177,19 @@ func (l *Ledger) inTx(ctx context.Context, op string, write bool, fn func(tx pgx
 
 // pgAppend writes one event to the hash chain (under pgLock) and returns its seq.
 func pgAppend(ctx context.Context, tx pgx.Tx, kind string, body any) (int64, error) {
-	w := &pgWriter{ctx: ctx, tx: tx}
-	return w.append(kind, body)
+	b, err := json.Marshal(body)
+	if err != nil {
+		return 0, err
+	}
+	var seq int64
+	var prev string
+	err = tx.QueryRow(ctx, `SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1`).Scan(&seq, &prev)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return 0, err
+	}
+	seq++
+	_, err = tx.Exec(ctx, `INSERT INTO events (seq, kind, body, hash) VALUES ($1, $2, $3, $4)`, seq, kind, string(b), lineage.EventHash(prev, seq, kind, b))
+	return seq, err
 }
 
 func pgCount(ctx context.Context, tx pgx.Tx, q string, args ...any) (int, error) {
@@ -188,107 +198,20 @@ func pgCount(ctx context.Context, tx pgx.Tx, q string, args ...any) (int, error)
 	return n, err
 }
 
-// pgWriter appends to the chain inside one transaction (under pgLock); it
-// keeps the head it wrote, so a batch reads the head once. pgx prepares and
-// caches each statement per connection.
-type pgWriter struct {
-	ctx  context.Context
-	tx   pgx.Tx
-	seq  int64
-	prev string
-	read bool
-}
-
-func (w *pgWriter) append(kind string, body any) (int64, error) {
-	b, err := json.Marshal(body)
-	if err != nil {
-		return 0, err
-	}
-	if !w.read {
-		err = w.tx.QueryRow(w.ctx, `SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1`).Scan(&w.seq, &w.prev)
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return 0, err
-		}
-		w.read = true
-	}
-	seq := w.seq + 1
-	hash := lineage.EventHash(w.prev, seq, kind, b)
-	if _, err := w.tx.Exec(w.ctx, `INSERT INTO events (seq, kind, body, hash) VALUES ($1, $2, $3, $4)`, seq, kind, string(b), hash); err != nil {
-		return 0, err
-	}
-	w.seq, w.prev = seq, hash
-	return seq, nil
-}
-
-func (w *pgWriter) record(a lineage.Artifact) error {
-	ctx, tx := w.ctx, w.tx
-	var subj, digest string
-	err := tx.QueryRow(ctx, `SELECT subject, digest FROM artifacts WHERE id = $1`, a.ID).Scan(&subj, &digest)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-	case err != nil:
-		return err
-	case subj != a.Subject.String():
-		return lineage.ErrOwnerConflict
-	}
-	if n, err := pgCount(ctx, tx, `SELECT count(*) FROM erasures WHERE artifact = $1`, a.ID); err != nil {
-		return err
-	} else if n > 0 {
-		return lineage.ErrErased
-	}
-	var newParents []string
-	for _, p := range a.Parents {
-		if n, err := pgCount(ctx, tx, `SELECT count(*) FROM artifacts WHERE id = $1`, p); err != nil {
-			return err
-		} else if n == 0 {
-			return fmt.Errorf("parent %s: %w", p, lineage.ErrNotFound)
-		}
-		if n, err := pgCount(ctx, tx, `SELECT count(*) FROM edges WHERE child = $1 AND parent = $2`, a.ID, p); err != nil {
-			return err
-		} else if n == 0 {
-			newParents = append(newParents, p)
-		}
-	}
-	sort.Strings(newParents)
-	if subj != "" && digest == a.Digest && len(newParents) == 0 {
-		return nil // identical: no-op
-	}
-	seq, err := w.append("artifact", lineage.ArtifactEvent{ID: a.ID, Scope: a.Scope, Subject: a.Subject.String(), Kind: a.Kind, Store: a.Store, Key: a.Key, Digest: a.Digest, Parents: newParents})
-	if err != nil {
-		return err
-	}
-	if _, err := tx.Exec(ctx, `INSERT INTO artifacts (id, seq, scope, subject, kind, store, key, digest) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-		ON CONFLICT (id) DO UPDATE SET digest = EXCLUDED.digest, seq = EXCLUDED.seq`,
-		a.ID, seq, a.Scope, a.Subject.String(), string(a.Kind), a.Store, a.Key, a.Digest); err != nil {
-		return err
-	}
-	for _, p := range newParents {
-		if _, err := tx.Exec(ctx, `INSERT INTO edges (child, parent, seq) VALUES ($1, $2, $3)`, a.ID, p, seq); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (w *pgWriter) mention(m lineage.Mention) error {
-	if n, err := pgCount(w.ctx, w.tx, `SELECT count(*) FROM mentions WHERE artifact = $1 AND subject = $2`, m.Artifact, m.Subject.String()); err != nil || n > 0 {
-		return err
-	}
-	seq, err := w.append("mention", map[string]string{"artifact": m.Artifact, "subject": m.Subject.String()})
-	if err != nil {
-		return err
-	}
-	_, err = w.tx.Exec(w.ctx, `INSERT INTO mentions (artifact, subject, seq) VALUES ($1, $2, $3)`, m.Artifact, m.Subject.String(), seq)
-	return err
-}
-
 // Record implements lineage.Ledger.
 func (l *Ledger) Record(ctx context.Context, a lineage.Artifact) error {
 	if err := lineage.CheckArtifact(a); err != nil {
 		return err
 	}
-	return l.inTx(ctx, "record artifact", true, func(tx pgx.Tx) error {
-		return (&pgWriter{ctx: ctx, tx: tx}).record(a)
+	return l.inTx(ctx, "record artifact", false, func(tx pgx.Tx) error {
+		return writeBatch(ctx, tx, []lineage.Artifact{a}, nil)
+	})
+}
+
+// lineage.Mention implements lineage.Ledger.
+func (l *Ledger) Mention(ctx context.Context, m lineage.Mention) error {
+	return l.inTx(ctx, "record mention", false, func(tx pgx.Tx) error {
+		return writeBatch(ctx, tx, nil, []lineage.Mention{m})
 	})
 }
 
@@ -300,27 +223,105 @@ func (l *Ledger) RecordBatch(ctx context.Context, artifacts []lineage.Artifact, 
 			return err
 		}
 	}
-	return l.inTx(ctx, "record batch", true, func(tx pgx.Tx) error {
-		w := &pgWriter{ctx: ctx, tx: tx}
-		for _, a := range artifacts {
-			if err := w.record(a); err != nil {
-				return fmt.Errorf("artifact %s: %w", a.ID, err)
-			}
-		}
-		for _, m := range mentions {
-			if err := w.mention(m); err != nil {
-				return fmt.Errorf("mention on %s: %w", m.Artifact, err)
-			}
-		}
-		return nil
+	return l.inTx(ctx, "record batch", false, func(tx pgx.Tx) error {
+		return writeBatch(ctx, tx, artifacts, mentions)
 	})
 }
 
-// lineage.Mention implements lineage.Ledger.
-func (l *Ledger) Mention(ctx context.Context, m lineage.Mention) error {
-	return l.inTx(ctx, "record mention", true, func(tx pgx.Tx) error {
-		return (&pgWriter{ctx: ctx, tx: tx}).mention(m)
+// writeBatch takes the ledger's lock and reads what the batch's checks
+// need in one round trip, plans its events in memory (lineage.PlanBatch:
+// those of one write at a time), and writes them in a second round trip:
+// one statement a table, over arrays, whatever the batch size. pgx
+// prepares and caches each statement per connection.
+func writeBatch(ctx context.Context, tx pgx.Tx, artifacts []lineage.Artifact, mentions []lineage.Mention) error {
+	reads := lineage.ReadsOf(artifacts, mentions)
+	b := &pgx.Batch{}
+	b.Queue(pgLock)
+	var seq int64
+	var hash string
+	b.Queue(`SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1`).QueryRow(func(r pgx.Row) error {
+		if err := r.Scan(&seq, &hash); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		return nil
 	})
+	state := lineage.NewBatchState(0, "")
+	if len(reads.IDs) > 0 {
+		b.Queue(`SELECT id, subject, digest FROM artifacts WHERE id = ANY($1)`, reads.IDs).Query(func(rows pgx.Rows) error {
+			var id, subj, digest string
+			_, err := pgx.ForEachRow(rows, []any{&id, &subj, &digest}, func() error {
+				state.Known[id] = [2]string{subj, digest}
+				return nil
+			})
+			return err
+		})
+		b.Queue(`SELECT DISTINCT artifact FROM erasures WHERE artifact = ANY($1)`, reads.Artifacts).Query(func(rows pgx.Rows) error {
+			var id string
+			_, err := pgx.ForEachRow(rows, []any{&id}, func() error { state.Erased[id] = true; return nil })
+			return err
+		})
+		b.Queue(`SELECT child, parent FROM edges WHERE child = ANY($1)`, reads.Artifacts).Query(func(rows pgx.Rows) error {
+			var c, p string
+			_, err := pgx.ForEachRow(rows, []any{&c, &p}, func() error { state.Edges[[2]string{c, p}] = true; return nil })
+			return err
+		})
+	}
+	if len(reads.Mentioned) > 0 {
+		b.Queue(`SELECT artifact, subject FROM mentions WHERE artifact = ANY($1)`, reads.Mentioned).Query(func(rows pgx.Rows) error {
+			var a, s string
+			_, err := pgx.ForEachRow(rows, []any{&a, &s}, func() error { state.Mentions[[2]string{a, s}] = true; return nil })
+			return err
+		})
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return err
+	}
+	state.HeadSeq, state.HeadHash = seq, hash
+	plan, err := lineage.PlanBatch(state, artifacts, mentions)
+	if err != nil {
+		return err
+	}
+	w := &pgx.Batch{}
+	if n := len(plan.Events); n > 0 {
+		seqs, kinds, bodies, hashes := make([]int64, n), make([]string, n), make([]string, n), make([]string, n)
+		for i, e := range plan.Events {
+			seqs[i], kinds[i], bodies[i], hashes[i] = e.Seq, e.Kind, e.Body, e.Hash
+		}
+		w.Queue(`INSERT INTO events (seq, kind, body, hash) SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[])`, seqs, kinds, bodies, hashes)
+	}
+	if n := len(plan.Artifacts); n > 0 {
+		var cols [7][]string
+		seqs := make([]int64, n)
+		for i := range cols {
+			cols[i] = make([]string, n)
+		}
+		for i, a := range plan.Artifacts {
+			seqs[i] = a.Seq
+			cols[0][i], cols[1][i], cols[2][i], cols[3][i], cols[4][i], cols[5][i], cols[6][i] = a.ID, a.Scope, a.Subject.String(), string(a.Kind), a.Store, a.Key, a.Digest
+		}
+		w.Queue(`INSERT INTO artifacts (id, seq, scope, subject, kind, store, key, digest)
+			SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
+			ON CONFLICT (id) DO UPDATE SET digest = EXCLUDED.digest, seq = EXCLUDED.seq`,
+			cols[0], seqs, cols[1], cols[2], cols[3], cols[4], cols[5], cols[6])
+	}
+	if n := len(plan.Edges); n > 0 {
+		children, parents, seqs := make([]string, n), make([]string, n), make([]int64, n)
+		for i, e := range plan.Edges {
+			children[i], parents[i], seqs[i] = e.Child, e.Parent, e.Seq
+		}
+		w.Queue(`INSERT INTO edges (child, parent, seq) SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[])`, children, parents, seqs)
+	}
+	if n := len(plan.Mentions); n > 0 {
+		arts, subjs, seqs := make([]string, n), make([]string, n), make([]int64, n)
+		for i, m := range plan.Mentions {
+			arts[i], subjs[i], seqs[i] = m.Artifact, m.Subject, m.Seq
+		}
+		w.Queue(`INSERT INTO mentions (artifact, subject, seq) SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[])`, arts, subjs, seqs)
+	}
+	if w.Len() == 0 {
+		return nil
+	}
+	return tx.SendBatch(ctx, w).Close()
 }
 
 // Suppress implements lineage.Ledger.
