@@ -65,7 +65,7 @@ func main() {
 		fs.IntVar(&o.Traces, "traces", 1000, "traces timed")
 		fs.IntVar(&o.Writes, "writes", 2000, "writes timed with and without capture")
 		fs.IntVar(&o.ScanMB, "scan-mb", 256, "MiB scanned")
-		fs.BoolVar(&o.Reuse, "reuse", false, "reuse a ledger bulk-loaded by an earlier run in --work")
+		fs.BoolVar(&o.Reuse, "reuse", false, "reuse a ledger recorded by an earlier run in --work")
 		fs.Parse(os.Args[2:])
 		o.Work = scratch(*work)
 		var r *bench.ScaleResult
