@@ -10,7 +10,7 @@ import (
 	"os"
 	"slices"
 
-	_ "github.com/mattn/go-sqlite3" // database/sql driver "sqlite3"
+	"github.com/mattn/go-sqlite3"
 
 	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/subject"
@@ -71,7 +71,20 @@ type Ledger struct {
 	st stmts
 }
 
+// driverName is mattn/go-sqlite3 with each connection reading the ledger
+// through a read-only memory map (PRAGMA mmap_size, up to SQLite's default
+// cap of 2 GiB of the file): a trace's few hundred page reads become memory
+// loads instead of pread calls (seen: a fifth less CPU a trace at a
+// million edges). Writes still go through write(2) and the WAL; an I/O
+// error while reading a mapped page ends the process (SIGBUS) instead of
+// failing the read.
+const driverName = "sqlite3-amnesia-ledger"
+
 func init() {
+	sql.Register(driverName, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
+		_, err := c.Exec("PRAGMA mmap_size = 2147418112", nil)
+		return err
+	}})
 	lineage.RegisterBackend("sqlite", lineage.Backend{
 		Match: func(spec string) bool { return !lineage.IsPostgresDSN(spec) },
 		Open: func(ctx context.Context, spec string, create bool) (lineage.Ledger, error) {
@@ -126,7 +139,7 @@ func open(ctx context.Context, path string, create bool) (*Ledger, error) {
 		}
 		dsn += "&mode=rw" // SQLite itself must not create the file either
 	}
-	db, err := sql.Open("sqlite3", dsn)
+	db, err := sql.Open(driverName, dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open ledger: %w", err)
 	}
