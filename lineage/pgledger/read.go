@@ -80,96 +80,90 @@ func (l *Ledger) Events(ctx context.Context) ([]lineage.Event, error) {
 	return out, nil
 }
 
-// viewClosure reads every artifact a view holds in one statement: the
-// subject's own artifacts and those that mention it (in the scope), and
-// their descendants through a recursive walk of the edges (UNION: each
-// artifact once, however many paths reach it), each with its parents, its
-// children and its latest erasure mark.
-const viewClosure = `WITH RECURSIVE reach(id) AS (
-	SELECT id FROM artifacts WHERE scope = $1 AND subject = $2
-	UNION
-	SELECT m.artifact FROM mentions m JOIN artifacts a ON a.id = m.artifact WHERE a.scope = $1 AND m.subject = $2
-	UNION
-	SELECT e.child FROM edges e JOIN reach r ON e.parent = r.id
-)
-SELECT a.id, a.scope, a.subject, a.kind, a.store, a.key, a.digest,
-	ARRAY(SELECT parent FROM edges WHERE child = a.id),
-	ARRAY(SELECT child FROM edges WHERE parent = a.id),
-	er.outcome, er.erasure
-FROM reach r
-JOIN artifacts a ON a.id = r.id
-LEFT JOIN LATERAL (SELECT outcome, erasure FROM erasures WHERE artifact = a.id ORDER BY seq DESC, erasure COLLATE "C" DESC LIMIT 1) er ON true`
-
-// lineage.View implements lineage.Ledger. It reads inside one REPEATABLE
-// READ transaction, so the view is one snapshot even while other processes
-// write: the transaction and its three statements (owned, mentions, the
-// closure) go in one round trip.
+// lineage.View implements lineage.Ledger. It reads inside one REPEATABLE READ transaction,
+// so the view is one snapshot even while other processes write.
 func (l *Ledger) View(ctx context.Context, scope string, s subject.Key) (*lineage.View, error) {
 	v := &lineage.View{Scope: scope, Subject: s, Artifacts: map[string]*lineage.Artifact{}, Children: map[string][]string{}, Erased: map[string]string{}, ErasedBy: map[string]string{}}
 	err := l.pool.with(ctx, func(c *pgx.Conn) error {
-		b := &pgx.Batch{}
-		b.Queue(`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`)
-		b.Queue(`SELECT id FROM artifacts WHERE scope = $1 AND subject = $2 ORDER BY id COLLATE "C"`, scope, s.String()).Query(func(rows pgx.Rows) (err error) {
-			v.Owned, err = pgx.CollectRows(rows, pgx.RowTo[string])
-			return err
-		})
-		b.Queue(`SELECT m.artifact FROM mentions m JOIN artifacts a ON a.id = m.artifact WHERE a.scope = $1 AND m.subject = $2 ORDER BY m.artifact COLLATE "C"`, scope, s.String()).Query(func(rows pgx.Rows) (err error) {
-			v.Mentions, err = pgx.CollectRows(rows, pgx.RowTo[string])
-			return err
-		})
-		var children map[string][]string
-		level := map[string]*lineage.Artifact{}
-		b.Queue(viewClosure, scope, s.String()).Query(func(rows pgx.Rows) error {
-			children = map[string][]string{}
-			for rows.Next() {
-				var a lineage.Artifact
-				var subj, kind string
-				var parents, kids []string
-				var outcome, erasure *string
-				if err := rows.Scan(&a.ID, &a.Scope, &subj, &kind, &a.Store, &a.Key, &a.Digest, &parents, &kids, &outcome, &erasure); err != nil {
-					return err
-				}
-				k, err := subject.ParseKey(subj)
-				if err != nil {
-					return err
-				}
-				a.Subject, a.Kind = k, lineage.Kind(kind)
-				if len(parents) > 0 {
-					a.Parents = parents
-				}
-				if len(kids) > 0 {
-					children[a.ID] = kids
-				}
-				if outcome != nil {
-					v.Erased[a.ID] = strings.TrimSpace(*outcome)
-					v.ErasedBy[a.ID] = strings.TrimSpace(*erasure)
-				}
-				level[a.ID] = &a
-			}
-			return rows.Err()
-		})
-		b.Queue(`COMMIT`)
-		if err := c.SendBatch(ctx, b).Close(); err != nil {
-			return err
-		}
-		// Every artifact is read; AddLevel sorts parents and children and
-		// fills the view as a walk level by level would.
-		frontier := lineage.NewFrontier(v, append(append([]string{}, v.Owned...), v.Mentions...))
-		for len(frontier) > 0 {
-			var err error
-			if frontier, err = lineage.AddLevel(v, frontier, level, children); err != nil {
+		opts := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
+		return pgx.BeginTxFunc(ctx, c, opts, func(tx pgx.Tx) error {
+			b := &pgx.Batch{}
+			b.Queue(`SELECT id FROM artifacts WHERE scope = $1 AND subject = $2 ORDER BY id COLLATE "C"`, scope, s.String()).Query(func(rows pgx.Rows) (err error) {
+				v.Owned, err = pgx.CollectRows(rows, pgx.RowTo[string])
+				return err
+			})
+			b.Queue(`SELECT m.artifact FROM mentions m JOIN artifacts a ON a.id = m.artifact WHERE a.scope = $1 AND m.subject = $2 ORDER BY m.artifact COLLATE "C"`, scope, s.String()).Query(func(rows pgx.Rows) (err error) {
+				v.Mentions, err = pgx.CollectRows(rows, pgx.RowTo[string])
+				return err
+			})
+			if err := tx.SendBatch(ctx, b).Close(); err != nil {
 				return err
 			}
-		}
-		if len(v.Artifacts) != len(level) {
-			return fmt.Errorf("the closure read %d artifacts, the walk reached %d", len(level), len(v.Artifacts))
-		}
-		return nil
+			return pgLoadLevels(ctx, tx, v)
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read ledger: %w", err)
 	}
 	return v, nil
+}
+
+// pgLoadLevels loads the owned and mentioning artifacts and all their
+// descendants, one breadth-first level at a time: four statements a level
+// (each = ANY of the level's ids; pgx prepares and caches them), sent in
+// one round trip, instead of four statements per artifact.
+func pgLoadLevels(ctx context.Context, tx pgx.Tx, v *lineage.View) error {
+	frontier := lineage.NewFrontier(v, append(append([]string{}, v.Owned...), v.Mentions...))
+	for len(frontier) > 0 {
+		level := map[string]*lineage.Artifact{}
+		children := map[string][]string{}
+		b := &pgx.Batch{}
+		b.Queue(`SELECT id, scope, subject, kind, store, key, digest FROM artifacts WHERE id = ANY($1)`, frontier).Query(func(rows pgx.Rows) error {
+			arts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*lineage.Artifact, error) { return scanArtifact(r) })
+			for _, a := range arts {
+				level[a.ID] = a
+			}
+			return err
+		})
+		b.Queue(`SELECT child, parent FROM edges WHERE child = ANY($1)`, frontier).Query(func(rows pgx.Rows) error {
+			return pgPairs(rows, level, func(child, parent string) { level[child].Parents = append(level[child].Parents, parent) })
+		})
+		b.Queue(`SELECT parent, child FROM edges WHERE parent = ANY($1)`, frontier).Query(func(rows pgx.Rows) error {
+			return pgPairs(rows, level, func(parent, child string) { children[parent] = append(children[parent], child) })
+		})
+		b.Queue(`SELECT artifact, outcome, erasure FROM erasures WHERE artifact = ANY($1) ORDER BY artifact, seq DESC, erasure COLLATE "C" DESC`, frontier).Query(func(rows pgx.Rows) error {
+			var id, outcome, erasure string
+			_, err := pgx.ForEachRow(rows, []any{&id, &outcome, &erasure}, func() error {
+				if _, ok := v.Erased[id]; !ok { // the latest: rows come seq DESC
+					v.Erased[id] = strings.TrimSpace(outcome)
+					v.ErasedBy[id] = strings.TrimSpace(erasure)
+				}
+				return nil
+			})
+			return err
+		})
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+		var err error
+		if frontier, err = lineage.AddLevel(v, frontier, level, children); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pgPairs reads (id, other) rows, where id is of the level.
+func pgPairs(rows pgx.Rows, level map[string]*lineage.Artifact, add func(id, other string)) error {
+	var id, other string
+	_, err := pgx.ForEachRow(rows, []any{&id, &other}, func() error {
+		if _, ok := level[id]; !ok {
+			return fmt.Errorf("edge of artifact %s, which is not recorded", id)
+		}
+		add(id, other)
+		return nil
+	})
+	return err
 }
 
 // pgPool is a small pool of PostgreSQL connections: at most max open, idle
