@@ -81,6 +81,18 @@ func (r *Recorder) SubjectKey(raw string) (subject.Key, error) {
 	return r.keyer.Key(r.scope, raw)
 }
 
+// artifact is the artifact of a write; parent is empty or its parent's id.
+func (r *Recorder) artifact(owner subject.Key, kind lineage.Kind, store, key string, content []byte, parent string) lineage.Artifact {
+	a := lineage.Artifact{
+		ID: lineage.ArtifactID(r.keyer, r.scope, store, key), Scope: r.scope, Subject: owner, Kind: kind, Store: store, Key: key,
+		Digest: lineage.ContentDigest(r.keyer, content),
+	}
+	if parent != "" {
+		a.Parents = []string{parent}
+	}
+	return a
+}
+
 // record writes one artifact to the ledger.
 func (r *Recorder) record(ctx context.Context, owner subject.Key, kind lineage.Kind, store, key string, content []byte, parents ...string) (string, error) {
 	id := lineage.ArtifactID(r.keyer, r.scope, store, key)
@@ -111,6 +123,13 @@ func (r *Recorder) mention(ctx context.Context, artifact string, raws []string) 
 // owner resolves the owner of a write: the raw subject when given, else the
 // owner of the parent artifact in one of the stores.
 func (r *Recorder) owner(ctx context.Context, raw, key string, parentKey string, stores []string) (subject.Key, string, error) {
+	return r.ownerIn(ctx, raw, parentKey, stores, nil)
+}
+
+// ownerIn is owner, where a parent is looked up in batch (the artifacts
+// of a batch not yet recorded, by store and key) before the ledger, store
+// by store.
+func (r *Recorder) ownerIn(ctx context.Context, raw, parentKey string, stores []string, batch map[[2]string]*lineage.Artifact) (subject.Key, string, error) {
 	if raw != "" {
 		k, err := r.SubjectKey(raw)
 		if err != nil {
@@ -124,7 +143,10 @@ func (r *Recorder) owner(ctx context.Context, raw, key string, parentKey string,
 		return subject.Key{}, "", ErrNoOwner
 	}
 	for _, st := range stores {
-		a, err := r.ledger.Lookup(ctx, r.scope, st, parentKey)
+		a, err := batch[[2]string{st, parentKey}], error(nil)
+		if a == nil {
+			a, err = r.ledger.Lookup(ctx, r.scope, st, parentKey)
+		}
 		if errors.Is(err, lineage.ErrNotFound) {
 			continue
 		}

@@ -226,3 +226,44 @@ type ArtifactEvent struct {
 // SchemaVersion is the ledger schema every backend reads and writes. A
 // ledger with another version is refused at open.
 const SchemaVersion = "amnesia.ledger/v1"
+
+// BatchRecorder is implemented by ledgers that can append many writes in one
+// transaction (both backends, sqliteledger and pgledger, do).
+type BatchRecorder interface {
+	// RecordBatch records the artifacts in order, then the mentions in
+	// order, in one transaction: all of them or, on any error, none. The
+	// events appended, and so the hash chain, are exactly those that
+	// Record for each artifact and then Mention for each mention would
+	// append; an artifact may name as parent one recorded earlier in the
+	// same batch. Refusals (ErrErased, ErrOwnerConflict, a missing parent)
+	// are those of Record, and refuse the whole batch.
+	RecordBatch(ctx context.Context, artifacts []Artifact, mentions []Mention) error
+}
+
+// RecordAll records artifacts, then mentions, through l: in one
+// transaction when l is a BatchRecorder, else one write at a time (and
+// then not atomically).
+func RecordAll(ctx context.Context, l Ledger, artifacts []Artifact, mentions []Mention) error {
+	if b, ok := l.(BatchRecorder); ok {
+		return b.RecordBatch(ctx, artifacts, mentions)
+	}
+	for _, a := range artifacts {
+		if err := l.Record(ctx, a); err != nil {
+			return err
+		}
+	}
+	for _, m := range mentions {
+		if err := l.Mention(ctx, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CheckArtifact returns an error when a lacks what every ledger requires.
+func CheckArtifact(a Artifact) error {
+	if a.ID == "" || a.Store == "" || a.Key == "" || !a.Kind.Valid() || a.Subject.IsZero() {
+		return fmt.Errorf("record artifact: id, store, key, a valid kind and a subject are required")
+	}
+	return nil
+}

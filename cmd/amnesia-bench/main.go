@@ -6,6 +6,8 @@
 //
 //	go run ./cmd/amnesia-bench residue [--store sqlite-doc] [--subjects 200 --docs-each 15 --sample 20]
 //	go run ./cmd/amnesia-bench scale [--edges 10000000]
+//	go run ./cmd/amnesia-bench trace [--edges 100000,1000000 --ledgers sqlite,postgres --pg $AMNESIA_TEST_PG_DSN --traces 1000]
+//	go run ./cmd/amnesia-bench capture [--ledgers sqlite,postgres --pg $AMNESIA_TEST_PG_DSN --batches 200 --singles 1000]
 //	go run ./cmd/amnesia-bench pgvector [--vectors 100000 --dim 384 --subjects 1000 --batch 100 --dsn $AMNESIA_TEST_PG_DSN]
 //	go run ./cmd/amnesia-bench serve-capture [--dsn $AMNESIA_TEST_PG_DSN --clients 8 --duration 10s]
 //	go run ./cmd/amnesia-bench report
@@ -18,6 +20,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/amnesia-dev/amnesia/internal/bench"
@@ -26,7 +30,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: amnesia-bench residue|scale|pgvector|serve-capture|report [flags]")
+		fmt.Fprintln(os.Stderr, "usage: amnesia-bench residue|scale|trace|capture|pgvector|serve-capture|report [flags]")
 		os.Exit(2)
 	}
 	ctx := context.Background()
@@ -63,12 +67,42 @@ func main() {
 		fs.IntVar(&o.Traces, "traces", 1000, "traces timed")
 		fs.IntVar(&o.Writes, "writes", 2000, "writes timed with and without capture")
 		fs.IntVar(&o.ScanMB, "scan-mb", 256, "MiB scanned")
-		fs.BoolVar(&o.Reuse, "reuse", false, "reuse a ledger bulk-loaded by an earlier run in --work")
+		fs.BoolVar(&o.Reuse, "reuse", false, "reuse a ledger recorded by an earlier run in --work")
 		fs.Parse(os.Args[2:])
 		o.Work = scratch(*work)
 		var r *bench.ScaleResult
 		if r, err = bench.Scale(ctx, o); err == nil {
 			err = write(filepath.Join(*out, "scale.json"), r)
+		}
+	case "trace", "capture":
+		o := bench.PerfOptions{Progress: os.Stderr}
+		edges := fs.String("edges", "100000,1000000", "ledger sizes in edges, ascending (trace)")
+		ledgers := fs.String("ledgers", "sqlite,postgres", "ledgers measured")
+		fs.StringVar(&o.PG, "pg", os.Getenv("AMNESIA_TEST_PG_DSN"), "PostgreSQL server URL; a database amnesia_bench_<name> is created (dropped first) on it")
+		fs.IntVar(&o.Traces, "traces", 1000, "traces timed at each size")
+		fs.IntVar(&o.Batches, "batches", 200, "1+20+20 ingestions timed (capture)")
+		fs.IntVar(&o.Singles, "singles", 1000, "single writes timed (capture)")
+		fs.Parse(os.Args[2:])
+		o.Work = scratch(*work)
+		o.Ledgers = strings.Split(*ledgers, ",")
+		for _, e := range strings.Split(*edges, ",") {
+			n, perr := strconv.Atoi(strings.TrimSpace(e))
+			if perr != nil || n <= 0 {
+				fmt.Fprintf(os.Stderr, "amnesia-bench: --edges: %q is not a positive number\n", e)
+				os.Exit(2)
+			}
+			o.Edges = append(o.Edges, n)
+		}
+		if os.Args[1] == "trace" {
+			var r *bench.TraceResult
+			if r, err = bench.TracePerf(ctx, o); err == nil {
+				err = write(filepath.Join(*out, "trace.json"), r)
+			}
+		} else {
+			var r *bench.CaptureResult
+			if r, err = bench.CapturePerf(ctx, o); err == nil {
+				err = write(filepath.Join(*out, "capture.json"), r)
+			}
 		}
 	case "pgvector":
 		o := bench.PGVectorDefaults()

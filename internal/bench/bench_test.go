@@ -59,3 +59,22 @@ func TestScaleSmoke(t *testing.T) {
 		t.Errorf("scale result: %+v", r)
 	}
 }
+
+func TestPerfSmoke(t *testing.T) {
+	ctx := context.Background()
+	o := PerfOptions{Edges: []int{1600, 4000}, Traces: 20, Batches: 3, Singles: 10, Ledgers: []string{"sqlite"}, Work: t.TempDir()}
+	tr, err := TracePerf(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.Runs) != 2 || tr.Runs[1].Edges != 4000 || tr.Runs[1].Events != 4500 || tr.Runs[1].WarmP99Ms <= 0 || tr.Commit == "" {
+		t.Errorf("trace result: %+v", tr)
+	}
+	cr, err := CapturePerf(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cr.Runs) != 1 || cr.Runs[0].Batched.Ingestions != 3 || cr.Runs[0].Batched.LedgerPerS <= 0 || cr.Runs[0].Single.Writes != 10 {
+		t.Errorf("capture result: %+v", cr)
+	}
+}

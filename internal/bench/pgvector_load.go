@@ -106,7 +106,7 @@ func (r *pgvRun) prepare(ctx context.Context) error {
 
 // bulkLedger writes the artifacts capture would record (kind embedding,
 // store, key, keyed digest of the vector's float32 bytes) straight into
-// the ledger's tables, as scale.go's bulkLedger does.
+// the ledger's tables (a side loader: scale.go and the trace benchmark record through RecordBatch instead).
 func (r *pgvRun) bulkLedger(ctx context.Context) error {
 	path := r.dir.LedgerPath()
 	l, err := sqliteledger.Open(ctx, path) // creates the real schema

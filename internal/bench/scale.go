@@ -22,7 +22,7 @@ import (
 // ScaleOptions sizes a scale run.
 type ScaleOptions struct {
 	Edges    int  // ledger size for trace latency (full run: 10,000,000)
-	Reuse    bool // reuse a ledger this command bulk-loaded earlier in Work
+	Reuse    bool // reuse a ledger this command recorded earlier in Work
 	Traces   int  // traces timed
 	Writes   int  // writes timed, with and without capture
 	ScanMB   int  // size of the file scanned
@@ -89,14 +89,17 @@ func traceLatency(ctx context.Context, o ScaleOptions, r *ScaleResult) error {
 	keyer, _ := subject.NewKeyer(make([]byte, subject.PepperSize))
 	subjects := (o.Edges + edgesPer - 1) / edgesPer
 	if !o.Reuse || !loaded(ctx, path, subjects) {
-		os.Remove(path)
-		l, err := sqliteledger.Open(ctx, path) // creates the real schema
+		for _, p := range []string{path, path + "-wal", path + "-shm"} {
+			os.Remove(p)
+		}
+		l, err := sqliteledger.Open(ctx, path)
 		if err != nil {
 			return err
 		}
+		logScale(o, "trace: recording %d edges (%d subjects) through RecordBatch", subjects*edgesPer, subjects)
+		err = grow(ctx, PerfOptions{Progress: o.Progress}, l, keyer, 0, subjects)
 		l.Close()
-		logScale(o, "trace: bulk-loading %d edges (%d subjects)", subjects*edgesPer, subjects)
-		if err := bulkLedger(ctx, path, keyer, subjects); err != nil {
+		if err != nil {
 			return err
 		}
 	}
@@ -125,11 +128,11 @@ func traceLatency(ctx context.Context, o ScaleOptions, r *ScaleResult) error {
 	}
 	r.Trace.Edges, r.Trace.Artifacts, r.Trace.Traces = subjects*edgesPer, subjects*(docsPer*(1+2*chunksPer)), o.Traces
 	r.Trace.P50Ms, r.Trace.P99Ms = percentile(lat, 0.5), percentile(lat, 0.99)
-	r.Trace.Note = "SQLite ledger bulk-loaded with the real schema (artifacts, edges; events not populated: trace does not read them); each trace is View + BuildTrace of one subject with 90 artifacts"
+	r.Trace.Note = "SQLite ledger recorded through RecordBatch, the ledger's write path (events and hash chain included), 20 subjects a transaction; each trace is View + BuildTrace of one subject with 90 artifacts"
 	return nil
 }
 
-// loaded reports whether path holds a bulk-loaded ledger of that size.
+// loaded reports whether path holds a ledger of that size recorded earlier.
 func loaded(ctx context.Context, path string, subjects int) bool {
 	if _, err := os.Stat(path); err != nil {
 		return false
@@ -142,51 +145,6 @@ func loaded(ctx context.Context, path string, subjects int) bool {
 	var n int
 	err = db.QueryRowContext(ctx, `SELECT count(*) FROM edges`).Scan(&n)
 	return err == nil && n == subjects*edgesPer
-}
-
-func bulkLedger(ctx context.Context, path string, k *subject.Keyer, subjects int) error {
-	db, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL&_synchronous=OFF")
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-	const batch = 2000
-	seq := 0
-	for s0 := 0; s0 < subjects; s0 += batch {
-		tx, err := db.BeginTx(ctx, nil)
-		if err != nil {
-			return err
-		}
-		ins, _ := tx.Prepare(`INSERT INTO artifacts (id, seq, scope, subject, kind, store, key, digest) VALUES (?, ?, 'default', ?, ?, ?, ?, '')`)
-		edge, _ := tx.Prepare(`INSERT INTO edges (child, parent, seq) VALUES (?, ?, ?)`)
-		for s := s0; s < s0+batch && s < subjects; s++ {
-			key, _ := k.Key("default", fmt.Sprintf("subject-%d", s))
-			for d := 0; d < docsPer; d++ {
-				seq++
-				doc := fmt.Sprintf("s%d-d%d", s, d)
-				docID := lineage.ArtifactID(k, "default", "docs", doc)
-				ins.Exec(docID, seq, key.String(), "source", "docs", doc)
-				for c := 0; c < chunksPer; c++ {
-					ck := fmt.Sprintf("%s#%d", doc, c)
-					cid, eid := lineage.ArtifactID(k, "default", "docs", ck), lineage.ArtifactID(k, "default", "vectors", ck)
-					seq++
-					ins.Exec(cid, seq, key.String(), "chunk", "docs", ck)
-					edge.Exec(cid, docID, seq)
-					seq++
-					ins.Exec(eid, seq, key.String(), "embedding", "vectors", ck)
-					if _, err := edge.Exec(eid, cid, seq); err != nil {
-						tx.Rollback()
-						return err
-					}
-				}
-			}
-		}
-		if err := tx.Commit(); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func captureOverhead(ctx context.Context, o ScaleOptions, r *ScaleResult) error {

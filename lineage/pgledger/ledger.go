@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -71,9 +70,10 @@ func init() {
 }
 
 var (
-	_ lineage.Ledger   = (*Ledger)(nil)
-	_ lineage.Queue    = (*Ledger)(nil)
-	_ lineage.EventLog = (*Ledger)(nil)
+	_ lineage.Ledger        = (*Ledger)(nil)
+	_ lineage.BatchRecorder = (*Ledger)(nil)
+	_ lineage.Queue         = (*Ledger)(nil)
+	_ lineage.EventLog      = (*Ledger)(nil)
 )
 
 // Open opens the ledger at dsn (a postgres:// URL; its search_path,
@@ -200,72 +200,128 @@ func pgCount(ctx context.Context, tx pgx.Tx, q string, args ...any) (int, error)
 
 // Record implements lineage.Ledger.
 func (l *Ledger) Record(ctx context.Context, a lineage.Artifact) error {
-	if a.ID == "" || a.Store == "" || a.Key == "" || !a.Kind.Valid() || a.Subject.IsZero() {
-		return fmt.Errorf("record artifact: id, store, key, a valid kind and a subject are required")
+	if err := lineage.CheckArtifact(a); err != nil {
+		return err
 	}
-	return l.inTx(ctx, "record artifact", true, func(tx pgx.Tx) error {
-		var subj, digest string
-		err := tx.QueryRow(ctx, `SELECT subject, digest FROM artifacts WHERE id = $1`, a.ID).Scan(&subj, &digest)
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-		case err != nil:
-			return err
-		case subj != a.Subject.String():
-			return lineage.ErrOwnerConflict
-		}
-		if n, err := pgCount(ctx, tx, `SELECT count(*) FROM erasures WHERE artifact = $1`, a.ID); err != nil {
-			return err
-		} else if n > 0 {
-			return lineage.ErrErased
-		}
-		var newParents []string
-		for _, p := range a.Parents {
-			if n, err := pgCount(ctx, tx, `SELECT count(*) FROM artifacts WHERE id = $1`, p); err != nil {
-				return err
-			} else if n == 0 {
-				return fmt.Errorf("parent %s: %w", p, lineage.ErrNotFound)
-			}
-			if n, err := pgCount(ctx, tx, `SELECT count(*) FROM edges WHERE child = $1 AND parent = $2`, a.ID, p); err != nil {
-				return err
-			} else if n == 0 {
-				newParents = append(newParents, p)
-			}
-		}
-		sort.Strings(newParents)
-		if subj != "" && digest == a.Digest && len(newParents) == 0 {
-			return nil // identical: no-op
-		}
-		seq, err := pgAppend(ctx, tx, "artifact", lineage.ArtifactEvent{ID: a.ID, Scope: a.Scope, Subject: a.Subject.String(), Kind: a.Kind, Store: a.Store, Key: a.Key, Digest: a.Digest, Parents: newParents})
-		if err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO artifacts (id, seq, scope, subject, kind, store, key, digest) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-			ON CONFLICT (id) DO UPDATE SET digest = EXCLUDED.digest, seq = EXCLUDED.seq`,
-			a.ID, seq, a.Scope, a.Subject.String(), string(a.Kind), a.Store, a.Key, a.Digest); err != nil {
-			return err
-		}
-		for _, p := range newParents {
-			if _, err := tx.Exec(ctx, `INSERT INTO edges (child, parent, seq) VALUES ($1, $2, $3)`, a.ID, p, seq); err != nil {
-				return err
-			}
-		}
-		return nil
+	return l.inTx(ctx, "record artifact", false, func(tx pgx.Tx) error {
+		return writeBatch(ctx, tx, []lineage.Artifact{a}, nil)
 	})
 }
 
 // lineage.Mention implements lineage.Ledger.
 func (l *Ledger) Mention(ctx context.Context, m lineage.Mention) error {
-	return l.inTx(ctx, "record mention", true, func(tx pgx.Tx) error {
-		if n, err := pgCount(ctx, tx, `SELECT count(*) FROM mentions WHERE artifact = $1 AND subject = $2`, m.Artifact, m.Subject.String()); err != nil || n > 0 {
-			return err
-		}
-		seq, err := pgAppend(ctx, tx, "mention", map[string]string{"artifact": m.Artifact, "subject": m.Subject.String()})
-		if err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `INSERT INTO mentions (artifact, subject, seq) VALUES ($1, $2, $3)`, m.Artifact, m.Subject.String(), seq)
-		return err
+	return l.inTx(ctx, "record mention", false, func(tx pgx.Tx) error {
+		return writeBatch(ctx, tx, nil, []lineage.Mention{m})
 	})
+}
+
+// RecordBatch implements lineage.BatchRecorder: one transaction, one
+// commit, the events of Record and Mention one by one.
+func (l *Ledger) RecordBatch(ctx context.Context, artifacts []lineage.Artifact, mentions []lineage.Mention) error {
+	for _, a := range artifacts {
+		if err := lineage.CheckArtifact(a); err != nil {
+			return err
+		}
+	}
+	return l.inTx(ctx, "record batch", false, func(tx pgx.Tx) error {
+		return writeBatch(ctx, tx, artifacts, mentions)
+	})
+}
+
+// writeBatch takes the ledger's lock and reads what the batch's checks
+// need in one round trip, plans its events in memory (lineage.PlanBatch:
+// those of one write at a time), and writes them in a second round trip:
+// one statement a table, over arrays, whatever the batch size. pgx
+// prepares and caches each statement per connection.
+func writeBatch(ctx context.Context, tx pgx.Tx, artifacts []lineage.Artifact, mentions []lineage.Mention) error {
+	reads := lineage.ReadsOf(artifacts, mentions)
+	b := &pgx.Batch{}
+	b.Queue(pgLock)
+	var seq int64
+	var hash string
+	b.Queue(`SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1`).QueryRow(func(r pgx.Row) error {
+		if err := r.Scan(&seq, &hash); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		return nil
+	})
+	state := lineage.NewBatchState(0, "")
+	if len(reads.IDs) > 0 {
+		b.Queue(`SELECT id, subject, digest FROM artifacts WHERE id = ANY($1)`, reads.IDs).Query(func(rows pgx.Rows) error {
+			var id, subj, digest string
+			_, err := pgx.ForEachRow(rows, []any{&id, &subj, &digest}, func() error {
+				state.Known[id] = [2]string{subj, digest}
+				return nil
+			})
+			return err
+		})
+		b.Queue(`SELECT DISTINCT artifact FROM erasures WHERE artifact = ANY($1)`, reads.Artifacts).Query(func(rows pgx.Rows) error {
+			var id string
+			_, err := pgx.ForEachRow(rows, []any{&id}, func() error { state.Erased[id] = true; return nil })
+			return err
+		})
+		b.Queue(`SELECT child, parent FROM edges WHERE child = ANY($1)`, reads.Artifacts).Query(func(rows pgx.Rows) error {
+			var c, p string
+			_, err := pgx.ForEachRow(rows, []any{&c, &p}, func() error { state.Edges[[2]string{c, p}] = true; return nil })
+			return err
+		})
+	}
+	if len(reads.Mentioned) > 0 {
+		b.Queue(`SELECT artifact, subject FROM mentions WHERE artifact = ANY($1)`, reads.Mentioned).Query(func(rows pgx.Rows) error {
+			var a, s string
+			_, err := pgx.ForEachRow(rows, []any{&a, &s}, func() error { state.Mentions[[2]string{a, s}] = true; return nil })
+			return err
+		})
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return err
+	}
+	state.HeadSeq, state.HeadHash = seq, hash
+	plan, err := lineage.PlanBatch(state, artifacts, mentions)
+	if err != nil {
+		return err
+	}
+	w := &pgx.Batch{}
+	if n := len(plan.Events); n > 0 {
+		seqs, kinds, bodies, hashes := make([]int64, n), make([]string, n), make([]string, n), make([]string, n)
+		for i, e := range plan.Events {
+			seqs[i], kinds[i], bodies[i], hashes[i] = e.Seq, e.Kind, e.Body, e.Hash
+		}
+		w.Queue(`INSERT INTO events (seq, kind, body, hash) SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[])`, seqs, kinds, bodies, hashes)
+	}
+	if n := len(plan.Artifacts); n > 0 {
+		var cols [7][]string
+		seqs := make([]int64, n)
+		for i := range cols {
+			cols[i] = make([]string, n)
+		}
+		for i, a := range plan.Artifacts {
+			seqs[i] = a.Seq
+			cols[0][i], cols[1][i], cols[2][i], cols[3][i], cols[4][i], cols[5][i], cols[6][i] = a.ID, a.Scope, a.Subject.String(), string(a.Kind), a.Store, a.Key, a.Digest
+		}
+		w.Queue(`INSERT INTO artifacts (id, seq, scope, subject, kind, store, key, digest)
+			SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
+			ON CONFLICT (id) DO UPDATE SET digest = EXCLUDED.digest, seq = EXCLUDED.seq`,
+			cols[0], seqs, cols[1], cols[2], cols[3], cols[4], cols[5], cols[6])
+	}
+	if n := len(plan.Edges); n > 0 {
+		children, parents, seqs := make([]string, n), make([]string, n), make([]int64, n)
+		for i, e := range plan.Edges {
+			children[i], parents[i], seqs[i] = e.Child, e.Parent, e.Seq
+		}
+		w.Queue(`INSERT INTO edges (child, parent, seq) SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[])`, children, parents, seqs)
+	}
+	if n := len(plan.Mentions); n > 0 {
+		arts, subjs, seqs := make([]string, n), make([]string, n), make([]int64, n)
+		for i, m := range plan.Mentions {
+			arts[i], subjs[i], seqs[i] = m.Artifact, m.Subject, m.Seq
+		}
+		w.Queue(`INSERT INTO mentions (artifact, subject, seq) SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[])`, arts, subjs, seqs)
+	}
+	if w.Len() == 0 {
+		return nil
+	}
+	return tx.SendBatch(ctx, w).Close()
 }
 
 // Suppress implements lineage.Ledger.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"errors"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -57,50 +57,120 @@ func (l *Ledger) View(ctx context.Context, scope string, s subject.Key) (*lineag
 	if v.Mentions, err = queryIDs(ctx, tx, `SELECT m.artifact FROM mentions m CROSS JOIN artifacts a ON a.id = m.artifact WHERE m.subject = ? AND a.scope = ? ORDER BY m.artifact`, s.String(), scope); err != nil {
 		return nil, fmt.Errorf("read ledger: %w", err)
 	}
-	frontier := append(append([]string{}, v.Owned...), v.Mentions...)
-	for len(frontier) > 0 {
-		var next []string
-		for _, id := range frontier {
-			if _, ok := v.Artifacts[id]; ok {
-				continue
-			}
-			if err := loadArtifact(ctx, tx, v, id); err != nil {
-				return nil, fmt.Errorf("read ledger: %w", err)
-			}
-			next = append(next, v.Children[id]...)
-		}
-		frontier = next
+	if err := loadLevels(ctx, tx, v); err != nil {
+		return nil, fmt.Errorf("read ledger: %w", err)
 	}
 	return v, nil
+}
+
+// The set-based reads of a view: each takes the ids of one BFS level as a
+// JSON array (one bound parameter, so the statement text never changes).
+const (
+	viewArtifacts = `SELECT id, scope, subject, kind, store, key, digest FROM artifacts WHERE id IN (SELECT value FROM json_each(?))`
+	viewParents   = `SELECT child, parent FROM edges WHERE child IN (SELECT value FROM json_each(?))`
+	viewChildren  = `SELECT parent, child FROM edges WHERE parent IN (SELECT value FROM json_each(?))`
+	viewErased    = `SELECT artifact, outcome, erasure FROM erasures WHERE artifact IN (SELECT value FROM json_each(?)) ORDER BY artifact, seq DESC, erasure DESC`
+)
+
+// loadLevels loads the owned and mentioning artifacts and all their
+// descendants, one breadth-first level at a time: four statements a level
+// instead of four per artifact.
+func loadLevels(ctx context.Context, c *sql.Conn, v *lineage.View) error {
+	var st [4]*sql.Stmt
+	for i, q := range []string{viewArtifacts, viewParents, viewChildren, viewErased} {
+		s, err := c.PrepareContext(ctx, q)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		st[i] = s
+	}
+	frontier := lineage.NewFrontier(v, append(append([]string{}, v.Owned...), v.Mentions...))
+	for len(frontier) > 0 {
+		b, err := json.Marshal(frontier)
+		if err != nil {
+			return err
+		}
+		ids := string(b)
+		level := map[string]*lineage.Artifact{}
+		rows, err := st[0].QueryContext(ctx, ids)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			a, err := scanArtifact(rows)
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			level[a.ID] = a
+		}
+		if err := closeRows(rows); err != nil {
+			return err
+		}
+		if err := pairs(ctx, st[1], ids, level, func(child, parent string) { level[child].Parents = append(level[child].Parents, parent) }); err != nil {
+			return err
+		}
+		children := map[string][]string{}
+		if err := pairs(ctx, st[2], ids, level, func(parent, child string) { children[parent] = append(children[parent], child) }); err != nil {
+			return err
+		}
+		rows, err = st[3].QueryContext(ctx, ids)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id, outcome, erasure string
+			if err := rows.Scan(&id, &outcome, &erasure); err != nil {
+				rows.Close()
+				return err
+			}
+			if _, ok := v.Erased[id]; !ok { // the latest: rows come seq DESC
+				v.Erased[id] = strings.TrimSpace(outcome)
+				v.ErasedBy[id] = strings.TrimSpace(erasure)
+			}
+		}
+		if err := closeRows(rows); err != nil {
+			return err
+		}
+		if frontier, err = lineage.AddLevel(v, frontier, level, children); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pairs reads (id, other) rows, where id is of the level.
+func pairs(ctx context.Context, s *sql.Stmt, ids string, level map[string]*lineage.Artifact, add func(id, other string)) error {
+	rows, err := s.QueryContext(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var id, other string
+		if err := rows.Scan(&id, &other); err != nil {
+			rows.Close()
+			return err
+		}
+		if _, ok := level[id]; !ok {
+			rows.Close()
+			return fmt.Errorf("edge of artifact %s, which is not recorded", id)
+		}
+		add(id, other)
+	}
+	return closeRows(rows)
+}
+
+func closeRows(rows *sql.Rows) error {
+	err := rows.Err()
+	rows.Close()
+	return err
 }
 
 // sqlQuerier is a *sql.Tx or a *sql.Conn.
 type sqlQuerier interface {
 	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
 	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
-}
-
-func loadArtifact(ctx context.Context, tx sqlQuerier, v *lineage.View, id string) error {
-	a, err := scanArtifact(tx.QueryRowContext(ctx, `SELECT id, scope, subject, kind, store, key, digest FROM artifacts WHERE id = ?`, id))
-	if err != nil {
-		return err
-	}
-	if a.Parents, err = queryIDs(ctx, tx, `SELECT parent FROM edges WHERE child = ? ORDER BY parent`, id); err != nil {
-		return err
-	}
-	if v.Children[id], err = queryIDs(ctx, tx, `SELECT child FROM edges WHERE parent = ? ORDER BY child`, id); err != nil {
-		return err
-	}
-	var outcome, erasure sql.NullString
-	if err := tx.QueryRowContext(ctx, `SELECT outcome, erasure FROM erasures WHERE artifact = ? ORDER BY seq DESC LIMIT 1`, id).Scan(&outcome, &erasure); err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return err
-	}
-	if outcome.Valid {
-		v.Erased[id] = strings.TrimSpace(outcome.String)
-		v.ErasedBy[id] = strings.TrimSpace(erasure.String)
-	}
-	v.Artifacts[id] = a
-	return nil
 }
 
 func queryIDs(ctx context.Context, tx sqlQuerier, q string, args ...any) ([]string, error) {

@@ -1,0 +1,112 @@
+package capture
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/amnesia-dev/amnesia/lineage"
+	"github.com/amnesia-dev/amnesia/store"
+)
+
+// PutBatch writes documents (a document and its chunks, say) through d and
+// their embeddings through v (nil when vecs is empty), recording all of
+// them in the ledger in one transaction (one commit), then writing the
+// records to the stores, documents first, in the order given.
+//
+// Everything Put and Vectors.Put would refuse is checked for every write
+// of the batch before anything is written: a store's own checks, whose
+// data a write is (a chunk or embedding may name a parent written earlier
+// in the same batch), keys that hold a person's id, and, in the ledger's
+// transaction, erased artifacts and owner conflicts. A refused batch
+// writes nothing to the ledger and nothing to the stores. As with Put,
+// the ledger is written before the stores: a store write that fails after
+// the ledger's commit leaves artifacts in the ledger that an erasure
+// treats as already deleted; the writes of the batch before it stay
+// written.
+//
+// The ledger appends the artifacts' events in the order given (documents,
+// then embeddings), then the mentions: the chain is that of
+// lineage.BatchRecorder, identical to Put then Vectors.Put one by one when
+// no document has mentions. A ledger that is no lineage.BatchRecorder gets
+// the writes one at a time.
+func (d *Docs) PutBatch(ctx context.Context, docs []Doc, v *Vectors, vecs []Vector) error {
+	r := d.r
+	if len(vecs) > 0 && v == nil {
+		return errors.New("capture batch: embeddings given without the vector store to write them to")
+	}
+	if v != nil && v.r != r {
+		return errors.New("capture batch: the document and vector stores are wrapped by different recorders; wrap both with one Recorder")
+	}
+	batch := map[[2]string]*lineage.Artifact{}
+	arts := make([]lineage.Artifact, 0, len(docs)+len(vecs))
+	var mentions []lineage.Mention
+	recs := make([]Record, len(docs))
+	for i, doc := range docs {
+		kind, err := docKind(doc.Kind)
+		if err != nil {
+			return err
+		}
+		rec := Record{ID: doc.ID, Kind: doc.Kind, Parent: doc.Parent, Text: doc.Text, Metadata: doc.Metadata}
+		if err := d.s.CaptureCheck(rec); err != nil {
+			return err
+		}
+		owner, parent, err := r.ownerIn(ctx, doc.Subject, doc.Parent, []string{d.name}, batch)
+		if err != nil {
+			return fmt.Errorf("capture document: %w", err)
+		}
+		if err := r.checkKeys(doc.ID, doc.Parent, doc.Subject, owner, doc.Mentions); err != nil {
+			return fmt.Errorf("capture document: %w", err)
+		}
+		a := r.artifact(owner, kind, d.name, doc.ID, []byte(doc.Text), parent)
+		for _, raw := range doc.Mentions {
+			k, err := r.SubjectKey(raw)
+			if err != nil {
+				return fmt.Errorf("capture mention: %w", err)
+			}
+			mentions = append(mentions, lineage.Mention{Artifact: a.ID, Subject: k})
+		}
+		arts = append(arts, a)
+		batch[[2]string{d.name, doc.ID}] = &a
+		rec.Subject = owner.String()
+		recs[i] = rec
+	}
+	vrecs := make([]VectorRecord, len(vecs))
+	if len(vecs) > 0 {
+		stores := r.docStores()
+		for i, vec := range vecs {
+			rec := VectorRecord{ID: vec.ID, Embedding: vec.Embedding, Content: vec.Content, Metadata: vec.Metadata}
+			if err := v.s.CaptureCheck(rec); err != nil {
+				return err
+			}
+			of := vec.Of
+			if of == "" {
+				of = vec.ID
+			}
+			owner, parent, err := r.ownerIn(ctx, vec.Subject, of, stores, batch)
+			if err != nil {
+				return fmt.Errorf("capture embedding: %w", err)
+			}
+			if err := r.checkKeys(vec.ID, vec.Of, vec.Subject, owner, nil); err != nil {
+				return fmt.Errorf("capture embedding: %w", err)
+			}
+			arts = append(arts, r.artifact(owner, lineage.KindEmbedding, v.name, vec.ID, store.Float32LE(vec.Embedding), parent))
+			rec.Subject = owner.String()
+			vrecs[i] = rec
+		}
+	}
+	if err := lineage.RecordAll(ctx, r.ledger, arts, mentions); err != nil {
+		return fmt.Errorf("capture batch: %w", err)
+	}
+	for _, rec := range recs {
+		if err := d.s.CapturePut(ctx, rec); err != nil {
+			return err
+		}
+	}
+	for _, rec := range vrecs {
+		if err := v.s.CapturePut(ctx, rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,48 @@
+package lineage
+
+import (
+	"fmt"
+	"sort"
+)
+
+// The helpers below let a backend read a View one breadth-first level at a
+// time (a few set-based statements a level, not a few per artifact) and
+// still build exactly the View that a read of one artifact at a time builds.
+
+// NewFrontier returns ids without repeats and without those v already holds,
+// in their first order: the first level of a view's walk.
+func NewFrontier(v *View, ids []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, id := range ids {
+		if _, ok := v.Artifacts[id]; ok || seen[id] {
+			continue
+		}
+		seen[id] = true
+		out = append(out, id)
+	}
+	return out
+}
+
+// AddLevel adds the artifacts of one level to v: level holds them by id
+// (their Parents as read, in any order), children the child ids of each
+// (in any order). It sorts both (byte order, as the backends' ORDER BY
+// did), and returns the next level: the children not yet in v. An id of
+// frontier that level lacks is an error: the ledger refers to an artifact
+// it does not hold.
+func AddLevel(v *View, frontier []string, level map[string]*Artifact, children map[string][]string) ([]string, error) {
+	var next []string
+	for _, id := range frontier {
+		a := level[id]
+		if a == nil {
+			return nil, fmt.Errorf("artifact %s is referred to but not recorded", id)
+		}
+		sort.Strings(a.Parents)
+		ch := children[id]
+		sort.Strings(ch)
+		v.Artifacts[id] = a
+		v.Children[id] = ch
+		next = append(next, ch...)
+	}
+	return NewFrontier(v, next), nil
+}
