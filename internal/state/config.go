@@ -43,8 +43,13 @@ type Config struct {
 	// PostgreSQL) before it pauses as PENDING (Go duration; default 30s).
 	ReclaimWait string `yaml:"reclaim_wait,omitempty"`
 	// Serve configures `amnesia serve` (serveconfig.go).
-	Serve       ServeConfig `yaml:"serve,omitempty"`
-	dir         string
+	Serve ServeConfig `yaml:"serve,omitempty"`
+	dir   string
+	// raw is the configuration file as written, before $VAR expansion:
+	// what `amnesia init --config` copies into the state directory, so that
+	// a secret given as $VAR is never written there in clear.
+	raw         []byte
+	changes     []PathChange
 	validityDur time.Duration
 	tsaTimeout  time.Duration
 	reclaimWait time.Duration
@@ -74,6 +79,7 @@ func LoadConfig(path string) (*Config, error) {
 	if c.dir, err = filepath.Abs(filepath.Dir(path)); err != nil {
 		return nil, fmt.Errorf("load config %s: %w", path, err)
 	}
+	c.raw = b
 	return c, nil
 }
 

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -361,5 +362,55 @@ func (c *Config) ResolvePaths() []PathChange {
 	if c.Ledger != "" && !lineage.IsPostgresDSN(c.Ledger) {
 		abs("ledger", "", &c.Ledger)
 	}
+	c.changes = append(c.changes, out...)
 	return out
+}
+
+// Source returns the configuration as it is to be written into a state
+// directory. A configuration read from a file keeps that file's text, with
+// $VAR references not expanded (a DSN's password or a webhook secret given
+// as $VAR stays in the environment, never in the copy) and comments kept;
+// only the relative paths ResolvePaths made absolute are replaced. A path
+// that itself used $VAR is written as it was: it is expanded again on
+// every load. Other configurations are encoded from their fields.
+func (c *Config) Source() ([]byte, error) {
+	if c.raw == nil {
+		return c.Marshal()
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(c.raw, &doc); err != nil || len(doc.Content) == 0 {
+		return nil, fmt.Errorf("copy configuration: %w", err)
+	}
+	root := doc.Content[0]
+	for _, ch := range c.changes {
+		var n *yaml.Node
+		switch {
+		case ch.Key == "ledger":
+			n = mapValue(root, "ledger")
+		default:
+			var i int
+			var field string
+			if _, err := fmt.Sscanf(ch.Key, "stores[%d].", &i); err != nil {
+				continue
+			}
+			field = ch.Key[strings.Index(ch.Key, "].")+2:]
+			if st := mapValue(root, "stores"); st != nil && st.Kind == yaml.SequenceNode && i < len(st.Content) {
+				n = mapValue(st.Content[i], field)
+			}
+		}
+		if n == nil || n.Kind != yaml.ScalarNode || strings.Contains(n.Value, "$") {
+			continue
+		}
+		n.Value, n.Style = ch.To, 0
+	}
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(&doc); err != nil {
+		return nil, fmt.Errorf("copy configuration: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, fmt.Errorf("copy configuration: %w", err)
+	}
+	return buf.Bytes(), nil
 }

@@ -112,7 +112,7 @@ func Init(path string, cfg *Config) (*Dir, error) {
 	if err != nil {
 		return nil, fmt.Errorf("init: %w", err)
 	}
-	cfgBytes, err := cfg.Marshal()
+	cfgBytes, err := cfg.Source()
 	if err != nil {
 		return nil, fmt.Errorf("init: %w", err)
 	}

@@ -159,3 +159,45 @@ func TestOutOfScopeOnEveryType(t *testing.T) {
 		}
 	}
 }
+
+// `init --config F` copies F's text: a secret given as $VAR stays a $VAR
+// reference (never the expanded value on disk), comments stay, and only the
+// relative paths are written absolute.
+func TestInitCopiesTheConfigWithoutExpandingSecrets(t *testing.T) {
+	t.Setenv("AMNESIA_TEST_SECRET_DSN", "postgres://app:s3cr3t-pw@db.example:5432/app")
+	dir := t.TempDir()
+	p := filepath.Join(dir, "amnesia.yaml")
+	src := "version: 1\n# the application's stores\nstores:\n  - name: x\n    type: sqlite-doc\n    path: data/x.db\n  - name: z\n    type: postgres\n    dsn: $AMNESIA_TEST_SECRET_DSN\n"
+	if err := os.WriteFile(p, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := LoadConfig(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Stores[1].DSN != "postgres://app:s3cr3t-pw@db.example:5432/app" {
+		t.Fatalf("the loaded configuration did not expand $VAR: %q", c.Stores[1].DSN)
+	}
+	c.ResolvePaths()
+	st := filepath.Join(t.TempDir(), "state")
+	d, err := Init(st, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(st, "amnesia.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"$AMNESIA_TEST_SECRET_DSN", "# the application's stores", filepath.Join(dir, "data/x.db")} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("the copied amnesia.yaml lacks %q:\n%s", want, b)
+		}
+	}
+	if strings.Contains(string(b), "s3cr3t-pw") {
+		t.Fatalf("the copied amnesia.yaml holds the expanded secret:\n%s", b)
+	}
+	// It loads again, to the same stores, with the variable set.
+	if d.Config.Stores[0].Path != filepath.Join(dir, "data/x.db") || d.Config.Stores[1].DSN != "postgres://app:s3cr3t-pw@db.example:5432/app" {
+		t.Errorf("reopened: %+v", d.Config.Stores)
+	}
+}
