@@ -608,3 +608,29 @@ func TestRewriteKeepsOwnerAndMode(t *testing.T) {
 		t.Errorf("after the rewrite: owner %d:%d mode %v, want 12345:23456 -rw-r-----", st.Uid, st.Gid, fi.Mode().Perm())
 	}
 }
+
+// The readiness check refuses a missing file and a wrong dimension, and
+// passes a real index, without opening it through FAISS.
+func TestCheck(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "idx.faiss")
+	if err := Create(path, "IDMap2,Flat", 8, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		c    store.Config
+		want string
+	}{
+		{store.Config{Name: "v", Type: Type, Path: path, Dimensions: 8}, ""},
+		{store.Config{Name: "v", Type: Type, Path: path, Dimensions: 16}, "8-dimension vectors"},
+		{store.Config{Name: "v", Type: Type, Path: filepath.Join(dir, "missing.faiss"), Dimensions: 8}, "does not exist"},
+	} {
+		ps := Check(context.Background(), tc.c)
+		switch {
+		case tc.want == "" && len(ps) != 0:
+			t.Errorf("%+v: problems %v, want none", tc.c, ps)
+		case tc.want != "" && (len(ps) != 1 || !strings.Contains(ps[0].Message, tc.want)):
+			t.Errorf("%+v: problems %v, want one naming %q", tc.c, ps, tc.want)
+		}
+	}
+}
