@@ -41,6 +41,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/amnesia-dev/amnesia/internal/atomicfile"
 	"io"
 	"io/fs"
 	"os"
@@ -678,7 +679,7 @@ func (s *Store) Reclaim(ctx context.Context) (store.ReclaimReport, error) {
 		}
 	}
 	if len(temps) > 0 {
-		if err := syncDir(filepath.Dir(s.path)); err != nil {
+		if err := atomicfile.SyncDir(filepath.Dir(s.path)); err != nil {
 			return rep, fmt.Errorf("reclaim: %w", err)
 		}
 	}
@@ -783,6 +784,10 @@ func writeIndexAtomic(x *cindex, path string) error {
 	return writeFileAtomic(path, x.write)
 }
 
+// writeFileAtomic is internal/atomicfile.WriteFile's procedure for a file
+// that FAISS's C writer writes itself (it takes a path, not bytes), whose
+// temporary name the physical probe must recognise (tmpMark), and whose
+// owner the application must keep.
 func writeFileAtomic(path string, write func(tmp string) error) error {
 	dir, base := filepath.Split(path)
 	if dir == "" {
@@ -832,7 +837,7 @@ func writeFileAtomic(path string, write func(tmp string) error) error {
 		os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
 	}
-	return syncDir(dir)
+	return atomicfile.SyncDir(dir)
 }
 
 // lockMark names the lock file beside the index that amnesia processes
@@ -879,18 +884,6 @@ func singleLink(path string) error {
 	}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
 		return fmt.Errorf("index file %s has %d hard links: the rewrite would replace one name and leave the old vectors under the others; remove the other links (or copy the file to break them) and erase again", path, st.Nlink)
-	}
-	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("fsync %s: %w", dir, err)
 	}
 	return nil
 }
