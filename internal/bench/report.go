@@ -195,7 +195,7 @@ func (r *Results) Headline() string {
 	}
 	if len(r.Residue) > 0 {
 		s := r.Residue[0]
-		fmt.Fprintf(&b, "\nSeeded synthetic corpora (seed %d), measured while other benchmarks shared the machine; each row names the commit, machine and day it measured, and is marked stale when the code it measured has changed since (or its commit is unknown). Full tables, B1–B5 and scale figures: [RESULTS.md](RESULTS.md).\n", s.Seed)
+		fmt.Fprintf(&b, "\nSeeded synthetic corpora (seed %d), one store at a time; each row names the commit, machine and day it measured, and is marked stale when the code it measured has changed since (or its commit is unknown). Full tables, B1–B5 and scale figures: [RESULTS.md](RESULTS.md).\n", s.Seed)
 	}
 	if peers {
 		b.WriteString("\nA peer's figure is quoted from its README, not measured by us: the peer ran it on its own hardware and corpus, and its table does not say whether wall/erasure is a median or a mean; amnesia / peer divides amnesia's median by it and says no more than that. Lethe's and vector-forget's READMEs publish no measured figure. The quoted lines: [RESULTS.md](RESULTS.md#peers-published-figures).\n")
