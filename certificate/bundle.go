@@ -301,11 +301,16 @@ func VerifyBundle(ctx context.Context, data []byte, o VerifyOptions) (*Checked, 
 		return nil, fmt.Errorf("verify certificate: %v: %w", err, ErrInclusion)
 	}
 
-	// Witnesses.
+	// Witnesses: one Ed25519 key counts once, however many of its forms
+	// (cosignature/v1, plain Ed25519, other names) signed the checkpoint.
+	counted := map[string]bool{}
 	for _, s := range n.Sigs {
 		for _, w := range witnesses {
 			if s.Name == w.Name() && s.Hash == w.KeyHash() {
-				v.Witnesses = append(v.Witnesses, w.Name())
+				if id := transparency.WitnessIdentity(w); !counted[id] {
+					counted[id] = true
+					v.Witnesses = append(v.Witnesses, w.Name())
+				}
 			}
 		}
 	}

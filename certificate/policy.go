@@ -105,8 +105,10 @@ func (p *Policy) AddTrustFile(data []byte) error {
 
 // AddWitnessKey adds a witness verifier key in its text form
 // (name+hash+base64, as `amnesia witness init` prints it): a C2SP
-// cosignature/v1 key or a plain Ed25519 note key. The same key twice counts
-// once. Its errors wrap ErrPolicy.
+// cosignature/v1 key or a plain Ed25519 note key. The same key text twice
+// is kept once; the same Ed25519 key in its other form or under another
+// name is kept (either form's signature verifies) but counts as one
+// witness (transparency.WitnessIdentity). Its errors wrap ErrPolicy.
 func (p *Policy) AddWitnessKey(key string) error {
 	v, err := transparency.NewWitnessVerifier(key)
 	if err != nil {
@@ -123,6 +125,16 @@ func (p *Policy) AddWitnessKey(key string) error {
 }
 
 func witnessID(v note.Verifier) string { return fmt.Sprintf("%s+%08x", v.Name(), v.KeyHash()) }
+
+// countWitnesses is how many distinct witnesses vs name: one Ed25519 key is
+// one witness, in whichever forms it was given.
+func countWitnesses(vs []note.Verifier) int {
+	ids := map[string]bool{}
+	for _, v := range vs {
+		ids[transparency.WitnessIdentity(v)] = true
+	}
+	return len(ids)
+}
 
 // AddTSARootsPEM trusts every PEM certificate in pemBytes as the root of a
 // timestamp authority. Bytes without one are an ErrPolicy.
@@ -150,11 +162,12 @@ func (p *Policy) Options() (VerifyOptions, error) {
 	if p.MinWitnesses < 0 {
 		return o, policyErrorf("%d required witness cosignatures: want a count, 0 or more", p.MinWitnesses)
 	}
+	n := countWitnesses(p.Witnesses)
 	if p.MinWitnesses == 0 {
-		o.MinWitnesses = len(p.Witnesses)
+		o.MinWitnesses = n
 	}
-	if p.MinWitnesses > len(p.Witnesses) {
-		return o, policyErrorf("%d required witness cosignatures, but only %d witness keys given", p.MinWitnesses, len(p.Witnesses))
+	if p.MinWitnesses > n {
+		return o, policyErrorf("%d required witness cosignatures, but only %d distinct witness keys given", p.MinWitnesses, n)
 	}
 	return o, nil
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
@@ -89,6 +90,25 @@ func NewCosigner(name string, priv ed25519.PrivateKey) (note.Signer, error) {
 	return s, nil
 }
 
+// witnessVerifier is a witness's note verifier with the Ed25519 public key
+// it checks, so that one key counts as one witness whatever name or form
+// (cosignature/v1 or plain Ed25519) it is given in.
+type witnessVerifier struct {
+	note.Verifier
+	pub ed25519.PublicKey
+}
+
+// WitnessIdentity names the witness a verifier checks signatures of: its
+// Ed25519 public key (hex) for a verifier NewWitnessVerifier returned, so
+// the same key given in both of its forms, or under two names, is one
+// witness; name and key hash for any other verifier.
+func WitnessIdentity(v note.Verifier) string {
+	if w, ok := v.(witnessVerifier); ok {
+		return "ed25519:" + hex.EncodeToString(w.pub)
+	}
+	return fmt.Sprintf("%s+%08x", v.Name(), v.KeyHash())
+}
+
 // NewWitnessVerifier parses a witness's verifier key text. A cosignature/v1
 // key (algorithm 0x04) verifies C2SP cosignatures; a plain Ed25519 note key
 // (0x01) verifies plain note signatures, for witnesses that sign that way.
@@ -119,13 +139,13 @@ func NewWitnessVerifier(vkey string) (note.Verifier, error) {
 		if v.KeyHash() != uint32(hash) || v.Name() != name {
 			return nil, fmt.Errorf("witness key %s: %w: the cosignature library reads another key", name, ErrMalformed)
 		}
-		return v, nil
+		return witnessVerifier{v, ed25519.PublicKey(key[1:])}, nil
 	case algEd25519:
 		v, err := note.NewVerifier(vkey) // checks the hash itself
 		if err != nil {
 			return nil, fmt.Errorf("witness key %s: %v: %w", name, err, ErrMalformed)
 		}
-		return v, nil
+		return witnessVerifier{v, ed25519.PublicKey(key[1:])}, nil
 	default:
 		return nil, fmt.Errorf("witness key %s: %w: algorithm 0x%02x (want 0x04, cosignature/v1, or 0x01, Ed25519)", name, ErrMalformed, key[0])
 	}
