@@ -64,6 +64,7 @@ type Log struct {
 	store     Store
 	signer    note.Signer
 	verifier  note.Verifier   // the current key's
+	vkey      string          // its text form (what a witness is given)
 	verifiers []note.Verifier // the current key's, then the earlier keys'
 	origin    string
 	onSign    func(context.Context, *Signed) error
@@ -132,7 +133,11 @@ func Open(ctx context.Context, store Store, priv ed25519.PrivateKey, proposed st
 		}
 		vs = append(vs, ev)
 	}
-	return &Log{store: store, signer: s, verifier: v, verifiers: vs, origin: origin}, nil
+	vkey, err := VerifierKey(origin, pub)
+	if err != nil {
+		return nil, err
+	}
+	return &Log{store: store, signer: s, verifier: v, vkey: vkey, verifiers: vs, origin: origin}, nil
 }
 
 // Origin returns the log's origin.
@@ -141,6 +146,11 @@ func (l *Log) Origin() string { return l.origin }
 // Verifier returns the note verifier of the log's current key, the one
 // that signs new checkpoints.
 func (l *Log) Verifier() note.Verifier { return l.verifier }
+
+// VerifierKey returns the current key's verifier key in its text form
+// (<origin>+<key hash>+<base64 key>), what `amnesia audit log-key` prints
+// and a witness is given.
+func (l *Log) VerifierKey() string { return l.vkey }
 
 // Verifiers returns the note verifiers of every key the log trusts: the
 // current key's first, then those of the earlier keys given to Open.

@@ -50,6 +50,11 @@ var (
 	// ErrWitnessStale: the proof starts from a size other than the one the
 	// witness cosigned last; ask the log for a proof from that size.
 	ErrWitnessStale = errors.New("witness: proof is not from the size the witness cosigned last")
+	// ErrWitnessLogKey: the checkpoint is checked with another log key than
+	// the one the witness used for that log before. A log whose operator
+	// rotated its key is cosigned again only when the witness's operator
+	// accepts the new key (CosignOptions.AcceptLogKeyChange).
+	ErrWitnessLogKey = errors.New("witness: the log key is not the one this witness pinned for the log")
 )
 
 const (
@@ -183,6 +188,11 @@ type WitnessState struct {
 	Checkpoint string `json:"checkpoint"`
 	// CosignedAt is the cosignature's timestamp (RFC 3339, UTC).
 	CosignedAt string `json:"cosigned_at"`
+	// LogKey is the log's verifier key (text form) the checkpoint was
+	// checked with: pinned, so that a later checkpoint checked with another
+	// key is refused unless the witness's operator accepts the change.
+	// Empty in states written before keys were pinned.
+	LogKey string `json:"log_key,omitempty"`
 }
 
 // EncodeWitnessState gives a state its file form: indented JSON and a
@@ -279,31 +289,50 @@ type CosignResult struct {
 	Previous *Checkpoint
 	// CosignedAt is the cosignature's timestamp.
 	CosignedAt time.Time
+	// KeyChanged: the log key differs from the one pinned before, and the
+	// change was accepted (CosignOptions.AcceptLogKeyChange).
+	KeyChanged bool
 }
 
 // FirstSeen reports whether the log was new to the witness: the checkpoint
 // was accepted on trust, with nothing to check it against.
 func (r *CosignResult) FirstSeen() bool { return r.Previous == nil }
 
-// Cosign checks newCheckpoint (a signed note) against the log key and the
+// CosignOptions change what CosignReport accepts.
+type CosignOptions struct {
+	// AcceptLogKeyChange lets the witness cosign a checkpoint checked with
+	// a log key other than the one it pinned for the log (after the log's
+	// operator rotated its key, confirmed out of band); the new key is
+	// pinned. Consistency with the last cosigned tree is still required.
+	AcceptLogKeyChange bool
+}
+
+// Cosign checks newCheckpoint (a signed note) against the log key (its
+// verifier key text, as `amnesia audit log-key` prints it) and the
 // checkpoint the witness cosigned last for that log, and cosigns it: see
 // CosignReport. It returns the note with the cosignature line added.
-func (w *Witness) Cosign(logKey note.Verifier, newCheckpoint []byte, from int64, proof []string) ([]byte, error) {
-	r, err := w.CosignReport(logKey, newCheckpoint, from, proof)
+func (w *Witness) Cosign(logKey string, newCheckpoint []byte, from int64, proof []string) ([]byte, error) {
+	r, err := w.CosignReport(logKey, newCheckpoint, from, proof, CosignOptions{})
 	if err != nil {
 		return nil, err
 	}
 	return r.Note, nil
 }
 
-// CosignReport opens newCheckpoint with the log key. If the witness has
+// CosignReport opens newCheckpoint with the log key (verifier key text),
+// which must be the key the witness pinned for that log when it cosigned it
+// last (ErrWitnessLogKey; see CosignOptions). If the witness has
 // cosigned a checkpoint of that log before, of size N, it requires from == N
 // (ErrWitnessStale), a tree not smaller (ErrWitnessRollback), of the same
 // root if of the same size (ErrWitnessFork), and a consistency proof from N
 // to the new size (ErrWitnessInconsistent). A log the witness has not seen
 // is accepted on trust (FirstSeen). On success it stores the cosigned
 // checkpoint as the log's new state and returns it.
-func (w *Witness) CosignReport(logKey note.Verifier, newCheckpoint []byte, from int64, proof []string) (*CosignResult, error) {
+func (w *Witness) CosignReport(logKeyText string, newCheckpoint []byte, from int64, proof []string, opts CosignOptions) (*CosignResult, error) {
+	logKey, err := note.NewVerifier(logKeyText)
+	if err != nil {
+		return nil, fmt.Errorf("witness: log key: %v: %w", err, ErrMalformed)
+	}
 	s, err := OpenCheckpoint(newCheckpoint, logKey)
 	if err != nil {
 		return nil, fmt.Errorf("witness: %w", err)
@@ -322,6 +351,12 @@ func (w *Witness) CosignReport(logKey note.Verifier, newCheckpoint []byte, from 
 	old, oc, err := w.state(s.Origin)
 	if err != nil {
 		return nil, err
+	}
+	if old != nil && old.LogKey != "" && old.LogKey != logKeyText {
+		if !opts.AcceptLogKeyChange {
+			return nil, fmt.Errorf("%w: log %s was checked with %s, now %s; if its operator rotated the key (confirm out of band), cosign with the change accepted", ErrWitnessLogKey, s.Origin, old.LogKey, logKeyText)
+		}
+		res.KeyChanged = true
 	}
 	if old != nil {
 		switch {
@@ -367,6 +402,7 @@ func (w *Witness) CosignReport(logKey note.Verifier, newCheckpoint []byte, from 
 	st := &WitnessState{
 		Origin: s.Origin, Size: s.Size, RootHash: base64.StdEncoding.EncodeToString(s.Hash[:]),
 		Checkpoint: string(cosigned), CosignedAt: at.UTC().Format(time.RFC3339),
+		LogKey: logKeyText,
 	}
 	if err := writeFileAtomic(w.statePath(s.Origin), mustEncode(st)); err != nil {
 		return nil, fmt.Errorf("witness: save state: %w", err)

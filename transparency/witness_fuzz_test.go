@@ -48,7 +48,7 @@ func FuzzParseWitnessState(f *testing.F) {
 func FuzzWitnessCosign(f *testing.F) {
 	lg := fuzzLog(f)
 	ctx := context.Background()
-	logKey := lg.Verifier()
+	logKey, logKeyText := lg.Verifier(), lg.VerifierKey()
 	origin := lg.Origin()
 	grow := func(to int) *transparency.Signed {
 		n, _ := lg.Size(ctx)
@@ -75,14 +75,14 @@ func FuzzWitnessCosign(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := w.Cosign(logKey, cp3.Raw, 0, nil); err != nil {
+		if _, err := w.Cosign(logKeyText, cp3.Raw, 0, nil); err != nil {
 			t.Fatal(err)
 		}
 		var p []string
 		if proof != "" {
 			p = strings.Split(proof, "\n")
 		}
-		r, err := w.CosignReport(logKey, cp, from, p)
+		r, err := w.CosignReport(logKeyText, cp, from, p, transparency.CosignOptions{})
 		st, serr := w.State(origin)
 		if serr != nil || st == nil {
 			t.Fatalf("state: %+v, %v", st, serr)

@@ -168,7 +168,7 @@ func TestWitnessCosigns(t *testing.T) {
 	both := note.VerifierList(lg.Verifier(), w.Verifier())
 
 	cp3 := grow(t, lg, 3)
-	r, err := w.CosignReport(lg.Verifier(), cp3.Raw, 0, nil)
+	r, err := w.CosignReport(lg.VerifierKey(), cp3.Raw, 0, nil, transparency.CosignOptions{})
 	if err != nil || !r.FirstSeen() || r.Checkpoint.Size != 3 {
 		t.Fatalf("first cosign: %+v, %v", r, err)
 	}
@@ -195,7 +195,7 @@ func TestWitnessCosigns(t *testing.T) {
 
 	// The log grows: cosigned with a proof from 3.
 	cp7 := grow(t, lg, 7)
-	r, err = w.CosignReport(lg.Verifier(), cp7.Raw, 3, consistency(t, lg, 3, 7))
+	r, err = w.CosignReport(lg.VerifierKey(), cp7.Raw, 3, consistency(t, lg, 3, 7), transparency.CosignOptions{})
 	if err != nil || r.FirstSeen() || r.Previous.Size != 3 {
 		t.Fatalf("cosign 3→7: %+v, %v", r, err)
 	}
@@ -204,7 +204,7 @@ func TestWitnessCosigns(t *testing.T) {
 	if err != nil || len(stored.Note.UnverifiedSigs) != 1 {
 		t.Fatalf("add signatures: %v", err)
 	}
-	again, err := w.Cosign(lg.Verifier(), stored.Raw, 7, nil)
+	again, err := w.Cosign(lg.VerifierKey(), stored.Raw, 7, nil)
 	if err != nil {
 		t.Fatalf("cosign the same tree again: %v", err)
 	}
@@ -248,7 +248,7 @@ func TestWitnessCosigns(t *testing.T) {
 		{"not signed by the log key", wrongSigned, 7, consistency(t, lg, 7, 9), transparency.ErrCheckpointSignature},
 		{"garbage", []byte("garbage"), 7, nil, transparency.ErrMalformed},
 	} {
-		_, err := w.Cosign(lg.Verifier(), c.cp, c.from, c.proof)
+		_, err := w.Cosign(lg.VerifierKey(), c.cp, c.from, c.proof)
 		if !errors.Is(err, c.want) {
 			t.Errorf("%s: %v, want %v", c.name, err, c.want)
 		}
@@ -260,7 +260,7 @@ func TestWitnessCosigns(t *testing.T) {
 		t.Fatalf("a refusal changed the state: size %d", st.Size)
 	}
 	// The proof from 7 is accepted after all that.
-	if _, err := w.Cosign(lg.Verifier(), cp9.Raw, 7, consistency(t, lg, 7, 9)); err != nil {
+	if _, err := w.Cosign(lg.VerifierKey(), cp9.Raw, 7, consistency(t, lg, 7, 9)); err != nil {
 		t.Fatalf("cosign 7→9: %v", err)
 	}
 
@@ -269,8 +269,8 @@ func TestWitnessCosigns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first, _ := w.Cosign(lg.Verifier(), cp9.Raw, 9, nil)
-	twice, err := wb.Cosign(lg.Verifier(), first, 0, nil)
+	first, _ := w.Cosign(lg.VerifierKey(), cp9.Raw, 9, nil)
+	twice, err := wb.Cosign(lg.VerifierKey(), first, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +282,7 @@ func TestWitnessCosigns(t *testing.T) {
 	files, _ = filepath.Glob(filepath.Join(dir, "logs", "*.json"))
 	data, _ := os.ReadFile(files[0])
 	os.WriteFile(files[0], bytes.Replace(data, []byte(`"size": 9`), []byte(`"size": 8`), 1), 0o600)
-	if _, err := w.Cosign(lg.Verifier(), cp9.Raw, 9, nil); !errors.Is(err, transparency.ErrMalformed) {
+	if _, err := w.Cosign(lg.VerifierKey(), cp9.Raw, 9, nil); !errors.Is(err, transparency.ErrMalformed) {
 		t.Errorf("edited state: %v", err)
 	}
 }

@@ -40,7 +40,9 @@ and one state file per log; it is the witness's own, never amnesia's state.
   amnesia audit cosign cosigned.cp                        # back on the log's side
 
 The first checkpoint of a log is accepted on trust (nothing to check it
-against); every later one needs a proof from the size last cosigned.
+against), and the log key it was checked with is pinned; every later one
+needs a proof from the size last cosigned, and the same log key unless
+--accept-log-key-change is given (after the log's operator rotated its key).
 A refused checkpoint exits 18 (the log is not consistent with what the
 witness cosigned), a proof from another size than the witness's exits 1.
 
@@ -110,6 +112,7 @@ func newWitnessKeyCommand(dir *string) *cobra.Command {
 
 func newWitnessCosignCommand(dir *string) *cobra.Command {
 	var logKey, in string
+	var acceptKeyChange bool
 	cmd := &cobra.Command{
 		Use:   "cosign --dir <dir> --log-key <key or file> [--in consistency.json]",
 		Short: "Check a log's new checkpoint against the last one cosigned and cosign it; prints the cosigned checkpoint",
@@ -123,7 +126,8 @@ cosignature line added and records it as the log's new state.
 
 Refusals: a smaller tree than the one cosigned, another tree of the same
 size, or a proof that does not verify exit 18; a proof from another size
-than the witness's exits 1 and names the size to ask for.`,
+than the witness's exits 1 and names the size to ask for; a log key other
+than the one pinned for the log exits 1 unless --accept-log-key-change.`,
 		Args: usageArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			d, err := witnessDir(dir)
@@ -133,7 +137,7 @@ than the witness's exits 1 and names the size to ask for.`,
 			if logKey == "" {
 				return withCode(exitUsage, errors.New("--log-key is required: the log's verifier key (amnesia audit log-key)"))
 			}
-			lk, err := parseLogKey(logKey)
+			lk, err := readLogKey(logKey)
 			if err != nil {
 				return withCode(exitUsage, err)
 			}
@@ -154,9 +158,16 @@ than the witness's exits 1 and names the size to ask for.`,
 			if err != nil {
 				return err
 			}
-			res, err := w.CosignReport(lk, []byte(msg.Checkpoint), msg.From, msg.Proof)
+			res, err := w.CosignReport(lk, []byte(msg.Checkpoint), msg.From, msg.Proof, transparency.CosignOptions{AcceptLogKeyChange: acceptKeyChange})
+			if errors.Is(err, transparency.ErrWitnessLogKey) {
+				return fmt.Errorf("%w (--accept-log-key-change)", err)
+			}
 			if err != nil {
 				return err
+			}
+			if res.KeyChanged {
+				fmt.Fprintf(cmd.ErrOrStderr(), "witness %s: log %s: the log key changed; the new key is accepted (--accept-log-key-change) and pinned\n",
+					w.Name(), res.Checkpoint.Origin)
 			}
 			if res.FirstSeen() {
 				fmt.Fprintf(cmd.ErrOrStderr(), "witness %s: first checkpoint seen of log %s (%d leaves): accepted on trust, nothing to check it against\n",
@@ -171,6 +182,7 @@ than the witness's exits 1 and names the size to ask for.`,
 	}
 	cmd.Flags().StringVar(&logKey, "log-key", "", "the log's verifier key (origin+hash+base64, as `amnesia audit log-key` prints), or a file holding it")
 	cmd.Flags().StringVar(&in, "in", "", "the consistency message (JSON from amnesia audit consistency); default stdin")
+	cmd.Flags().BoolVar(&acceptKeyChange, "accept-log-key-change", false, "cosign although the log key differs from the one pinned for this log (after the log's operator rotated its key; confirm the new key out of band first)")
 	return cmd
 }
 
@@ -195,20 +207,20 @@ func readConsistencyMessage(r io.Reader) (*ConsistencyMessage, error) {
 	return &m, nil
 }
 
-// parseLogKey reads the log's verifier key (a plain Ed25519 signed-note key
-// named by the log's origin) given inline or as a file.
-func parseLogKey(s string) (note.Verifier, error) {
+// readLogKey reads the log's verifier key (a plain Ed25519 signed-note key
+// named by the log's origin) given inline or as a file, and returns its
+// text once checked.
+func readLogKey(s string) (string, error) {
 	key := s
 	if !strings.Contains(s, "+") {
 		b, err := os.ReadFile(s)
 		if err != nil {
-			return nil, fmt.Errorf("log key %s: %w", s, err)
+			return "", fmt.Errorf("log key %s: %w", s, err)
 		}
 		key = strings.TrimSpace(string(b))
 	}
-	v, err := note.NewVerifier(key)
-	if err != nil {
-		return nil, fmt.Errorf("log key: %v (want the text amnesia audit log-key prints)", err)
+	if _, err := note.NewVerifier(key); err != nil {
+		return "", fmt.Errorf("log key: %v (want the text amnesia audit log-key prints)", err)
 	}
-	return v, nil
+	return key, nil
 }
