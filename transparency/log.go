@@ -243,23 +243,28 @@ func (l *Log) AddSignatures(ctx context.Context, signed []byte) (*Signed, error)
 	if err != nil {
 		return nil, err
 	}
-	raw, err := l.store.Checkpoint(ctx, s.Size)
-	if err != nil {
+	// Read, merge and write in one step: two witnesses' cosignatures stored
+	// at once are both kept (the store serialises the update).
+	var merged []byte
+	err = l.store.UpdateCheckpoint(ctx, s.Size, func(raw []byte) ([]byte, error) {
+		old, err := OpenCheckpoint(raw, l.verifiers...)
+		if err != nil {
+			return nil, fmt.Errorf("add signatures: stored checkpoint: %w", err)
+		}
+		if old.Note.Text != s.Note.Text {
+			return nil, fmt.Errorf("add signatures: %w: the checkpoint of size %d differs from the log's", ErrProof, s.Size)
+		}
+		// Keep every signature line the stored one had, then add the new ones.
+		merged = mergeSignatures(raw, signed)
+		if _, err := OpenCheckpoint(merged, l.verifiers...); err != nil {
+			return nil, err
+		}
+		return merged, nil
+	})
+	if errors.Is(err, ErrNoCheckpoint) {
 		return nil, fmt.Errorf("add signatures: the log has no checkpoint of size %d: %w", s.Size, err)
 	}
-	old, err := OpenCheckpoint(raw, l.verifiers...)
 	if err != nil {
-		return nil, fmt.Errorf("add signatures: stored checkpoint: %w", err)
-	}
-	if old.Note.Text != s.Note.Text {
-		return nil, fmt.Errorf("add signatures: %w: the checkpoint of size %d differs from the log's", ErrProof, s.Size)
-	}
-	// Keep every signature line the stored one had, then add the new ones.
-	merged := mergeSignatures(raw, signed)
-	if _, err := OpenCheckpoint(merged, l.verifiers...); err != nil {
-		return nil, err
-	}
-	if err := l.store.SaveCheckpoint(ctx, s.Size, merged); err != nil {
 		return nil, err
 	}
 	return OpenCheckpoint(merged, l.verifiers...)

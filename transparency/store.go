@@ -45,6 +45,12 @@ type StoreWriter interface {
 	// tree at size; a later save for the same size replaces it only to add
 	// signatures (cosignatures, a timestamp): the caller checks that.
 	SaveCheckpoint(ctx context.Context, size int64, note []byte) error
+	// UpdateCheckpoint replaces the checkpoint stored for size with what fn
+	// returns given the stored one, atomically: no other write to that
+	// checkpoint comes between the read and the write, so two witnesses'
+	// cosignatures added at once are both kept. ErrNoCheckpoint if none is
+	// stored for size; an error from fn leaves the stored one as it was.
+	UpdateCheckpoint(ctx context.Context, size int64, fn func(stored []byte) ([]byte, error)) error
 	// SaveTimestamp stores an RFC 3161 token obtained over the checkpoint
 	// of size (its leaf, AnchorLeaf, is appended by the caller).
 	SaveTimestamp(ctx context.Context, size int64, token []byte) error

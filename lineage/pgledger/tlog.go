@@ -177,6 +177,27 @@ func (l *Ledger) SaveCheckpoint(ctx context.Context, size int64, note []byte) er
 	})
 }
 
+// UpdateCheckpoint implements transparency.Store: the row is read FOR
+// UPDATE and written in the same transaction.
+func (l *Ledger) UpdateCheckpoint(ctx context.Context, size int64, fn func([]byte) ([]byte, error)) error {
+	return l.inTx(ctx, "update checkpoint", false, func(tx pgx.Tx) error {
+		var old []byte
+		err := tx.QueryRow(ctx, `SELECT note FROM tlog_checkpoints WHERE size = $1 FOR UPDATE`, size).Scan(&old)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return transparency.ErrNoCheckpoint
+		}
+		if err != nil {
+			return err
+		}
+		b, err := fn(old)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE tlog_checkpoints SET note = $1 WHERE size = $2`, b, size)
+		return err
+	})
+}
+
 // Checkpoint implements transparency.Store.
 func (l *Ledger) Checkpoint(ctx context.Context, size int64) ([]byte, error) {
 	var b []byte

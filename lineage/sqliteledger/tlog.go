@@ -181,6 +181,27 @@ func (l *Ledger) SaveCheckpoint(ctx context.Context, size int64, note []byte) er
 	})
 }
 
+// UpdateCheckpoint implements transparency.Store: the read and the write
+// are one IMMEDIATE transaction, so no other writer comes between them.
+func (l *Ledger) UpdateCheckpoint(ctx context.Context, size int64, fn func([]byte) ([]byte, error)) error {
+	return l.inTx(ctx, "update checkpoint", func(tx *sql.Tx) error {
+		var old []byte
+		err := tx.QueryRowContext(ctx, `SELECT note FROM tlog_checkpoints WHERE size = ?`, size).Scan(&old)
+		if errors.Is(err, sql.ErrNoRows) {
+			return transparency.ErrNoCheckpoint
+		}
+		if err != nil {
+			return err
+		}
+		b, err := fn(old)
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE tlog_checkpoints SET note = ? WHERE size = ?`, b, size)
+		return err
+	})
+}
+
 // Checkpoint implements transparency.Store.
 func (l *Ledger) Checkpoint(ctx context.Context, size int64) ([]byte, error) {
 	var b []byte

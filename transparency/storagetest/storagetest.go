@@ -38,6 +38,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("OriginFixedOnFirstUse", func(t *testing.T) { testOrigin(t, open(t)) })
 	t.Run("Checkpoints", func(t *testing.T) { testCheckpoints(t, open(t)) })
 	t.Run("Timestamps", func(t *testing.T) { testTimestamps(t, open(t)) })
+	t.Run("UpdateCheckpoint", func(t *testing.T) { s := open(t); testUpdateCheckpoint(t, s, s) })
 	t.Run("ConcurrentAppends", func(t *testing.T) { s := open(t); testConcurrent(t, s, s) })
 	t.Run("Log", func(t *testing.T) { testLog(t, open(t)) })
 }
@@ -45,6 +46,7 @@ func Run(t *testing.T, open Opener) {
 // RunShared runs the checks that need two handles on one store.
 func RunShared(t *testing.T, open PairOpener) {
 	t.Run("ConcurrentAppendsOneLog", func(t *testing.T) { a, b := open(t); testConcurrent(t, a, b) })
+	t.Run("UpdateCheckpointTwoHandles", func(t *testing.T) { a, b := open(t); testUpdateCheckpoint(t, a, b) })
 	t.Run("CheckpointVisibleToTheOther", func(t *testing.T) {
 		a, b := open(t)
 		ctx := context.Background()
@@ -62,6 +64,56 @@ func RunShared(t *testing.T, open PairOpener) {
 			t.Errorf("the other handle's origin = %q, %v; want first", o, err)
 		}
 	})
+}
+
+// testUpdateCheckpoint: an update reads and writes in one step, so updates
+// made at once from two handles (two witnesses' cosignatures stored by two
+// processes) are all kept; a failed update changes nothing; a size without
+// a checkpoint is ErrNoCheckpoint.
+func testUpdateCheckpoint(t *testing.T, a, b transparency.Store) {
+	ctx := context.Background()
+	appendLeaves(t, a, 0, 3)
+	if err := b.UpdateCheckpoint(ctx, 3, func(old []byte) ([]byte, error) { return old, nil }); !errors.Is(err, transparency.ErrNoCheckpoint) {
+		t.Fatalf("update of a missing checkpoint: %v, want ErrNoCheckpoint", err)
+	}
+	if err := a.SaveCheckpoint(ctx, 3, []byte("cp3\n")); err != nil {
+		t.Fatal(err)
+	}
+	const n = 16
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func(s transparency.Store) {
+			defer wg.Done()
+			errs <- s.UpdateCheckpoint(ctx, 3, func(old []byte) ([]byte, error) {
+				return append(bytes.Clone(old), fmt.Sprintf("sig %02d\n", i)...), nil
+			})
+		}(map[bool]transparency.Store{true: a, false: b}[i%2 == 0])
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := b.Checkpoint(ctx, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if !bytes.Contains(got, fmt.Appendf(nil, "sig %02d\n", i)) {
+			t.Errorf("update %d lost: %q", i, got)
+		}
+	}
+	boom := errors.New("refused")
+	if err := a.UpdateCheckpoint(ctx, 3, func([]byte) ([]byte, error) { return nil, boom }); !errors.Is(err, boom) {
+		t.Errorf("a failing update: %v, want its error", err)
+	}
+	if again, _ := a.Checkpoint(ctx, 3); !bytes.Equal(again, got) {
+		t.Errorf("a failed update changed the checkpoint: %q", again)
+	}
 }
 
 func leaf(i int) []byte { return []byte(fmt.Sprintf("amnesia/test/v1\nleaf %04d\n", i)) }
