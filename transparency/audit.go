@@ -1,8 +1,15 @@
 package transparency
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -13,6 +20,7 @@ type Report struct {
 	Root        tlog.Hash      // tree hash recomputed from the leaves
 	Kinds       map[string]int // leaves per kind line
 	Checkpoints int            // stored checkpoints checked
+	Timestamps  int            // stored RFC 3161 tokens matched to their anchor leaves
 	Since       *Checkpoint    // the saved checkpoint proven consistent, if any
 }
 
@@ -56,6 +64,8 @@ func (l *Log) Audit(ctx context.Context, since []byte) (*Report, error) {
 	})
 	rep := &Report{Size: n, Kinds: map[string]int{}}
 	roots := map[int64]tlog.Hash{}
+	// anchors: the token digest each anchor leaf names, by checkpoint size.
+	anchors := map[int64][]string{}
 	for from := int64(0); from < n; {
 		to := min(n, from+4096)
 		leaves, err := l.store.LogLeaves(ctx, from, to)
@@ -70,6 +80,9 @@ func (l *Log) Audit(ctx context.Context, since []byte) (*Report, error) {
 			}
 			mem = append(mem, hs...)
 			rep.Kinds[LeafKind(leaf)]++
+			if size, digest, ok := parseAnchorLeaf(leaf); ok {
+				anchors[size] = append(anchors[size], digest)
+			}
 		}
 		from = to
 	}
@@ -105,6 +118,7 @@ func (l *Log) Audit(ctx context.Context, since []byte) (*Report, error) {
 		roots[size] = h
 		return h, err
 	}
+	sizes := map[int64]bool{}
 	for _, raw := range cps {
 		s, err := OpenCheckpoint(raw, l.verifiers...)
 		if err != nil {
@@ -120,7 +134,42 @@ func (l *Log) Audit(ctx context.Context, since []byte) (*Report, error) {
 		if h != s.Hash {
 			return nil, fmt.Errorf("audit: %w: the stored checkpoint of size %d does not match the leaves", ErrProof, s.Size)
 		}
+		// The row's size is the note's: one checkpoint per size, found under
+		// its own size (what prove and verify look it up by).
+		if sizes[s.Size] {
+			return nil, fmt.Errorf("audit: %w: two stored checkpoints are of %d leaves (a checkpoint row was relabelled)", ErrProof, s.Size)
+		}
+		sizes[s.Size] = true
+		if byLookup, err := l.store.Checkpoint(ctx, s.Size); err != nil || !bytes.Equal(byLookup, raw) {
+			return nil, fmt.Errorf("audit: %w: the checkpoint of %d leaves is not stored under its size (a checkpoint row was relabelled)", ErrProof, s.Size)
+		}
 		rep.Checkpoints++
+	}
+	// RFC 3161 tokens: each anchor leaf names the digest of the token
+	// stored for its checkpoint, and each checkpoint with a stored token
+	// has its anchor leaf. The token's signature is checked by verify (with
+	// the TSA's root), not here.
+	for size := range sizes {
+		tok, err := l.store.Timestamp(ctx, size)
+		if errors.Is(err, ErrNoCheckpoint) {
+			if len(anchors[size]) > 0 {
+				return nil, fmt.Errorf("audit: %w: an anchor leaf names a timestamp of the checkpoint of %d leaves, and none is stored", ErrProof, size)
+			}
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		sum := sha256.Sum256(tok)
+		if !slices.Contains(anchors[size], hex.EncodeToString(sum[:])) {
+			return nil, fmt.Errorf("audit: %w: the timestamp stored for the checkpoint of %d leaves is not the one an anchor leaf names, or no anchor leaf names one (a token replaced, or an anchoring interrupted before its leaf was appended: amnesia anchor appends a new one)", ErrProof, size)
+		}
+		rep.Timestamps++
+	}
+	for size := range anchors {
+		if !sizes[size] {
+			return nil, fmt.Errorf("audit: %w: an anchor leaf names the checkpoint of %d leaves, which is not stored", ErrProof, size)
+		}
 	}
 	if saved != nil {
 		if saved.Origin != l.origin {
@@ -147,4 +196,18 @@ func (l *Log) Audit(ctx context.Context, since []byte) (*Report, error) {
 		rep.Since = &saved.Checkpoint
 	}
 	return rep, nil
+}
+
+// parseAnchorLeaf reads an anchor leaf (AnchorLeaf): the checkpoint size and
+// the token's SHA-256, hex. ok is false for any other leaf.
+func parseAnchorLeaf(leaf []byte) (size int64, digest string, ok bool) {
+	f := strings.Split(strings.TrimSuffix(string(leaf), "\n"), "\n")
+	if len(f) != 3 || f[0] != anchorLeafV1 {
+		return 0, "", false
+	}
+	size, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil || size < 0 || len(f[2]) != 64 {
+		return 0, "", false
+	}
+	return size, f[2], true
 }

@@ -126,8 +126,8 @@ current tree consistent with it: a truncated or rewritten log fails (exit 18).
 				return err
 			}
 			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "OK log %s: %d leaves recompute to root %s; %d stored checkpoint(s) signed and matching\n",
-				lg.Origin(), rep.Size, base64.StdEncoding.EncodeToString(rep.Root[:]), rep.Checkpoints)
+			fmt.Fprintf(w, "OK log %s: %d leaves recompute to root %s; %d stored checkpoint(s) signed and matching; %d timestamp token(s) matching their anchor leaves\n",
+				lg.Origin(), rep.Size, base64.StdEncoding.EncodeToString(rep.Root[:]), rep.Checkpoints, rep.Timestamps)
 			kinds := make([]string, 0, len(rep.Kinds))
 			for k := range rep.Kinds {
 				kinds = append(kinds, k)
