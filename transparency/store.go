@@ -106,3 +106,22 @@ func HashFromBytes(b []byte) (tlog.Hash, error) {
 	copy(h[:], b)
 	return h, nil
 }
+
+// HashesInOrder returns the hashes of ids, in the order of ids, from got
+// (stored hash bytes by storage index, as a store read them): a missing or
+// malformed one is ErrLogCorrupt. The ledger backends' ReadHashes share it.
+func HashesInOrder(ids []int64, got map[int64][]byte) ([]tlog.Hash, error) {
+	out := make([]tlog.Hash, len(ids))
+	for i, id := range ids {
+		b, ok := got[id]
+		if !ok {
+			return nil, fmt.Errorf("%w: stored hash %d is missing", ErrLogCorrupt, id)
+		}
+		h, err := HashFromBytes(b)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = h
+	}
+	return out, nil
+}

@@ -91,19 +91,7 @@ func pgHashes(ctx context.Context, q pgQuerier, ids []int64) ([]tlog.Hash, error
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	out := make([]tlog.Hash, len(ids))
-	for i, id := range ids {
-		b, ok := got[id]
-		if !ok {
-			return nil, fmt.Errorf("%w: stored hash %d is missing", transparency.ErrLogCorrupt, id)
-		}
-		h, err := transparency.HashFromBytes(b)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = h
-	}
-	return out, nil
+	return transparency.HashesInOrder(ids, got)
 }
 
 // ReadHashes implements transparency.Store.

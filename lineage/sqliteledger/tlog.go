@@ -103,17 +103,11 @@ func sqliteHashes(ctx context.Context, q sqlQuerier, ids []int64) ([]tlog.Hash, 
 		if err := rows.Err(); err != nil {
 			return nil, err
 		}
-		for i, id := range chunk {
-			b, ok := got[id]
-			if !ok {
-				return nil, fmt.Errorf("%w: stored hash %d is missing", transparency.ErrLogCorrupt, id)
-			}
-			h, err := transparency.HashFromBytes(b)
-			if err != nil {
-				return nil, err
-			}
-			out[start+i] = h
+		hs, err := transparency.HashesInOrder(chunk, got)
+		if err != nil {
+			return nil, err
 		}
+		copy(out[start:], hs)
 	}
 	return out, nil
 }
