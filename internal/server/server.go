@@ -231,12 +231,20 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 			tokenID, rateKey = p.TokenID, "tok:"+p.TokenID
 			ctx = context.WithValue(ctx, principalKey, p)
 		}
-		if strings.HasPrefix(r.URL.Path, "/v1/") && !s.limiter.allow(rateKey, time.Now()) {
+		if rateLimited(r.URL.Path) && !s.limiter.allow(rateKey, time.Now()) {
 			writeRateLimited(sw)
 			return
 		}
 		next.ServeHTTP(sw, r.WithContext(ctx))
 	})
+}
+
+// rateLimited: the API (per token, or per client address before a token is
+// known), and MCP and the web page's login and calls (per client address:
+// they check their own tokens and sessions after this). Health, readiness,
+// metrics and the page's static files are not limited.
+func rateLimited(p string) bool {
+	return strings.HasPrefix(p, "/v1/") || p == "/mcp" || strings.HasPrefix(p, "/mcp/") || strings.HasPrefix(p, "/ui/")
 }
 
 func clientIP(r *http.Request) string {

@@ -392,3 +392,44 @@ func TestOpsEndpoints(t *testing.T) {
 		}
 	}
 }
+
+// MCP and the web page's login are rate-limited per client address like the
+// API: a client hammering /ui/login or /mcp with guesses is slowed down,
+// health checks are not.
+func TestRateLimitCoversMCPAndLogin(t *testing.T) {
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusUnauthorized) })
+	srv, err := server.New(server.Options{Service: newEnv(t, 1000).svc, Registry: prometheus.NewRegistry(), Rate: 3,
+		Mounts: map[string]http.Handler{"/mcp": ok, "/ui/": ok}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	defer hs.Close()
+	for _, c := range []struct{ method, path string }{{"POST", "/ui/login"}, {"POST", "/mcp"}} {
+		limited := 0
+		for range 10 {
+			req, _ := http.NewRequest(c.method, hs.URL+c.path, strings.NewReader("{}"))
+			r, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Body.Close()
+			if r.StatusCode == http.StatusTooManyRequests {
+				limited++
+			}
+		}
+		if limited == 0 {
+			t.Errorf("%s %s: 10 calls at 3/s, none limited", c.method, c.path)
+		}
+	}
+	for range 10 {
+		r, err := http.Get(hs.URL + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Body.Close()
+		if r.StatusCode == http.StatusTooManyRequests {
+			t.Fatal("/healthz is rate-limited")
+		}
+	}
+}
