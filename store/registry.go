@@ -63,6 +63,13 @@ type Adapter struct {
 	// Location names where a configured server store is, for people (e.g.
 	// host:port/database and table), never credentials; it may be nil.
 	Location func(Config) string
+	// List enumerates the configured store's records read-only (see
+	// store.List); nil when the type cannot.
+	List func(ctx context.Context, c Config, fn func(Listed) error) error
+	// Proof says, without connecting, the strongest verification level an
+	// erasure from c can reach ("physical" or "logical") and why, in one
+	// line; nil when the adapter does not say.
+	Proof func(c Config) (level, why string)
 }
 
 var (
@@ -93,6 +100,23 @@ func Validate(c Config) error {
 		return a.Validate(c)
 	}
 	return nil
+}
+
+func adapter(typ string) (Adapter, bool) {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	a, ok := openers[typ]
+	return a, ok
+}
+
+// Proof returns the strongest verification level an erasure from c can
+// reach and why (Adapter.Proof); "unknown" when the adapter does not say.
+func Proof(c Config) (level, why string) {
+	a, ok := adapter(c.Type)
+	if !ok || a.Proof == nil {
+		return "unknown", "the adapter does not say"
+	}
+	return a.Proof(c)
 }
 
 // Location returns where c's store is, as its adapter type names it (see

@@ -61,6 +61,7 @@ level each store permits, and issues a signed certificate anyone can verify offl
 	cmd.AddCommand(
 		newInitCommand(g),
 		newCheckCommand(g),
+		newScanCommand(g),
 		newTraceCommand(g),
 		newForgetCommand(g),
 		newEraseCommand(g),

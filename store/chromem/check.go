@@ -2,7 +2,9 @@ package chromem
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 
@@ -65,5 +67,41 @@ func init() {
 			}
 			return nil
 		},
+		List: list,
+		Proof: func(store.Config) (string, string) {
+			return "physical", "the collection's document files are read byte by byte (gzip mode decompressed); chromem-go keeps documents in a running application's memory until it reloads"
+		},
 	})
+}
+
+// list enumerates the collection's documents (store.List): metadata as
+// fields ("subject" included), content and the embedding's float32 bytes as
+// content. Opening reads the DB directory; it writes nothing.
+func list(ctx context.Context, c store.Config, fn func(store.Listed) error) error {
+	s, err := Open(ctx, c.Name, c.Path, c.Collection, c.Compress, false)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	rs, err := s.all(ctx)
+	if err != nil {
+		return err
+	}
+	for _, r := range rs {
+		f := map[string]string{}
+		for k, v := range r.Metadata {
+			f[k] = v
+		}
+		if r.Subject != "" {
+			f["subject"] = r.Subject
+		}
+		content := []byte(r.Content)
+		for _, x := range r.Embedding {
+			content = binary.LittleEndian.AppendUint32(content, math.Float32bits(x))
+		}
+		if err := fn(store.Listed{Key: r.ID, Fields: f, Content: content}); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -561,6 +561,10 @@ func init() {
 			o := optionsOf(c)
 			return o.validate()
 		},
+		List: list,
+		Proof: func(store.Config) (string, string) {
+			return "physical", "the file is rewritten without the rows and read byte by byte, with its temporary files"
+		},
 	})
 }
 

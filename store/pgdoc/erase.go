@@ -123,6 +123,15 @@ func init() {
 		},
 		Validate: validate,
 		Location: pg.Location,
+		Proof: pg.Proof,
+		List: func(ctx context.Context, c store.Config, fn func(store.Listed) error) error {
+			s, err := Open(ctx, c, false)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			return pg.List(ctx, s.db, s.tbl, s.m, "", fn)
+		},
 	})
 }
 

@@ -311,5 +311,15 @@ func init() {
 			m := defaultMapping()
 			return m.Apply(c.Mapping)
 		},
+		List: func(ctx context.Context, c store.Config, fn func(store.Listed) error) error {
+			m := defaultMapping()
+			if err := m.Apply(c.Mapping); err != nil {
+				return err
+			}
+			return sqlitex.ListTable(ctx, c.Path, m.Table, m.Key, m.Content, fn)
+		},
+		Proof: func(store.Config) (string, string) {
+			return "physical", "the database file and its -wal, -journal and -shm files are read byte by byte after reclaim (secure_delete, VACUUM, WAL truncation)"
+		},
 	})
 }

@@ -311,5 +311,11 @@ func init() {
 			}
 			return nil
 		},
+		List: func(ctx context.Context, c store.Config, fn func(store.Listed) error) error {
+			return sqlitex.ListTable(ctx, c.Path, "vectors", "id", []string{"embedding"}, fn)
+		},
+		Proof: func(store.Config) (string, string) {
+			return "physical", "the database file and its -wal, -journal and -shm files are read byte by byte after reclaim (secure_delete, VACUUM, WAL truncation)"
+		},
 	})
 }
