@@ -141,8 +141,8 @@ func errorLine(err error) string {
 
 // fileState is what a census compares of one file.
 type fileState struct {
-	size    int64
-	sum     [32]byte
+	size int64
+	sum  [32]byte
 }
 
 // snapshot reads the files a file-based store keeps (its path, a file or a

@@ -17,10 +17,10 @@ import (
 	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/lineage/sqliteledger"
 	"github.com/amnesia-dev/amnesia/store"
-	"github.com/amnesia-dev/amnesia/subject"
 	_ "github.com/amnesia-dev/amnesia/store/file"
 	_ "github.com/amnesia-dev/amnesia/store/pgvector"
 	_ "github.com/amnesia-dev/amnesia/store/sqlitedoc"
+	"github.com/amnesia-dev/amnesia/subject"
 )
 
 // Planted personal data: none of it may appear in a report.

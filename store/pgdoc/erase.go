@@ -123,7 +123,7 @@ func init() {
 		},
 		Validate: validate,
 		Location: pg.Location,
-		Proof: pg.Proof,
+		Proof:    pg.Proof,
 		List: func(ctx context.Context, c store.Config, fn func(store.Listed) error) error {
 			s, err := Open(ctx, c, false)
 			if err != nil {
