@@ -44,6 +44,9 @@ func checkStatement(st *Statement, keyID string) error {
 	}
 
 	for i, a := range p.Artifacts {
+		if a.Via != "" && a.Via != ViaReconcile {
+			return fmt.Errorf("predicate.artifacts[%d].via is not %q", i, ViaReconcile)
+		}
 		switch a.Outcome {
 		case Verified:
 			if a.Level != LevelPhysical && a.Level != LevelLogical {

@@ -111,7 +111,15 @@ type Artifact struct {
 	Reason      string       `json:"reason,omitempty"`
 	Method      string       `json:"method"`
 	Measurement *Measurement `json:"measurement,omitempty"`
+	// Via says how lineage learned of the record when it was not captured
+	// as it was written: "reconcile" (amnesia reconcile found it through a
+	// field holding the subject's identifier and an operator adopted it).
+	// Absent for captured records.
+	Via string `json:"via,omitempty"`
 }
+
+// ViaReconcile is Artifact.Via for a record adopted by amnesia reconcile.
+const ViaReconcile = "reconcile"
 
 // Measurement is what was measured for one artifact.
 type Measurement struct {

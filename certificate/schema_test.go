@@ -42,6 +42,7 @@ func TestSchemaChecks(t *testing.T) {
 		{"valid_until", func(st *Statement) { st.Predicate.ValidUntil = "" }, "valid_until is not an RFC 3339"},
 		{"window empty", func(st *Statement) { st.Predicate.ValidUntil = st.Predicate.IssuedAt }, "not after"},
 		{"window reversed", func(st *Statement) { st.Predicate.ValidUntil = "2024-03-01T12:00:00Z" }, "not after"},
+		{"via unknown", func(st *Statement) { st.Predicate.Artifacts[0].Via = "guess" }, "artifacts[0].via"},
 		{"outcome unknown", func(st *Statement) { st.Predicate.Artifacts[0].Outcome = "DELETED" }, "artifacts[0].outcome"},
 		{"outcome case", func(st *Statement) { st.Predicate.Artifacts[1].Outcome = "verified" }, "artifacts[1].outcome"},
 		{"verified no level", func(st *Statement) { st.Predicate.Artifacts[0].Level = "" }, "artifacts[0].level"},

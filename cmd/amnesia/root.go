@@ -62,6 +62,7 @@ level each store permits, and issues a signed certificate anyone can verify offl
 		newInitCommand(g),
 		newCheckCommand(g),
 		newScanCommand(g),
+		newReconcileCommand(g),
 		newTraceCommand(g),
 		newForgetCommand(g),
 		newEraseCommand(g),

@@ -45,6 +45,9 @@ func (r *runner) decide(ctx context.Context, res *results) (*certificate.Predica
 		p.Artifacts = append(p.Artifacts, c)
 		marks = append(marks, lineage.ErasureMark{Artifact: a.ID, Erasure: r.id, Outcome: c.Outcome})
 	}
+	if err := r.markAdopted(ctx, p.Artifacts); err != nil {
+		return nil, err
+	}
 	for _, a := range t.Mentions {
 		c := certificate.Artifact{ID: a.ID, Kind: string(a.Kind), Store: a.Store, Outcome: certificate.NeedsHuman,
 			Reason: "holds data about this subject but belongs to " + a.Owner + "; a person must decide what to redact", Method: "not deleted: third-party mention"}
@@ -82,6 +85,29 @@ func (r *runner) decide(ctx context.Context, res *results) (*certificate.Predica
 		return nil, err
 	}
 	return p, nil
+}
+
+// markAdopted sets Via on the artifacts that lineage adopted rather than
+// captured (amnesia reconcile), when the ledger keeps adoptions.
+func (r *runner) markAdopted(ctx context.Context, arts []certificate.Artifact) error {
+	ad, ok := r.Ledger.(lineage.Adopter)
+	if !ok || len(arts) == 0 {
+		return nil
+	}
+	ids := make([]string, len(arts))
+	for i, a := range arts {
+		ids[i] = a.ID
+	}
+	via, err := ad.AdoptedVia(ctx, ids)
+	if err != nil {
+		return fmt.Errorf("read adoptions: %w", err)
+	}
+	for i := range arts {
+		if v := via[arts[i].ID]; v == lineage.ViaReconcile {
+			arts[i].Via = certificate.ViaReconcile
+		}
+	}
+	return nil
 }
 
 func (r *runner) outcome(a lineage.TraceArtifact, res *results) certificate.Artifact {
