@@ -135,7 +135,7 @@ func (l *Ledger) initSchema(ctx context.Context, create bool) error {
 			if _, err := tx.Exec(ctx, `INSERT INTO meta (k, v) VALUES ('schema', $1)`, lineage.SchemaVersion); err != nil {
 				return err
 			}
-			_, err := tx.Exec(ctx, pgLogSchema+pgRequestsSchema+pgAdoptSchema)
+			_, err := tx.Exec(ctx, pgLogSchema+pgRequestsSchema+pgAdoptSchema+pgKeysSchema)
 			return err
 		}
 		var v string
@@ -145,7 +145,7 @@ func (l *Ledger) initSchema(ctx context.Context, create bool) error {
 		if v != lineage.SchemaVersion {
 			return fmt.Errorf("schema %q, this amnesia reads %q", v, lineage.SchemaVersion)
 		}
-		_, err := tx.Exec(ctx, pgLogSchema+pgRequestsSchema+pgAdoptSchema)
+		_, err := tx.Exec(ctx, pgLogSchema+pgRequestsSchema+pgAdoptSchema+pgKeysSchema)
 		return err
 	})
 }

@@ -154,7 +154,7 @@ func open(ctx context.Context, path string, create bool) (*Ledger, error) {
 			return nil, fmt.Errorf("open ledger: %w: %s holds no amnesia ledger tables", lineage.ErrNoLedger, path)
 		}
 	}
-	if _, err := db.ExecContext(ctx, sqliteSchema+sqliteQueueSchema+sqliteLogSchema+sqliteRequestsSchema+sqliteAdoptSchema); err != nil {
+	if _, err := db.ExecContext(ctx, sqliteSchema+sqliteQueueSchema+sqliteLogSchema+sqliteRequestsSchema+sqliteAdoptSchema+sqliteKeysSchema); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open ledger %s: %w", path, err)
 	}
