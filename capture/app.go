@@ -9,6 +9,7 @@ import (
 
 	"github.com/amnesia-dev/amnesia/internal/state"
 	"github.com/amnesia-dev/amnesia/lineage"
+	"github.com/amnesia-dev/amnesia/shred"
 	"github.com/amnesia-dev/amnesia/store"
 )
 
@@ -36,7 +37,16 @@ var errClosed = errors.New("capture: the App is closed")
 // Option changes how Open opens an installation.
 type Option func(*openOptions)
 
-type openOptions struct{ scope string }
+type openOptions struct {
+	scope string
+	seal  bool
+}
+
+// WithSealing turns crypto-shredding on (Recorder.SealContent): the App's
+// wrappers encrypt content fields with their subject's data key, wrapped by
+// the installation's master key (<state>/master.key, created on first use),
+// and an erasure destroys the subject's key. See docs/crypto-shredding.md.
+func WithSealing() Option { return func(o *openOptions) { o.seal = true } }
 
 // WithScope records and erases in scope (a tenant) instead of the scope
 // amnesia.yaml configures.
@@ -66,6 +76,16 @@ func Open(ctx context.Context, stateDir string, opts ...Option) (*App, error) {
 		return nil, fmt.Errorf("capture: open ledger: %w", err)
 	}
 	rec := New(l, dir.Keyer, scope)
+	if o.seal {
+		w, err := shred.LoadOrCreateLocal(dir.MasterKeyPath())
+		if err == nil {
+			err = rec.SealContent(w)
+		}
+		if err != nil {
+			l.Close()
+			return nil, fmt.Errorf("capture: %w", err)
+		}
+	}
 	// An embedding finds its chunk in any configured document store,
 	// whether or not the application opened it.
 	for _, sc := range dir.Config.Stores {

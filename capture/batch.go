@@ -42,6 +42,7 @@ func (d *Docs) PutBatch(ctx context.Context, docs []Doc, v *Vectors, vecs []Vect
 	arts := make([]lineage.Artifact, 0, len(docs)+len(vecs))
 	var mentions []lineage.Mention
 	recs := make([]Record, len(docs))
+	var sealed []string // artifacts whose content is written sealed
 	for i, doc := range docs {
 		kind, err := docKind(doc.Kind)
 		if err != nil {
@@ -68,7 +69,14 @@ func (d *Docs) PutBatch(ctx context.Context, docs []Doc, v *Vectors, vecs []Vect
 		}
 		arts = append(arts, a)
 		batch[[2]string{d.name, doc.ID}] = &a
-		rec.Subject = owner.String()
+		text, isSealed, err := r.seal(ctx, owner, d.name, doc.ID, "text", doc.Text)
+		if err != nil {
+			return err
+		}
+		if isSealed {
+			sealed = append(sealed, a.ID)
+		}
+		rec.Subject, rec.Text = owner.String(), text
 		recs[i] = rec
 	}
 	vrecs := make([]VectorRecord, len(vecs))
@@ -90,13 +98,24 @@ func (d *Docs) PutBatch(ctx context.Context, docs []Doc, v *Vectors, vecs []Vect
 			if err := r.checkKeys(vec.ID, vec.Of, vec.Subject, owner, nil); err != nil {
 				return fmt.Errorf("capture embedding: %w", err)
 			}
-			arts = append(arts, r.artifact(owner, lineage.KindEmbedding, v.name, vec.ID, store.Float32LE(vec.Embedding), parent))
-			rec.Subject = owner.String()
+			va := r.artifact(owner, lineage.KindEmbedding, v.name, vec.ID, store.Float32LE(vec.Embedding), parent)
+			arts = append(arts, va)
+			content, isSealed, err := r.seal(ctx, owner, v.name, vec.ID, "content", vec.Content)
+			if err != nil {
+				return err
+			}
+			if isSealed {
+				sealed = append(sealed, va.ID)
+			}
+			rec.Subject, rec.Content = owner.String(), content
 			vrecs[i] = rec
 		}
 	}
 	if err := lineage.RecordAll(ctx, r.ledger, arts, mentions); err != nil {
 		return fmt.Errorf("capture batch: %w", err)
+	}
+	if err := r.markSealed(ctx, sealed); err != nil {
+		return err
 	}
 	for _, rec := range recs {
 		if err := d.s.CapturePut(ctx, rec); err != nil {

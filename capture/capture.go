@@ -27,6 +27,7 @@ import (
 	"sync"
 
 	"github.com/amnesia-dev/amnesia/lineage"
+	"github.com/amnesia-dev/amnesia/shred"
 	"github.com/amnesia-dev/amnesia/subject"
 )
 
@@ -46,7 +47,9 @@ type Recorder struct {
 	keyer  *subject.Keyer
 	scope  string
 	mu     sync.Mutex
-	docs   []string // names of the document stores an embedding's chunk is looked up in, in order
+	docs   []string          // names of the document stores an embedding's chunk is looked up in, in order
+	keys   *shred.Keys       // set by SealContent
+	keeper lineage.KeyKeeper // the ledger, when sealing
 }
 
 // New returns a Recorder for scope (subject.DefaultScope when empty).

@@ -86,6 +86,10 @@ func (d *Docs) Put(ctx context.Context, doc Doc) error {
 	if parent != "" {
 		parents = []string{parent}
 	}
+	text, sealed, err := d.r.seal(ctx, owner, name, doc.ID, "text", doc.Text)
+	if err != nil {
+		return err
+	}
 	id, err := d.r.record(ctx, owner, kind, name, doc.ID, []byte(doc.Text), parents...)
 	if err != nil {
 		return err
@@ -93,7 +97,12 @@ func (d *Docs) Put(ctx context.Context, doc Doc) error {
 	if err := d.r.mention(ctx, id, doc.Mentions); err != nil {
 		return err
 	}
-	rec.Subject = owner.String()
+	if sealed {
+		if err := d.r.markSealed(ctx, []string{id}); err != nil {
+			return err
+		}
+	}
+	rec.Subject, rec.Text = owner.String(), text
 	return d.s.CapturePut(ctx, rec)
 }
 
@@ -103,7 +112,14 @@ func (d *Docs) Get(ctx context.Context, id string) (*Record, error) {
 	if err != nil || !ok {
 		return nil, err
 	}
-	return d.s.CaptureGet(ctx, id)
+	rec, err := d.s.CaptureGet(ctx, id)
+	if err != nil || rec == nil {
+		return rec, err
+	}
+	if rec.Text, err = d.r.unseal(ctx, rec.Subject, d.name, rec.ID, "text", rec.Text); err != nil {
+		return nil, err
+	}
+	return rec, nil
 }
 
 // BySubject returns the visible records of a raw subject id.
@@ -136,6 +152,9 @@ func (d *Docs) filter(ctx context.Context, rs []Record) ([]Record, error) {
 			return nil, err
 		}
 		if ok {
+			if r.Text, err = d.r.unseal(ctx, r.Subject, d.name, r.ID, "text", r.Text); err != nil {
+				return nil, err
+			}
 			out = append(out, r)
 		}
 	}

@@ -64,10 +64,20 @@ func (v *Vectors) Put(ctx context.Context, vec Vector) error {
 	if parent != "" {
 		parents = []string{parent}
 	}
-	if _, err := v.r.record(ctx, owner, lineage.KindEmbedding, v.name, vec.ID, store.Float32LE(vec.Embedding), parents...); err != nil {
+	content, sealed, err := v.r.seal(ctx, owner, v.name, vec.ID, "content", vec.Content)
+	if err != nil {
 		return err
 	}
-	rec.Subject = owner.String()
+	id, err := v.r.record(ctx, owner, lineage.KindEmbedding, v.name, vec.ID, store.Float32LE(vec.Embedding), parents...)
+	if err != nil {
+		return err
+	}
+	if sealed {
+		if err := v.r.markSealed(ctx, []string{id}); err != nil {
+			return err
+		}
+	}
+	rec.Subject, rec.Content = owner.String(), content
 	return v.s.CapturePut(ctx, rec)
 }
 
@@ -99,5 +109,12 @@ func (v *Vectors) Get(ctx context.Context, id string) (*VectorRecord, error) {
 	if err != nil || !ok {
 		return nil, err
 	}
-	return v.s.CaptureGet(ctx, id)
+	rec, err := v.s.CaptureGet(ctx, id)
+	if err != nil || rec == nil {
+		return rec, err
+	}
+	if rec.Content, err = v.r.unseal(ctx, rec.Subject, v.name, rec.ID, "content", rec.Content); err != nil {
+		return nil, err
+	}
+	return rec, nil
 }

@@ -67,6 +67,18 @@ func checkStatement(st *Statement, keyID string) error {
 		}
 	}
 
+	if sh := p.CryptoShredding; sh != nil {
+		if sh.Level != LevelPhysical && sh.Level != LevelLogical {
+			return fmt.Errorf("predicate.crypto_shredding.level is not %s or %s", LevelPhysical, LevelLogical)
+		}
+		if sh.Evidence == "" || sh.Covers == "" || sh.DoesNotCover == "" {
+			return errors.New("predicate.crypto_shredding needs evidence, covers and does_not_cover")
+		}
+		if !sh.KeyDestroyed && sh.Level == LevelPhysical {
+			return errors.New("predicate.crypto_shredding.level is physical but key_destroyed is false")
+		}
+	}
+
 	if len(p.OutOfScope) == 0 {
 		return errors.New("predicate.out_of_scope is empty")
 	}

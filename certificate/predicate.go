@@ -70,6 +70,10 @@ type Predicate struct {
 	// was down, a record was still found): that certificate. Absent from
 	// first erasures.
 	Follows *ReverifyLink `json:"follows,omitempty"`
+	// CryptoShredding is set when the subject had a data key (content
+	// written sealed through capture): whether this erasure destroyed it,
+	// what was measured, and what that does and does not cover.
+	CryptoShredding *Shredding `json:"crypto_shredding,omitempty"`
 }
 
 // ReverifyLink names an earlier certificate (the one a re-verification
@@ -111,11 +115,30 @@ type Artifact struct {
 	Reason      string       `json:"reason,omitempty"`
 	Method      string       `json:"method"`
 	Measurement *Measurement `json:"measurement,omitempty"`
+	// Sealed: the record's content fields were written encrypted with the
+	// subject's data key (see Predicate.CryptoShredding).
+	Sealed bool `json:"sealed,omitempty"`
 	// Via says how lineage learned of the record when it was not captured
 	// as it was written: "reconcile" (amnesia reconcile found it through a
 	// field holding the subject's identifier and an operator adopted it).
 	// Absent for captured records.
 	Via string `json:"via,omitempty"`
+}
+
+// Shredding is the crypto-shredding section of a certificate.
+type Shredding struct {
+	// KeyDestroyed: the subject's data key is destroyed.
+	KeyDestroyed bool `json:"key_destroyed"`
+	// Level is how its destruction was measured: physical (no byte of the
+	// wrapped key left in the key store's files) or logical (the key store
+	// no longer returns it).
+	Level    string `json:"level"`
+	Evidence string `json:"evidence"`
+	// SealedArtifacts counts the artifacts of this erasure whose content
+	// was written sealed.
+	SealedArtifacts int    `json:"sealed_artifacts"`
+	Covers          string `json:"covers"`
+	DoesNotCover    string `json:"does_not_cover"`
 }
 
 // ViaReconcile is Artifact.Via for a record adopted by amnesia reconcile.

@@ -117,11 +117,11 @@ func (k *Keys) aead(ctx context.Context, scope string, s subject.Key, create boo
 		if _, err := io.ReadFull(rand.Reader, dk); err != nil {
 			return nil, err
 		}
-		w, err := k.wrap.Wrap(ctx, dk, keyAAD(scope, s))
-		if err != nil {
-			return nil, fmt.Errorf("shred: wrap a data key: %w", err)
-		}
+		w, werr := k.wrap.Wrap(ctx, dk, keyAAD(scope, s))
 		clear(dk)
+		if werr != nil {
+			return nil, fmt.Errorf("shred: wrap a data key: %w", werr)
+		}
 		wrapped, err = k.store.PutDataKey(ctx, scope, s, w)
 	}
 	if err != nil {

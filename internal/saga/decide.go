@@ -48,6 +48,11 @@ func (r *runner) decide(ctx context.Context, res *results) (*certificate.Predica
 	if err := r.markAdopted(ctx, p.Artifacts); err != nil {
 		return nil, err
 	}
+	sh, err := r.shredding(ctx, res.shred, p.Artifacts)
+	if err != nil {
+		return nil, err
+	}
+	p.CryptoShredding = sh
 	for _, a := range t.Mentions {
 		c := certificate.Artifact{ID: a.ID, Kind: string(a.Kind), Store: a.Store, Outcome: certificate.NeedsHuman,
 			Reason: "holds data about this subject but belongs to " + a.Owner + "; a person must decide what to redact", Method: "not deleted: third-party mention"}

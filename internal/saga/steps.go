@@ -87,6 +87,7 @@ type results struct {
 	reclaim  map[string]*reclaimResult
 	reclaimE map[string]string
 	probe    map[string]*probeResult
+	shred    shredResult
 }
 
 func (r *runner) run(ctx context.Context) (*certificate.Statement, error) {
@@ -270,6 +271,11 @@ func (r *runner) after(ctx context.Context, res *results) (*certificate.Statemen
 		return nil, err
 	}
 
+	// Crypto-shredding: the subject's data key, if any, is destroyed once
+	// every store is done with (paused stores returned above).
+	if _, err := r.step("shred", "", &res.shred, func() (any, error) { return r.shredKey(ctx) }); err != nil {
+		return nil, err
+	}
 	pred := &certificate.Predicate{}
 	if _, err := r.step("decide", "", pred, func() (any, error) { return r.decide(ctx, res) }); err != nil {
 		return nil, err

@@ -61,6 +61,10 @@ func (d *Dir) CertificatePath(id string) string {
 }
 func (d *Dir) LogPath() string { return filepath.Join(d.Path, "amnesia.log") }
 
+// MasterKeyPath is the master key that wraps subjects' data keys when
+// crypto-shredding is on (package shred): 32 random bytes, mode 0600.
+func (d *Dir) MasterKeyPath() string { return filepath.Join(d.Path, "master.key") }
+
 // LedgerSpec is what lineage.Open takes: the configured ledger (a PostgreSQL
 // URL, or a SQLite path resolved against the state directory), or
 // LedgerPath when none is configured.
