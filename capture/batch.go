@@ -7,6 +7,7 @@ import (
 
 	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/store"
+	"github.com/amnesia-dev/amnesia/subject"
 )
 
 // PutBatch writes documents (a document and its chunks, say) through d and
@@ -93,6 +94,15 @@ func (d *Docs) PutBatch(ctx context.Context, docs []Doc, v *Vectors, vecs []Vect
 			arts = append(arts, r.artifact(owner, lineage.KindEmbedding, v.name, vec.ID, store.Float32LE(vec.Embedding), parent))
 			rec.Subject = owner.String()
 			vrecs[i] = rec
+		}
+	}
+	admitted := map[subject.Key]bool{}
+	for _, a := range arts {
+		if !admitted[a.Subject] {
+			if err := r.admit(ctx, a.Subject); err != nil {
+				return fmt.Errorf("capture batch: %w", err)
+			}
+			admitted[a.Subject] = true
 		}
 	}
 	if err := lineage.RecordAll(ctx, r.ledger, arts, mentions); err != nil {

@@ -78,3 +78,7 @@ func CheckConsent(c Consent) error {
 func ConsentBody(c Consent) ConsentEvent {
 	return ConsentEvent{Scope: c.Scope, Subject: c.Subject.String(), At: c.At.UTC().Truncate(time.Second).Format(time.RFC3339), By: c.By}
 }
+
+// ErrSubjectErased: a capture of a subject whose data was erased, not marked
+// as new consent, is refused.
+var ErrSubjectErased = errors.New("this subject's data was erased; capturing it again is refused without new consent")
