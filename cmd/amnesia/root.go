@@ -71,6 +71,7 @@ level each store permits, and issues a signed certificate anyone can verify offl
 		newRequestsCommand(g),
 		newVerifyCommand(),
 		newReverifyCommand(g),
+		newConsentCommand(g),
 		newKeysCommand(g),
 		newAuditCommand(g),
 		newAnchorCommand(g),
