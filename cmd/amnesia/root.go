@@ -72,6 +72,7 @@ level each store permits, and issues a signed certificate anyone can verify offl
 		newVerifyCommand(),
 		newReverifyCommand(g),
 		newConsentCommand(g),
+		newReplayCommand(g),
 		newKeysCommand(g),
 		newAuditCommand(g),
 		newAnchorCommand(g),
