@@ -95,6 +95,10 @@ type Options struct {
 	// NoWorker: Run keeps the requests' bookkeeping and callbacks but
 	// claims no erasure (tests).
 	NoWorker bool
+	// ReverifyEvery overrides reverify.every (0: the configuration's; no
+	// schedule when both are 0); ReverifyCheck is how often Run looks for
+	// due erasures (default: every, at most an hour).
+	ReverifyEvery, ReverifyCheck time.Duration
 }
 
 // ArtifactRef names one artifact in a store.

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +16,10 @@ type ReverifyConfig struct {
 	// Empty: no schedule (serve does not re-verify; `reverify --due` needs
 	// --every).
 	Every string `yaml:"every,omitempty"`
+	// AlertURL, when set, receives a POST from `amnesia serve` for every
+	// re-verification that finds erased data again, signed like the
+	// request callbacks (serve.webhook_secret).
+	AlertURL string `yaml:"alert_url,omitempty"`
 }
 
 // ParseInterval parses a Go duration or a whole number of days ("7d").
@@ -31,6 +36,12 @@ func ParseInterval(s string) (time.Duration, bool) {
 }
 
 func (r ReverifyConfig) validate() (time.Duration, error) {
+	if r.AlertURL != "" {
+		u, err := url.Parse(r.AlertURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return 0, fieldErr("reverify.alert_url", "reverify.alert_url: want an http:// or https:// URL")
+		}
+	}
 	if r.Every == "" {
 		return 0, nil
 	}

@@ -19,10 +19,11 @@ func TestReverifyConfig(t *testing.T) {
 		t.Fatalf("no reverify: %v, %v", c, err)
 	}
 	for in, want := range map[string]string{
-		"version: 1\nreverify:\n  every: weekly\n": `line 3: reverify.every "weekly"`,
-		"version: 1\nreverify:\n  every: 0d\n":     `line 3: reverify.every "0d"`,
-		"version: 1\nreverify:\n  every: 10s\n":    `reverify.every "10s": want a duration of at least 1m`,
-		"version: 1\nreverify:\n  evry: 7d\n":      "line 3: unknown key evry in reverify (did you mean every?)",
+		"version: 1\nreverify:\n  every: weekly\n":      `line 3: reverify.every "weekly"`,
+		"version: 1\nreverify:\n  every: 0d\n":          `line 3: reverify.every "0d"`,
+		"version: 1\nreverify:\n  every: 10s\n":         `reverify.every "10s": want a duration of at least 1m`,
+		"version: 1\nreverify:\n  evry: 7d\n":           "line 3: unknown key evry in reverify (did you mean every?)",
+		"version: 1\nreverify:\n  alert_url: ftp://x\n": "line 3: reverify.alert_url: want an http",
 	} {
 		_, err := parseConfig([]byte(in))
 		if err == nil || !strings.Contains(err.Error(), want) {
