@@ -46,18 +46,20 @@ func (e Erasure) NextAt(every time.Duration) time.Time { return e.LastChecked.Ad
 // certificates/ (re-verifications and replays are not listed; they count as
 // checks of the certificate they link to), oldest first. The files are
 // parsed, not verified: saga.CheckReverify verifies each before it is
-// probed. A file that does not parse is an error naming it.
-func Erasures(dir *state.Dir) ([]Erasure, error) {
+// probed. A file that does not parse is returned in bad, as an error naming
+// it, and left out.
+func Erasures(dir *state.Dir) (list []Erasure, bad []error, err error) {
 	paths, err := filepath.Glob(filepath.Join(dir.Path, "certificates", "*.dsse.json"))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	byID := map[string]*Erasure{}
 	checks := map[string]time.Time{}
 	for _, path := range paths {
 		p, err := parse(path)
 		if err != nil {
-			return nil, err
+			bad = append(bad, err)
+			continue
 		}
 		at, _ := time.Parse(time.RFC3339, p.IssuedAt)
 		if p.Reverifies != nil {
@@ -81,7 +83,7 @@ func Erasures(dir *state.Dir) ([]Erasure, error) {
 		}
 		return out[i].CertificateID < out[j].CertificateID
 	})
-	return out, nil
+	return out, bad, nil
 }
 
 func parse(path string) (*certificate.Predicate, error) {
@@ -174,11 +176,11 @@ func Due(ctx context.Context, e *Env, every time.Duration) (*Report, error) {
 	if every <= 0 {
 		return nil, errors.New("no re-verification interval: set reverify.every in amnesia.yaml (e.g. 7d), or give --every")
 	}
-	all, err := Erasures(e.Dir)
+	all, bad, err := Erasures(e.Dir)
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{}
+	rep := badOutcomes(bad)
 	now := e.now()
 	var due []Erasure
 	for _, er := range all {
@@ -201,11 +203,11 @@ func Due(ctx context.Context, e *Env, every time.Duration) (*Report, error) {
 // reverifiable: false cannot be replayed (their stores' keys are not
 // usable) and are counted in Skipped.
 func Replay(ctx context.Context, e *Env, since time.Time) (*Report, error) {
-	all, err := Erasures(e.Dir)
+	all, bad, err := Erasures(e.Dir)
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{}
+	rep := badOutcomes(bad)
 	var todo []Erasure
 	for _, er := range all {
 		switch {
@@ -218,6 +220,16 @@ func Replay(ctx context.Context, e *Env, since time.Time) (*Report, error) {
 		}
 	}
 	return rep, e.run(ctx, rep, todo, true)
+}
+
+// badOutcomes starts a report with the certificate files that do not parse,
+// as failed outcomes: they are reported, and the others still run.
+func badOutcomes(bad []error) *Report {
+	rep := &Report{}
+	for _, err := range bad {
+		rep.Outcomes = append(rep.Outcomes, Outcome{Erasure: Erasure{CertificateID: "(unreadable certificate file)"}, Err: err})
+	}
+	return rep
 }
 
 func (e *Env) run(ctx context.Context, rep *Report, todo []Erasure, replay bool) error {

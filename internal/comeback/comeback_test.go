@@ -146,6 +146,15 @@ func restoredTable(t *testing.T, ledger string) {
 	if err != nil || len(rep.Outcomes) != 1 || len(rep.Reappeared()) != 0 || rep.Incomplete() != 0 {
 		t.Fatalf("due after the replay: %+v, %v", rep, err)
 	}
+	// An unreadable certificate file is reported and does not stop the others.
+	if err := os.WriteFile(sd.CertificatePath("er-broken"), []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	clock = clock.Add(8 * 24 * time.Hour)
+	rep, err = comeback.Due(ctx, env, 7*24*time.Hour)
+	if err != nil || len(rep.Outcomes) != 2 || rep.Outcomes[0].Err == nil || !strings.Contains(rep.Outcomes[0].Err.Error(), "er-broken") || rep.Outcomes[1].Err != nil {
+		t.Fatalf("due with an unreadable certificate file: %+v, %v", rep, err)
+	}
 }
 
 func TestRestoredTableSQLiteLedger(t *testing.T) { restoredTable(t, "") }
