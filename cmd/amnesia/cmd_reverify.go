@@ -118,13 +118,12 @@ func printComeback(out io.Writer, rep *comeback.Report, what string) error {
 		fmt.Fprintf(out, "ALERT: erased data reappeared: %d records of erasure %s (%s) were found again by id; RESIDUAL certificate %s\n",
 			o.Result.Statement.Predicate.Counts.Residual, o.Erasure.CertificateID, o.Erasure.SubjectRef, o.Result.CertificatePath)
 	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
+	// Exit 7 (data came back, or a certificate is incomplete) wins over
+	// exit 1 (a certificate could not be re-verified): both are reported.
+	if n := rep.Incomplete() - len(errs); n > 0 {
+		return withCode(exitIncomplete, errors.Join(append([]error{fmt.Errorf("%d of %d %ss are incomplete: see their RESIDUAL, UNVERIFIED and OUT_OF_SCOPE entries", n, len(rep.Outcomes), what)}, errs...)...))
 	}
-	if n := rep.Incomplete(); n > 0 {
-		return withCode(exitIncomplete, fmt.Errorf("%d of %d %ss are incomplete: see their RESIDUAL, UNVERIFIED and OUT_OF_SCOPE entries", n, len(rep.Outcomes), what))
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // reverify checks the certificate before any store is opened, then probes
