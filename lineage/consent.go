@@ -26,7 +26,8 @@ type Consent struct {
 
 // SubjectState is what the ledger knows about one subject's erasures and
 // new consents: the latest erasure mark of any artifact the subject owned
-// and the latest consent, each with the seq of its ledger event.
+// and, when there is one, the latest consent, each with the seq of its
+// ledger event (Consent is nil for a subject never erased).
 type SubjectState struct {
 	ErasedSeq int64  // 0: never erased
 	Erasure   string // the erasure of the latest mark

@@ -64,6 +64,9 @@ func (l *Ledger) SubjectState(ctx context.Context, scope string, s subject.Key) 
 	if err != nil {
 		return st, fmt.Errorf("read subject state: %w", err)
 	}
+	if st.ErasedSeq == 0 {
+		return st, nil // never erased: capture's common case, one indexed read
+	}
 	cs, err := l.consents(ctx, `SELECT seq, scope, subject, at, by_name FROM consents WHERE scope = $1 AND subject = $2 ORDER BY seq DESC LIMIT 1`, scope, s.String())
 	if err != nil {
 		return st, err

@@ -70,6 +70,9 @@ func (l *Ledger) SubjectState(ctx context.Context, scope string, s subject.Key) 
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return st, fmt.Errorf("read subject state: %w", err)
 	}
+	if st.ErasedSeq == 0 {
+		return st, nil // never erased: capture's common case, one indexed read
+	}
 	cs, err := l.consents(ctx, `SELECT seq, scope, subject, at, by FROM consents WHERE scope = ? AND subject = ? ORDER BY seq DESC LIMIT 1`, scope, s.String())
 	if err != nil {
 		return st, err
