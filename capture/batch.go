@@ -7,6 +7,7 @@ import (
 
 	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/store"
+	"github.com/amnesia-dev/amnesia/subject"
 )
 
 // PutBatch writes documents (a document and its chunks, say) through d and
@@ -109,6 +110,15 @@ func (d *Docs) PutBatch(ctx context.Context, docs []Doc, v *Vectors, vecs []Vect
 			}
 			rec.Subject, rec.Content = owner.String(), content
 			vrecs[i] = rec
+		}
+	}
+	admitted := map[subject.Key]bool{}
+	for _, a := range arts {
+		if !admitted[a.Subject] {
+			if err := r.admit(ctx, a.Subject); err != nil {
+				return fmt.Errorf("capture batch: %w", err)
+			}
+			admitted[a.Subject] = true
 		}
 	}
 	if err := lineage.RecordAll(ctx, r.ledger, arts, mentions); err != nil {

@@ -142,6 +142,11 @@ func TestPutBatchRefusesBeforeWriting(t *testing.T) {
 	if err := e.l.MarkErased(ctx, []lineage.ErasureMark{{Artifact: gone.ID, Erasure: "er-1", Outcome: "VERIFIED"}}); err != nil {
 		t.Fatal(err)
 	}
+	// Alice gave new consent since (without it every batch of hers is
+	// refused first: TestNothingComesBack*).
+	if _, err := e.rec.RecordConsent(ctx, alice, "test"); err != nil {
+		t.Fatal(err)
+	}
 	seq0, h0, _ := e.l.Head(ctx)
 
 	for _, c := range []struct {

@@ -98,6 +98,9 @@ func (r *Recorder) artifact(owner subject.Key, kind lineage.Kind, store, key str
 
 // record writes one artifact to the ledger.
 func (r *Recorder) record(ctx context.Context, owner subject.Key, kind lineage.Kind, store, key string, content []byte, parents ...string) (string, error) {
+	if err := r.admit(ctx, owner); err != nil {
+		return "", fmt.Errorf("capture %s: %w", kind, err)
+	}
 	id := lineage.ArtifactID(r.keyer, r.scope, store, key)
 	a := lineage.Artifact{
 		ID: id, Scope: r.scope, Subject: owner, Kind: kind, Store: store, Key: key,

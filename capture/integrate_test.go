@@ -216,8 +216,11 @@ func guide(t *testing.T, stateDir, docStore, vecStore string) {
 		t.Errorf("Bob's chunk or embedding was erased with Alice's")
 	}
 
-	if err := ingest(ctx, app, docStore, vecStore, "doc-1", alice, "Alice again."); !errors.Is(err, lineage.ErrErased) {
-		t.Errorf("re-ingest of an erased document: %v, want lineage.ErrErased", err)
+	if err := ingest(ctx, app, docStore, vecStore, "doc-1", alice, "Alice again."); !errors.Is(err, capture.ErrSubjectErased) {
+		t.Errorf("re-ingest of an erased subject's document: %v, want capture.ErrSubjectErased", err)
+	}
+	if err := ingest(capture.WithNewConsent(ctx, "test"), app, docStore, vecStore, "doc-1", alice, "Alice again."); !errors.Is(err, lineage.ErrErased) {
+		t.Errorf("re-ingest of an erased document with new consent: %v, want lineage.ErrErased", err)
 	}
 	if _, err := app.Erase(ctx, alice, "DSR-2026-0043"); !errors.Is(err, capture.ErrAlreadyErased) {
 		t.Errorf("second erasure: %v, want ErrAlreadyErased", err)

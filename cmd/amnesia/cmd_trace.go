@@ -60,6 +60,11 @@ A subject with no lineage is an error (exit 3), never "nothing to delete".`,
 				return err
 			}
 			printTrace(cmd.OutOrStdout(), a.dir, t)
+			if k, err := subject.ParseKey(t.Subject); err == nil {
+				if note := a.consentNote(cmd.Context(), t.Scope, k); note != "" {
+					fmt.Fprintln(cmd.OutOrStdout(), strings.TrimPrefix(note, "\n"))
+				}
+			}
 			return nil
 		},
 	}
@@ -102,7 +107,7 @@ func (a *app) trace(ctx context.Context, arg, scope string, in io.Reader) (*line
 	}
 	t, v, err := a.env().Trace(ctx, k, scope)
 	if errors.Is(err, lineage.ErrAlreadyErased) {
-		return nil, fmt.Errorf("%w%s", err, erasedBy(a.dir, v))
+		return nil, fmt.Errorf("%w%s%s", err, erasedBy(a.dir, v), a.consentNote(ctx, scope, k))
 	}
 	return t, err
 }

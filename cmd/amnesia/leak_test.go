@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/amnesia-dev/amnesia/subject"
 )
@@ -407,6 +408,23 @@ func TestLeakNoPersonalDataInAnythingAmnesiaWrote(t *testing.T) {
 	}
 	if n := len(certFiles(t, st)); n != 2*len(certs) {
 		t.Errorf("after reverify: %d certificates, want %d", n, 2*len(certs))
+	}
+	// Nothing comes back: new consent (ledger tables consents and
+	// erased_subjects, the consent event), a refused consent whose --by
+	// holds the subject's id, the trace that shows them, scheduled
+	// re-verification and a replay (their certificates and journals).
+	for p, id := range ids {
+		if p%4 == 0 {
+			run(0, id+"\n", "consent", "-", "--by", "signup-desk")
+			run(exitUsage, "", "consent", id, "--by", "consent of "+id)
+			run(exitErased, "", "trace", id)
+		}
+	}
+	time.Sleep(1100 * time.Millisecond)
+	run(0, "", "reverify", "--due", "--every", "1s")
+	run(0, "", "replay", "--since", "2000-01-01")
+	if js, _ := filepath.Glob(filepath.Join(st, "erasures", "*", "replay-*.jsonl")); len(js) != len(certs) {
+		t.Errorf("replay wrote %d journals, want %d", len(js), len(certs))
 	}
 	run(exitNoLineage, "", "forget", unknown.value, "--reason", "DSR-1", "--yes")
 	run(exitErased, "", "forget", ids[0], "--reason", "DSR-1", "--yes")

@@ -48,6 +48,9 @@ const (
 	exitLedgerLost = 20
 	// exitBusy: another erasure of the same subject is running (saga.ErrBusy).
 	exitBusy = 21
+	// exitSubjectErased: a capture of an erased subject without new consent
+	// (lineage.ErrSubjectErased).
+	exitSubjectErased = 22
 )
 
 const exitCodesHelp = `Exit codes:
@@ -78,6 +81,8 @@ const exitCodesHelp = `Exit codes:
       another log): restore it from a backup (docs/ledger.md); nothing was created or changed
   21  forget/erase: another erasure of the same subject is running; nothing was done: wait for it
       or run the same command again later
+  22  capture refused: the subject's data was erased and the write is not marked as new consent
+      ('amnesia consent', capture.WithNewConsent, "new_consent" in the lineage API)
 `
 
 // exitError carries an exit code through cobra.
@@ -110,6 +115,8 @@ func exitCode(err error) int {
 		return exitPending
 	case errors.Is(err, saga.ErrBusy):
 		return exitBusy
+	case errors.Is(err, lineage.ErrSubjectErased):
+		return exitSubjectErased
 	case errors.Is(err, saga.ErrStaleTrace):
 		return exitStaleTrace
 	case errors.Is(err, saga.ErrNotReverifiable):

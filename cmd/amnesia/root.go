@@ -73,6 +73,8 @@ level each store permits, and issues a signed certificate anyone can verify offl
 		newRequestsCommand(g),
 		newVerifyCommand(),
 		newReverifyCommand(g),
+		newConsentCommand(g),
+		newReplayCommand(g),
 		newKeysCommand(g),
 		newAuditCommand(g),
 		newAnchorCommand(g),

@@ -146,7 +146,17 @@ type Reverification struct {
 	Now      func() time.Time
 	Log      *slog.Logger
 	Progress io.Writer // human progress lines; may be nil
+	// Replay: the stores were restored from a backup taken before the
+	// erasure; before probing, every erased record found again by id is
+	// deleted again by id (and the store reclaimed when the adapter can),
+	// and the certificate says so (measurement.deleted, method
+	// MethodReplayByID). See docs/backup.md.
+	Replay bool
 }
+
+// MethodReplayByID is the method of every artifact a replay deleted again
+// (or found absent) and then looked up by id.
+const MethodReplayByID = "replay: delete by id, then lookup by id"
 
 // Reverify probes the stores of rv.Original again and issues a new
 // certificate linked to it (predicate.reverifies), logged in the
@@ -169,18 +179,22 @@ func Reverify(ctx context.Context, rv *Reverification) (*Result, error) {
 		return nil, fmt.Errorf("reverify: the ledger %T cannot list an erasure's artifacts", rv.Ledger)
 	}
 	started := rv.Now()
-	sum := sha256.Sum256([]byte("amnesia.reverify/v1\x00" + op.CertificateID + "\x00" + started.UTC().Format(time.RFC3339Nano)))
-	id := "rv-" + hex.EncodeToString(sum[:12])
-	log := rv.Log.With("reverify", id, "certificate", op.CertificateID, "subject", op.SubjectRef)
-	log.Info("reverify start")
+	kind, prefix := "reverify", "rv-"
+	if rv.Replay {
+		kind, prefix = "replay", "rp-"
+	}
+	sum := sha256.Sum256([]byte("amnesia." + kind + "/v1\x00" + op.CertificateID + "\x00" + started.UTC().Format(time.RFC3339Nano)))
+	id := prefix + hex.EncodeToString(sum[:12])
+	log := rv.Log.With(kind, id, "certificate", op.CertificateID, "subject", op.SubjectRef)
+	log.Info(kind + " start")
 	progress := func(format string, a ...any) {
 		if rv.Progress != nil {
 			fmt.Fprintf(rv.Progress, format+"\n", a...)
 		}
 	}
-	progress("re-verification %s of certificate %s (%s)", id, op.CertificateID, op.SubjectRef)
+	progress("%s %s of certificate %s (%s)", map[bool]string{false: "re-verification", true: "replay"}[rv.Replay], id, op.CertificateID, op.SubjectRef)
 
-	j, err := openJournal(filepath.Join(rv.Dir.ErasureDir(o.ErasureID), "reverify-"+id+".jsonl"), rv.Now)
+	j, err := openJournal(filepath.Join(rv.Dir.ErasureDir(o.ErasureID), kind+"-"+id+".jsonl"), rv.Now)
 	if err != nil {
 		return nil, fmt.Errorf("reverify: %w", err)
 	}
@@ -227,6 +241,8 @@ func Reverify(ctx context.Context, rv *Reverification) (*Result, error) {
 	found := map[string]map[string]store.LogicalResult{}
 	failed := map[string]string{}
 	meter := map[string]store.ResidueReport{}
+	deleted := map[string]map[string]bool{} // replay: store -> keys found again and deleted
+	reclaimed := map[string]string{}        // replay: store -> reclaim evidence
 	for _, st := range names {
 		if _, err := rv.Dir.Config.Store(st); err != nil {
 			continue // OUT_OF_SCOPE
@@ -243,6 +259,24 @@ func Reverify(ctx context.Context, rv *Reverification) (*Result, error) {
 				return nil, err
 			}
 			continue
+		}
+		if rv.Replay {
+			n, ev, err := replayStore(ctx, s, keys[st])
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				failed[st] = err.Error()
+				if err := done("delete:"+st, map[string]string{"failed": failed[st]}); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			deleted[st], reclaimed[st] = n, ev
+			if err := done("delete:"+st, map[string]any{"keys": len(keys[st]), "found_and_deleted": len(n), "reclaim": ev}); err != nil {
+				return nil, err
+			}
+			progress("  %-28s %d of %d records found again and deleted by id", "delete:"+st, len(n), len(keys[st]))
 		}
 		if m, ok := s.(store.ResidueMeter); ok {
 			rep, err := m.MeasureResidue(ctx, mustTime(op.IssuedAt))
@@ -298,6 +332,9 @@ func Reverify(ctx context.Context, rv *Reverification) (*Result, error) {
 	unconfigured := map[string]bool{}
 	for _, a := range op.Artifacts {
 		c := reverifyOutcome(rv.Dir.Config, a, loc, found, failed, o.ErasureID)
+		if rv.Replay {
+			replayOutcome(&c, deleted[c.Store][loc[a.ID].Key])
+		}
 		if c.Outcome == certificate.OutOfScope {
 			unconfigured[c.Store] = true
 		}
@@ -310,11 +347,21 @@ func Reverify(ctx context.Context, rv *Reverification) (*Result, error) {
 		p.OutOfScope = append(p.OutOfScope, certificate.Exclusion{What: "store " + st, Reason: "the re-verified certificate names artifacts in it, but it is not configured here; amnesia did not probe it"})
 	}
 	p.OutOfScope = append(p.OutOfScope, certificate.Exclusion{What: "bytes of the erased records in the stores' files (the physical level)", Reason: noNeedles + "; this re-verification looked the records up by id only"})
+	if rv.Replay {
+		p.OutOfScope = append(p.OutOfScope, certificate.Exclusion{What: "copies restored under other keys, and stores or backups not restored from", Reason: "a replay deletes again, by id, the records the ledger says this erasure erased, in the configured stores only"})
+	}
 	sort.Slice(p.OutOfScope[len(outOfScope):], func(i, k int) bool {
 		return p.OutOfScope[len(outOfScope)+i].What < p.OutOfScope[len(outOfScope)+k].What
 	})
 	for _, sc := range rv.Dir.Config.Stores {
-		p.DeclaredScope = append(p.DeclaredScope, reverifyStoreState(sc.Name, sc.Type, rv.Stores[sc.Name], perStore[sc.Name], failed[sc.Name], meter[sc.Name]))
+		ss := reverifyStoreState(sc.Name, sc.Type, rv.Stores[sc.Name], perStore[sc.Name], failed[sc.Name], meter[sc.Name])
+		if rv.Replay && len(perStore[sc.Name]) > 0 && failed[sc.Name] == "" {
+			ss.Evidence = fmt.Sprintf("replay: %d of %d records found again by id and deleted again; ", len(deleted[sc.Name]), len(perStore[sc.Name])) + ss.Evidence
+			if reclaimed[sc.Name] != "" {
+				ss.Reclaim = reclaimed[sc.Name]
+			}
+		}
+		p.DeclaredScope = append(p.DeclaredScope, ss)
 	}
 	p.Counts = certificate.CountArtifacts(p.Artifacts)
 	p.Complete = p.Counts.Unverified == 0 && p.Counts.Residual == 0 && p.Counts.OutOfScope == 0
@@ -347,7 +394,7 @@ func Reverify(ctx context.Context, rv *Reverification) (*Result, error) {
 	if err := done("publish", nil); err != nil {
 		return nil, err
 	}
-	log.Info("reverify done", "complete", p.Complete, "residual", p.Counts.Residual, "path", path)
+	log.Info(kind+" done", "complete", p.Complete, "residual", p.Counts.Residual, "path", path)
 	return &Result{ID: id, CertificatePath: path, Statement: st}, nil
 }
 
@@ -422,4 +469,61 @@ func reverifyStoreState(name, typ string, s store.Store, arts []certificate.Arti
 func mustTime(s string) time.Time {
 	t, _ := time.Parse(time.RFC3339, s)
 	return t
+}
+
+// replayStore looks keys up by id, deletes those found (they came back with
+// a restore) and, when something was deleted and the adapter can, reclaims
+// the store. It returns the keys deleted and the reclaim's evidence.
+func replayStore(ctx context.Context, s store.Store, keys []string) (map[string]bool, string, error) {
+	lr, err := s.ProbeLogical(ctx, keys, nil)
+	if err != nil {
+		return nil, "", fmt.Errorf("probe before delete: %w", err)
+	}
+	out := map[string]bool{}
+	var del []string
+	for _, l := range lr {
+		if l.Found() {
+			out[l.Key] = true
+			del = append(del, l.Key)
+		}
+	}
+	if len(del) == 0 {
+		return out, "", nil
+	}
+	sort.Strings(del)
+	if err := s.Delete(ctx, del); err != nil {
+		return nil, "", fmt.Errorf("delete: %w", err)
+	}
+	r, ok := s.(store.Reclaimer)
+	if !ok || !s.Info().Has(store.CapReclaim) {
+		return out, "", nil
+	}
+	rep, err := r.Reclaim(ctx)
+	if err != nil {
+		return out, "reclaim failed: " + err.Error(), nil
+	}
+	return out, strings.TrimSpace(rep.State + " " + rep.Evidence), nil
+}
+
+// replayOutcome turns a re-verification outcome into a replay's: the record
+// was deleted again when the replay found it.
+func replayOutcome(c *certificate.Artifact, wasDeleted bool) {
+	if c.Method != MethodReverifyByID {
+		return // not probed: unchanged
+	}
+	c.Method = MethodReplayByID
+	if c.Measurement != nil {
+		c.Measurement.Deleted = wasDeleted
+	}
+	if c.Outcome != certificate.Verified {
+		if wasDeleted {
+			c.Reason = "found again after the restore and deleted again by id, but " + c.Reason
+		}
+		return
+	}
+	if wasDeleted {
+		c.Reason = "found again by id after the restore (the backup predates the erasure), deleted again by id; no lookup by id returns it now; physical level not measured: " + noNeedles
+	} else {
+		c.Reason = "not found by id after the restore, nothing to delete; no lookup by id returns it; physical level not measured: " + noNeedles
+	}
 }

@@ -174,10 +174,15 @@ func TestEraseVerifiesPhysically(t *testing.T) {
 	if tr2, err := lineage.BuildTrace(v); err == nil && len(tr2.Artifacts) != 0 {
 		t.Errorf("trace after erasure still lists %d artifacts", len(tr2.Artifacts))
 	}
-	// Re-ingest of an erased document is refused.
-	err = f.docs.Put(ctx, capture.Doc{ID: tr.Plan[0].Delete[0], Kind: sqlitedoc.KindDocument, Subject: f.corpus.People[1].ID, Text: "again"})
+	// Re-ingest of the erased subject is refused; of an erased document,
+	// even with new consent.
+	doc := capture.Doc{ID: tr.Plan[0].Delete[0], Kind: sqlitedoc.KindDocument, Subject: f.corpus.People[1].ID, Text: "again"}
+	if err := f.docs.Put(ctx, doc); !errors.Is(err, capture.ErrSubjectErased) {
+		t.Errorf("re-ingest after erasure = %v, want ErrSubjectErased", err)
+	}
+	err = f.docs.Put(capture.WithNewConsent(ctx, "test"), doc)
 	if !errors.Is(err, lineage.ErrErased) {
-		t.Errorf("re-ingest after erasure = %v, want ErrErased", err)
+		t.Errorf("re-ingest of an erased document with new consent = %v, want ErrErased", err)
 	}
 }
 

@@ -10,6 +10,10 @@ type metrics struct {
 	overdue  prometheus.Gauge         // requests past their due date and not done
 	captured prometheus.Counter       // lineage records accepted through Record
 	requests *prometheus.GaugeVec     // requests by state
+	// reverify counts scheduled re-verifications by outcome (verified,
+	// reappeared, incomplete, failed); reappeared the records found again.
+	reverify   *prometheus.CounterVec
+	reappeared prometheus.Counter
 }
 
 func newMetrics(r prometheus.Registerer) *metrics {
@@ -17,10 +21,15 @@ func newMetrics(r prometheus.Registerer) *metrics {
 		erasures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "amnesia_erasures_total", Help: "Erasures run by this process's worker, by outcome (complete, incomplete, failed, released)."}, []string{"outcome"}),
 		step: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "amnesia_step_duration_seconds", Help: "Duration of service steps: trace (a preview's trace), erasure (claim to end, preflight included), callback (one delivery attempt).",
 			Buckets: prometheus.ExponentialBuckets(0.005, 3, 10)}, []string{"step"}),
-		queue:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "amnesia_queue_depth", Help: "Erasure jobs pending or claimed in the ledger's queue (all processes), sampled by the worker loop."}),
-		overdue:  prometheus.NewGauge(prometheus.GaugeOpts{Name: "amnesia_requests_overdue", Help: "Erasure requests past their due date and not done, sampled by the worker loop."}),
-		captured: prometheus.NewCounter(prometheus.CounterOpts{Name: "amnesia_captured_records_total", Help: "Lineage records accepted through the API by this process (recorded or unchanged)."}),
-		requests: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "amnesia_requests", Help: "Erasure requests by state, sampled by the worker loop."}, []string{"state"}),
+		queue:      prometheus.NewGauge(prometheus.GaugeOpts{Name: "amnesia_queue_depth", Help: "Erasure jobs pending or claimed in the ledger's queue (all processes), sampled by the worker loop."}),
+		overdue:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "amnesia_requests_overdue", Help: "Erasure requests past their due date and not done, sampled by the worker loop."}),
+		captured:   prometheus.NewCounter(prometheus.CounterOpts{Name: "amnesia_captured_records_total", Help: "Lineage records accepted through the API by this process (recorded or unchanged)."}),
+		requests:   prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "amnesia_requests", Help: "Erasure requests by state, sampled by the worker loop."}, []string{"state"}),
+		reverify:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "amnesia_reverify_total", Help: "Scheduled re-verifications of erasure certificates run by this process, by outcome (verified, reappeared, incomplete, failed)."}, []string{"outcome"}),
+		reappeared: prometheus.NewCounter(prometheus.CounterOpts{Name: "amnesia_reverify_reappeared_records_total", Help: "Erased records found again by this process's scheduled re-verifications (restored from a backup, re-ingested)."}),
+	}
+	for _, o := range []string{"verified", "reappeared", "incomplete", "failed"} {
+		m.reverify.WithLabelValues(o)
 	}
 	for _, o := range []string{"complete", "incomplete", "failed", "released"} {
 		m.erasures.WithLabelValues(o)
@@ -29,7 +38,7 @@ func newMetrics(r prometheus.Registerer) *metrics {
 		m.step.WithLabelValues(st)
 	}
 	if r != nil {
-		r.MustRegister(m.erasures, m.step, m.queue, m.overdue, m.captured, m.requests)
+		r.MustRegister(m.erasures, m.step, m.queue, m.overdue, m.captured, m.requests, m.reverify, m.reappeared)
 	}
 	return m
 }

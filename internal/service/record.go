@@ -105,7 +105,11 @@ func (s *Service) Record(ctx context.Context, p *Principal, scope string, recs [
 		case r.Content != nil:
 			a.Content = []byte(*r.Content)
 		}
-		_, changed, err := rec.RecordArtifact(ctx, a)
+		rctx := ctx
+		if r.NewConsent {
+			rctx = capture.WithNewConsent(ctx, consentBy(p))
+		}
+		_, changed, err := rec.RecordArtifact(rctx, a)
 		if err != nil {
 			s.metrics.captured.Add(float64(res.Recorded + res.Unchanged))
 			return res, recordError(i, err, res)
@@ -118,6 +122,15 @@ func (s *Service) Record(ctx context.Context, p *Principal, scope string, recs [
 	}
 	s.metrics.captured.Add(float64(len(recs)))
 	return res, nil
+}
+
+// consentBy names who recorded a consent through the API: the calling
+// token's id (token names are free text).
+func consentBy(p *Principal) string {
+	if p == nil || p.TokenID == "" {
+		return "api"
+	}
+	return "api token " + p.TokenID
 }
 
 // recordError maps a capture error to a typed error naming the record.
@@ -136,6 +149,8 @@ func recordError(i int, err error, done RecordResult) error {
 		return Invalid(at+".parent", "is not recorded in this scope: record it first"+note)
 	case errors.Is(err, lineage.ErrOwnerConflict):
 		return fmt.Errorf("%w: %s is already recorded under another subject%s", ErrConflict, at, note)
+	case errors.Is(err, lineage.ErrSubjectErased):
+		return fmt.Errorf("%w: %s: this subject's data was erased; capturing it again needs new consent: send \"new_consent\": true if the person gave it%s", ErrConflict, at, note)
 	case errors.Is(err, lineage.ErrErased):
 		return fmt.Errorf("%w: %s was erased; re-ingest is refused%s", ErrConflict, at, note)
 	case errors.Is(err, subject.ErrPersonalData), errors.Is(err, capture.ErrBadArtifact):

@@ -88,6 +88,17 @@ func (s *Service) Run(ctx context.Context) error {
 			werr = w.Run(ctx)
 		}()
 	}
+	if every := s.reverifyEvery(); every > 0 {
+		check := s.opts.ReverifyCheck
+		if check <= 0 {
+			check = min(every, time.Hour)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.reverifyLoop(ctx, every, check)
+		}()
+	}
 	tick := time.NewTicker(s.opts.PollInterval)
 	defer tick.Stop()
 	for {
@@ -101,6 +112,14 @@ func (s *Service) Run(ctx context.Context) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// reverifyEvery is the re-verification schedule (0: none).
+func (s *Service) reverifyEvery() time.Duration {
+	if s.opts.ReverifyEvery > 0 {
+		return s.opts.ReverifyEvery
+	}
+	return s.dir.Config.ReverifyEvery()
 }
 
 func pausedReason(err error) string {

@@ -95,6 +95,10 @@ type Options struct {
 	// NoWorker: Run keeps the requests' bookkeeping and callbacks but
 	// claims no erasure (tests).
 	NoWorker bool
+	// ReverifyEvery overrides reverify.every (0: the configuration's; no
+	// schedule when both are 0); ReverifyCheck is how often Run looks for
+	// due erasures (default: every, at most an hour).
+	ReverifyEvery, ReverifyCheck time.Duration
 }
 
 // ArtifactRef names one artifact in a store.
@@ -113,6 +117,9 @@ type LineageRecord struct {
 	Content  *string      `json:"content,omitempty" doc:"UTF-8 text: digested with the installation's key, then dropped."`
 	Vector   []float32    `json:"vector,omitempty" maxItems:"16384" doc:"An embedding: digested as little-endian float32 bytes, then dropped."`
 	Mentions []string     `json:"mentions,omitempty" maxItems:"100" doc:"Raw ids of other people the record mentions."`
+	// NewConsent marks the record as new consent of its subject: a subject
+	// whose data was erased is refused (409) without it.
+	NewConsent bool `json:"new_consent,omitempty" doc:"The subject gave new consent: needed to capture data of a subject that was erased; recorded in the ledger (keyed subject, time, the calling token's id)."`
 }
 
 // RecordResult counts what Record did.

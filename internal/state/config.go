@@ -44,7 +44,9 @@ type Config struct {
 	ReclaimWait string `yaml:"reclaim_wait,omitempty"`
 	// Serve configures `amnesia serve` (serveconfig.go).
 	Serve ServeConfig `yaml:"serve,omitempty"`
-	dir   string
+	// Reverify schedules re-verification (reverifyconfig.go).
+	Reverify ReverifyConfig `yaml:"reverify,omitempty"`
+	dir      string
 	// raw is the configuration file as written, before $VAR expansion:
 	// what `amnesia init --config` copies into the state directory, so that
 	// a secret given as $VAR is never written there in clear.
@@ -53,6 +55,8 @@ type Config struct {
 	validityDur time.Duration
 	tsaTimeout  time.Duration
 	reclaimWait time.Duration
+	// reverifyEvery is Reverify.Every parsed.
+	reverifyEvery time.Duration
 }
 
 // StoreConfig configures one store; see store.Config for the fields.
@@ -133,6 +137,9 @@ func (c *Config) Validate() error {
 		}
 	}
 	if err := c.Serve.validate(); err != nil {
+		return err
+	}
+	if c.reverifyEvery, err = c.Reverify.validate(); err != nil {
 		return err
 	}
 	seen := map[string]bool{}

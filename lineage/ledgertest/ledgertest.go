@@ -37,6 +37,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("ConcurrentWriters", func(t *testing.T) { testConcurrent(t, open(t)) })
 	t.Run("ViewIsOneSnapshot", func(t *testing.T) { testSnapshot(t, open(t), nil) })
 	t.Run("ErasedBy", func(t *testing.T) { testErasedBy(t, open(t)) })
+	t.Run("SubjectGuard", func(t *testing.T) { testSubjectGuard(t, open(t)) })
 	t.Run("ViewMatchesNaiveReference", func(t *testing.T) { testViewNaive(t, open(t)) })
 	t.Run("RecordBatch", func(t *testing.T) { testBatch(t, open) })
 	t.Run("Adopt", func(t *testing.T) { testAdopt(t, open(t)) })

@@ -135,8 +135,10 @@ func (l *Ledger) initSchema(ctx context.Context, create bool) error {
 			if _, err := tx.Exec(ctx, `INSERT INTO meta (k, v) VALUES ('schema', $1)`, lineage.SchemaVersion); err != nil {
 				return err
 			}
-			_, err := tx.Exec(ctx, pgLogSchema+pgRequestsSchema+pgAdoptSchema+pgKeysSchema)
-			return err
+			if _, err := tx.Exec(ctx, pgLogSchema+pgRequestsSchema+pgAdoptSchema+pgKeysSchema); err != nil {
+				return err
+			}
+			return initConsent(ctx, tx)
 		}
 		var v string
 		if len(found) != len(pgTables) || tx.QueryRow(ctx, `SELECT v FROM meta WHERE k = 'schema'`).Scan(&v) != nil {
@@ -145,8 +147,10 @@ func (l *Ledger) initSchema(ctx context.Context, create bool) error {
 		if v != lineage.SchemaVersion {
 			return fmt.Errorf("schema %q, this amnesia reads %q", v, lineage.SchemaVersion)
 		}
-		_, err := tx.Exec(ctx, pgLogSchema+pgRequestsSchema+pgAdoptSchema+pgKeysSchema)
-		return err
+		if _, err := tx.Exec(ctx, pgLogSchema+pgRequestsSchema+pgAdoptSchema+pgKeysSchema); err != nil {
+			return err
+		}
+		return initConsent(ctx, tx)
 	})
 }
 
@@ -371,6 +375,9 @@ func (l *Ledger) MarkErased(ctx context.Context, marks []lineage.ErasureMark) er
 		}
 		for _, m := range todo {
 			if _, err := tx.Exec(ctx, `INSERT INTO erasures (artifact, erasure, outcome, seq) VALUES ($1, $2, $3, $4)`, m.Artifact, m.Erasure, m.Outcome, seq); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, markErasedSubjects, m.Erasure, seq, m.Artifact); err != nil {
 				return err
 			}
 		}

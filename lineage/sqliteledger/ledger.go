@@ -158,6 +158,10 @@ func open(ctx context.Context, path string, create bool) (*Ledger, error) {
 		db.Close()
 		return nil, fmt.Errorf("open ledger %s: %w", path, err)
 	}
+	if err := initConsent(ctx, db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open ledger %s: %w", path, err)
+	}
 	var v string
 	err = db.QueryRowContext(ctx, `SELECT v FROM meta WHERE k='schema'`).Scan(&v)
 	switch {
@@ -525,6 +529,9 @@ func (l *Ledger) MarkErased(ctx context.Context, marks []lineage.ErasureMark) er
 		}
 		for _, m := range todo {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO erasures (artifact, erasure, outcome, seq) VALUES (?, ?, ?, ?)`, m.Artifact, m.Erasure, m.Outcome, seq); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, markErasedSubjects, m.Erasure, seq, m.Artifact); err != nil {
 				return err
 			}
 		}
