@@ -19,6 +19,7 @@
 package shred
 
 import (
+	"bytes"
 	"context"
 	"crypto/aes"
 	"crypto/cipher"
@@ -64,7 +65,9 @@ type Wrapper interface {
 type KeyStore interface {
 	// PutDataKey stores wrapped as the subject's key unless it has one: it
 	// returns the stored wrapped key (the existing one, or wrapped). It
-	// returns ErrDestroyed when the subject's key was destroyed.
+	// returns ErrDestroyed when the subject's key was destroyed and the
+	// subject gave no new consent since (a ledger that records consents
+	// then allows a new key; what the old one sealed stays unreadable).
 	PutDataKey(ctx context.Context, scope string, s subject.Key, wrapped []byte) ([]byte, error)
 	// DataKey returns the subject's wrapped key: ErrNoKey if it never had
 	// one, ErrDestroyed if it was destroyed.
@@ -81,12 +84,12 @@ type Keys struct {
 	store KeyStore
 	wrap  Wrapper
 	mu    sync.Mutex
-	cache map[string]cipher.AEAD
+	cache map[string]cached
 }
 
 // NewKeys returns Keys over a key store and a wrapper.
 func NewKeys(ks KeyStore, w Wrapper) *Keys {
-	return &Keys{store: ks, wrap: w, cache: map[string]cipher.AEAD{}}
+	return &Keys{store: ks, wrap: w, cache: map[string]cached{}}
 }
 
 // Forget drops a subject's unwrapped key from the cache (after an erasure
@@ -102,14 +105,16 @@ func keyAAD(scope string, s subject.Key) []byte {
 }
 
 // aead returns the subject's AEAD, creating the data key when create is
-// set and the subject has none.
+// set and the subject has none. Sealing (create) reads the key store each
+// time, so that a key destroyed (or replaced after new consent) since it
+// was cached is never used to seal; opening uses the cache.
 func (k *Keys) aead(ctx context.Context, scope string, s subject.Key, create bool) (cipher.AEAD, error) {
 	id := scope + "\x00" + s.String()
 	k.mu.Lock()
-	a, ok := k.cache[id]
+	c, ok := k.cache[id]
 	k.mu.Unlock()
-	if ok {
-		return a, nil
+	if ok && !create {
+		return c.aead, nil
 	}
 	wrapped, err := k.store.DataKey(ctx, scope, s)
 	if errors.Is(err, ErrNoKey) && create {
@@ -125,21 +130,33 @@ func (k *Keys) aead(ctx context.Context, scope string, s subject.Key, create boo
 		wrapped, err = k.store.PutDataKey(ctx, scope, s, w)
 	}
 	if err != nil {
+		if errors.Is(err, ErrDestroyed) {
+			k.Forget(scope, s)
+		}
 		return nil, err
+	}
+	if ok && bytes.Equal(c.wrapped, wrapped) {
+		return c.aead, nil
 	}
 	dk, err := k.wrap.Unwrap(ctx, wrapped, keyAAD(scope, s))
 	if err != nil {
 		return nil, fmt.Errorf("shred: unwrap the data key of %s: %w", s.Ref(), err)
 	}
-	a, err = newGCM(dk)
+	a, err := newGCM(dk)
 	clear(dk)
 	if err != nil {
 		return nil, err
 	}
 	k.mu.Lock()
-	k.cache[id] = a
+	k.cache[id] = cached{wrapped: wrapped, aead: a}
 	k.mu.Unlock()
 	return a, nil
+}
+
+// cached is an unwrapped key and the wrapped form it came from.
+type cached struct {
+	wrapped []byte
+	aead    cipher.AEAD
 }
 
 func newGCM(key []byte) (cipher.AEAD, error) {

@@ -73,6 +73,10 @@ func TestSealOpenDestroy(t *testing.T) {
 	if _, err := l.DestroyDataKey(ctx, "default", alice, "er-1"); err != nil {
 		t.Fatal(err)
 	}
+	// A Keys that cached the key before the destroy does not seal with it.
+	if _, err := k.Seal(ctx, "default", alice, aad, []byte("new")); !errors.Is(err, shred.ErrDestroyed) {
+		t.Errorf("seal with a key cached before the destroy: %v, want ErrDestroyed", err)
+	}
 	k3 := shred.NewKeys(l, w)
 	if _, err := k3.Open(ctx, "default", alice, aad, sealed); !errors.Is(err, shred.ErrDestroyed) {
 		t.Errorf("after destroy: %v, want ErrDestroyed", err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/shred"
@@ -81,5 +82,38 @@ func testKeys(t *testing.T, l lineage.Ledger) {
 	m, err := kk.Sealed(ctx, []string{"art:1", "art:3"})
 	if err != nil || len(m) != 1 || !m["art:1"] {
 		t.Errorf("sealed: %v, %v", m, err)
+	}
+}
+
+// testKeysAfterConsent: after a destroyed key, new consent lets a new key
+// be created (a ledger that records consents); the old one stays gone.
+func testKeysAfterConsent(t *testing.T, l lineage.Ledger) {
+	kk, ok := l.(lineage.KeyKeeper)
+	g, ok2 := l.(lineage.SubjectGuard)
+	if !ok || !ok2 {
+		t.Skip("the ledger keeps no data keys or consents")
+	}
+	ctx := context.Background()
+	k := Keyer(t)
+	alice := key(t, k, "default", "alice@example.org")
+	w1, w2 := bytes.Repeat([]byte{1}, 60), bytes.Repeat([]byte{2}, 60)
+	if _, err := kk.PutDataKey(ctx, "default", alice, w1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kk.DestroyDataKey(ctx, "default", alice, "er-1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kk.PutDataKey(ctx, "default", alice, w2); !errors.Is(err, shred.ErrDestroyed) {
+		t.Fatalf("put after destroy, no consent: %v", err)
+	}
+	if _, err := g.RecordConsent(ctx, lineage.Consent{Scope: "default", Subject: alice, At: time.Now(), By: "support-desk"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := kk.PutDataKey(ctx, "default", alice, w2)
+	if err != nil || !bytes.Equal(got, w2) {
+		t.Fatalf("put after new consent: %x, %v; want the new key", got, err)
+	}
+	if got, err := kk.DataKey(ctx, "default", alice); err != nil || !bytes.Equal(got, w2) {
+		t.Errorf("data key after new consent: %x, %v", got, err)
 	}
 }

@@ -42,6 +42,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("RecordBatch", func(t *testing.T) { testBatch(t, open) })
 	t.Run("Adopt", func(t *testing.T) { testAdopt(t, open(t)) })
 	t.Run("DataKeys", func(t *testing.T) { testKeys(t, open(t)) })
+	t.Run("DataKeysAfterConsent", func(t *testing.T) { testKeysAfterConsent(t, open(t)) })
 }
 
 // Keyer returns the suite's keyer (a fixed pepper: golden values depend on it).

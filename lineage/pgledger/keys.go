@@ -26,7 +26,10 @@ func (l *Ledger) PutDataKey(ctx context.Context, scope string, s subject.Key, wr
 	var out []byte
 	err := l.inTx(ctx, "put data key", true, func(tx pgx.Tx) error {
 		var gone bool
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM data_keys_destroyed WHERE scope = $1 AND subject = $2)`, scope, s.String()).Scan(&gone); err != nil {
+		// Destroyed, and no new consent since (after which a new key may be
+		// created; what was sealed with the old one stays unreadable).
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM data_keys_destroyed d WHERE d.scope = $1 AND d.subject = $2
+			AND NOT EXISTS (SELECT 1 FROM consents c WHERE c.scope = d.scope AND c.subject = d.subject AND c.seq > d.seq))`, scope, s.String()).Scan(&gone); err != nil {
 			return err
 		}
 		if gone {

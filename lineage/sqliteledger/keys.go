@@ -39,7 +39,7 @@ var _ lineage.KeyKeeper = (*Ledger)(nil)
 func (l *Ledger) PutDataKey(ctx context.Context, scope string, s subject.Key, wrapped []byte) ([]byte, error) {
 	var out []byte
 	err := l.inTx(ctx, "put data key", func(tx *sql.Tx) error {
-		if destroyed(ctx, tx, scope, s) {
+		if destroyed(ctx, tx, scope, s) && !consentSinceDestroyed(ctx, tx, scope, s) {
 			return shred.ErrDestroyed
 		}
 		err := tx.QueryRowContext(ctx, `SELECT wrapped FROM data_keys WHERE scope = ? AND subject = ?`, scope, s.String()).Scan(&out)
@@ -65,6 +65,15 @@ func destroyed(ctx context.Context, q interface {
 }, scope string, s subject.Key) bool {
 	var n int
 	q.QueryRowContext(ctx, `SELECT count(*) FROM data_keys_destroyed WHERE scope = ? AND subject = ?`, scope, s.String()).Scan(&n)
+	return n > 0
+}
+
+// consentSinceDestroyed: the subject gave new consent after its key was
+// destroyed, so a new key may be created (what was sealed with the old one
+// stays unreadable).
+func consentSinceDestroyed(ctx context.Context, tx *sql.Tx, scope string, s subject.Key) bool {
+	var n int
+	tx.QueryRowContext(ctx, `SELECT count(*) FROM consents c, data_keys_destroyed d WHERE c.scope = ? AND c.subject = ? AND d.scope = c.scope AND d.subject = c.subject AND c.seq > d.seq`, scope, s.String()).Scan(&n)
 	return n > 0
 }
 
