@@ -30,7 +30,7 @@ from ._lineage import check_kind, record, subject_of
 from .client import Client
 from .types import Record
 
-__all__ = ["AmnesiaLineage", "amnesia_pipeline"]
+__all__ = ["AmnesiaLineage", "amnesia_pipeline", "stable_node_id"]
 
 
 class AmnesiaLineage(TransformComponent):
@@ -90,3 +90,21 @@ def amnesia_pipeline(transformations: Sequence[TransformComponent], *, client: C
     lineage_kw = {k: kwargs.pop(k) for k in ("subject_key", "kind", "scope") if k in kwargs}
     steps = list(transformations) + [AmnesiaLineage(client=client, store=store, **lineage_kw)]
     return IngestionPipeline(transformations=steps, **kwargs)
+
+
+def stable_node_id(i: int, doc: Any) -> str:
+    """An ``id_func`` for LlamaIndex node parsers (``SentenceSplitter(id_func=stable_node_id)``):
+    the node id is the SHA-256 (hex, 32 digits) of the document's id and the
+    node's position, instead of a random uuid4.
+
+    amnesia refuses to record an erased artifact again by its (store, key). With
+    random node ids, a second ingest of an erased person's document makes new
+    ids, which amnesia records (and the pipeline writes) as new artifacts; with
+    stable ids the same document gives the same ids and the pipeline is refused
+    (:class:`amnesia_client.Conflict`) before it writes. The id holds no text of
+    the document, only a digest of its id.
+    """
+    import hashlib
+
+    ref = getattr(doc, "ref_doc_id", None) or getattr(doc, "node_id", None) or getattr(doc, "doc_id", "")
+    return hashlib.sha256(f"{ref}\n{i}".encode("utf-8")).hexdigest()[:32]
