@@ -57,7 +57,11 @@ class AmnesiaVectorStore(VectorStore):
     holds the person's id; ``kind``: the lineage kind of a row (``embedding``:
     a row holds a chunk's text and its vector); ``scope``: the amnesia scope
     (default: the token's); ``new_id``: makes the id of a document that has
-    none (must not contain the subject id: ids are kept in clear in the ledger).
+    none (must not contain the subject id: ids are kept in clear in the ledger);
+    ``text_store``: for a store that keeps its texts in another amnesia store
+    under the same ids (:class:`~amnesia_client.langchain_faiss.AmnesiaFAISS`'s
+    docstore file), that store's name: each document is then recorded as a
+    ``chunk`` there (with the subject) and as ``kind`` in ``store`` (its parent).
     """
 
     def __init__(
@@ -70,6 +74,7 @@ class AmnesiaVectorStore(VectorStore):
         kind: str = "embedding",
         scope: Optional[str] = None,
         new_id: Callable[[], str] = lambda: str(uuid.uuid4()),
+        text_store: Optional[str] = None,
     ) -> None:
         if not isinstance(inner, VectorStore):
             raise TypeError("inner: want a LangChain VectorStore")
@@ -82,21 +87,21 @@ class AmnesiaVectorStore(VectorStore):
         self.kind = check_kind(kind)
         self.scope = scope
         self.new_id = new_id
+        self.text_store = text_store
 
     # ------------------------------------------------------------ writes
 
     def lineage(self, documents: Sequence[Document], ids: Sequence[str]) -> List[Record]:
         """The records of documents about to be written under ids (no network)."""
-        return [
-            Record(
-                self.store,
-                i,
-                self.kind,
-                subject=subject_of(d.metadata, self.subject_key, n, "documents"),
-                content=d.page_content,
-            )
-            for n, (d, i) in enumerate(zip(documents, ids))
-        ]
+        out: List[Record] = []
+        for n, (d, i) in enumerate(zip(documents, ids)):
+            subject = subject_of(d.metadata, self.subject_key, n, "documents")
+            if self.text_store:
+                out.append(Record(self.text_store, i, "chunk", subject=subject, content=d.page_content))
+                out.append(Record(self.store, i, self.kind, parent=(self.text_store, i), content=d.page_content))
+            else:
+                out.append(Record(self.store, i, self.kind, subject=subject, content=d.page_content))
+        return out
 
     def _prepare(self, documents: Sequence[Document], ids: Optional[Sequence[Optional[str]]]) -> Tuple[List[Document], List[str]]:
         docs = list(documents)

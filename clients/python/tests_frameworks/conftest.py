@@ -42,14 +42,21 @@ BIN = os.environ.get("AMNESIA_BIN", "")
 DSN = os.environ.get("AMNESIA_TEST_PG_DSN", "")
 DATADIR = os.environ.get("AMNESIA_TEST_PG_DATADIR", "")
 REQUIRED = os.environ.get("AMNESIA_FRAMEWORKS_REQUIRED", "") not in ("", "0")
+# Set by scripts/test-frameworks when AMNESIA_BIN was built with the faiss tag.
+FAISS = os.environ.get("AMNESIA_TEST_FAISS", "") not in ("", "0")
 
 
 def embed(text: str) -> List[float]:
-    """A deterministic bag-of-words embedding: each lower-cased word adds 1 to
-    the dimension its SHA-256 picks; L2-normalised. No model is downloaded."""
+    """A deterministic embedding, no model downloaded: each lower-cased word
+    adds its own pseudo-random dense vector (from SHA-512 of the word), and the
+    sum is L2-normalised, so texts that share words are near. Dense, so that
+    every 32-byte window of a stored vector is distinct (a sparse one would give
+    the physical probe nothing to look for)."""
     v = [0.0] * DIM
     for w in re.findall(r"[a-z0-9]+", text.lower()):
-        v[int.from_bytes(hashlib.sha256(w.encode()).digest()[:4], "big") % DIM] += 1.0
+        raw = b"".join(hashlib.sha512(f"{w}/{i}".encode()).digest() for i in range(DIM // 64 + 1))
+        for i in range(DIM):
+            v[i] += raw[i] / 127.5 - 1.0
     n = math.sqrt(sum(x * x for x in v)) or 1.0
     return [x / n for x in v]
 
@@ -64,7 +71,7 @@ class Amnesia:
     db: str
     pg_url: str  # postgresql://... of the test database (no driver)
     check_output: str
-    stores: Dict[str, str] = field(default_factory=dict)
+    faiss_dir: str = ""  # the AmnesiaFAISS files' folder (stores lc-faiss, lc-faiss-texts), when FAISS
 
     def sqlalchemy_url(self, driver: str) -> str:
         return self.pg_url.replace("postgresql://", f"postgresql+{driver}://", 1)
@@ -116,13 +123,20 @@ def amn() -> Iterator[Amnesia]:
         with psycopg.connect(pg_url, autocommit=True) as con:
             con.execute("CREATE EXTENSION IF NOT EXISTS vector")
         _create_framework_tables(pg_url)
+        faiss_dir = ""
+        if FAISS:
+            from amnesia_client.langchain_faiss import AmnesiaFAISS
+            from _fw import HashEmbeddings
+
+            faiss_dir = os.path.join(tmp, "faiss")
+            AmnesiaFAISS.new(HashEmbeddings(), DIM).save_local(faiss_dir)
 
         port = _free_port()
         env = dict(os.environ)
         env["AMNESIA_STATE"] = state = os.path.join(tmp, "state")
         _run([BIN, "init"], env)
         with open(os.path.join(state, "amnesia.yaml"), "w") as f:
-            f.write(_config(amnesia_dsn, port))
+            f.write(_config(amnesia_dsn, port, faiss_dir))
         check = _run([BIN, "check"], env)
 
         def token(role: str) -> str:
@@ -144,7 +158,7 @@ def amn() -> Iterator[Amnesia]:
                 time.sleep(0.2)
         else:
             raise AssertionError("amnesia serve was not ready within 30s")
-        yield Amnesia(url, Client(url, cap), Client(url, op), BIN, state, db, pg_url, check)
+        yield Amnesia(url, Client(url, cap), Client(url, op), BIN, state, db, pg_url, check, faiss_dir)
     finally:
         if server is not None:
             server.terminate()
@@ -181,7 +195,21 @@ def _create_framework_tables(pg_url: str) -> None:
     li._initialize()
 
 
-def _config(dsn: str, port: int) -> str:
+def _config(dsn: str, port: int, faiss_dir: str) -> str:
+    faiss = ""
+    if faiss_dir:
+        faiss = f"""  - name: lc-faiss
+    type: faiss
+    path: {faiss_dir}/index.faiss
+    dimensions: {DIM}
+    docstore: lc-faiss-texts
+  - name: lc-faiss-texts
+    type: file
+    path: {faiss_dir}/index.docstore.jsonl
+    format: jsonl
+    key: id
+    content: [text]
+"""
     return f"""version: 1
 scope: default
 certificate_validity: 8760h
@@ -209,6 +237,6 @@ stores:
     table: data_notes
     dimensions: {DIM}
     data_dir: {DATADIR}
-serve:
+{faiss}serve:
   listen: 127.0.0.1:{port}
 """
