@@ -168,6 +168,16 @@ class TestOffline(unittest.TestCase):
         st = verify_envelope(env, load_public_key(self.pem))
         self.assertEqual(st["predicate"]["certificate_id"], "01JNB5Q6X2R7Y8Z9A0B1C2D3E4")
 
+    def test_core_needs_only_the_standard_library(self) -> None:
+        code = (
+            "import sys; sys.path.insert(0, sys.argv[1]); import amnesia_client, amnesia_client.offline; "
+            "bad = [m for m in ('langchain_core', 'llama_index', 'faiss', 'numpy', 'pydantic') if m in sys.modules]; "
+            "print(bad); sys.exit(1 if bad else 0)"
+        )
+        pkg = os.path.join(ROOT, "clients", "python")
+        r = subprocess.run([__import__("sys").executable, "-S", "-c", code, pkg], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
     def test_ed25519_rfc8032_vector(self) -> None:
         # RFC 8032 section 7.1, TEST 2.
         pub = bytes.fromhex("3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c")
