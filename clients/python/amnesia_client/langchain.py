@@ -114,7 +114,18 @@ class AmnesiaVectorStore(VectorStore):
 
     def add_documents(self, documents: List[Document], **kwargs: Any) -> List[str]:
         docs, ids = self._prepare(documents, kwargs.pop("ids", None))
-        return self.inner.add_documents(docs, ids=ids, **kwargs)
+        return self._same_ids(ids, self.inner.add_documents(docs, ids=ids, **kwargs))
+
+    def _same_ids(self, want: List[str], got: Any) -> List[str]:
+        # Lineage names the rows by the ids given; a store that keeps others
+        # would leave rows amnesia cannot find.
+        if got is not None and list(got) != want:
+            raise RuntimeError(
+                f"{type(self.inner).__name__} stored the documents under other ids than the ones given "
+                "(they are written, but amnesia's lineage names the given ids, so an erasure would not find "
+                "those rows): delete them and use a vector store that honours ids="
+            )
+        return want
 
     def add_texts(
         self,
@@ -132,7 +143,7 @@ class AmnesiaVectorStore(VectorStore):
 
     async def aadd_documents(self, documents: List[Document], **kwargs: Any) -> List[str]:
         docs, ids = self._prepare(documents, kwargs.pop("ids", None))
-        return await self.inner.aadd_documents(docs, ids=ids, **kwargs)
+        return self._same_ids(ids, await self.inner.aadd_documents(docs, ids=ids, **kwargs))
 
     async def aadd_texts(
         self,

@@ -145,3 +145,35 @@ def test_indexing_api_with_record_manager(amn: Amnesia) -> None:
     with pytest.raises(Conflict):
         index(docs[:3], rm, vs, cleanup="incremental", source_id_key="source", key_encoder="sha256")
     assert amn.sql("SELECT count(*) FROM langchain_pg_embedding WHERE id = ANY(%s)", keys)[0][0] == 0
+
+
+def test_async_writes_record_lineage_first(amn: Amnesia) -> None:
+    import asyncio
+
+    u, alice, bob = people()
+    inner = PGVector(HashEmbeddings(), connection=amn.sqlalchemy_url("psycopg"), collection_name="kb-async",
+                     embedding_length=DIM, use_jsonb=True, async_mode=True)
+    vs = AmnesiaVectorStore(inner, amn.capture, store="lc-kb")
+
+    async def go() -> list:
+        return await vs.aadd_texts([f"Alice {u} ordered a kite.", f"Bob {u} ordered a sled."],
+                                   metadatas=[{"subject": alice}, {"subject": bob}])
+
+    ids = asyncio.run(go())
+    assert amn.operator.trace(alice).artifacts == 1
+    assert {r[0] for r in amn.sql("SELECT id FROM langchain_pg_embedding WHERE id = ANY(%s)", ids)} == set(ids)
+
+
+def test_a_store_that_ignores_ids_is_refused(amn: Amnesia) -> None:
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    class Renaming(InMemoryVectorStore):
+        def add_documents(self, documents, **kwargs):  # type: ignore[no-untyped-def]
+            kwargs.pop("ids", None)
+            return super().add_documents([Document(d.page_content, metadata=d.metadata) for d in documents])
+
+    u, alice, _ = people()
+    vs = AmnesiaVectorStore(Renaming(HashEmbeddings()), amn.capture, store="lc-kb")
+    with pytest.raises(RuntimeError) as e:
+        vs.add_texts([f"Alice {u} likes tea."], metadatas=[{"subject": alice}])
+    assert "honours ids" in str(e.value)
