@@ -128,6 +128,26 @@ class AmnesiaFAISS(FAISS):
             del self.index_to_docstore_id[int(n)]
         return True
 
+    @classmethod
+    def from_texts(  # type: ignore[override]
+        cls,
+        texts: List[str],
+        embedding: Embeddings,
+        metadatas: Optional[List[dict]] = None,
+        ids: Optional[List[str]] = None,
+        **kwargs: Any,
+    ) -> "AmnesiaFAISS":
+        """A new store holding texts (the dimension is the embedding's). Writes
+        no lineage: wrap the store in AmnesiaVectorStore and add_texts through
+        it to record the lineage of what it holds."""
+        texts = list(texts)
+        if not texts:
+            raise ValueError("from_texts: no texts (use AmnesiaFAISS.new(embedding, dimensions) for an empty store)")
+        vectors = embedding.embed_documents(texts)
+        store = cls.new(embedding, len(vectors[0]), **kwargs)
+        store.add_embeddings(list(zip(texts, vectors)), metadatas=metadatas, ids=ids)
+        return store
+
     def merge_from(self, target: FAISS) -> None:
         raise NotImplementedError("AmnesiaFAISS: add the other store's documents with add_documents")
 

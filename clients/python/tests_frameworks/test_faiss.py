@@ -21,7 +21,30 @@ from amnesia_client.langchain_faiss import AmnesiaFAISS
 from amnesia_client.offline import load_public_key, verify_bundle
 from conftest import DIM, FAISS as HAVE_FAISS, Amnesia
 
-pytestmark = pytest.mark.skipif(not HAVE_FAISS, reason="AMNESIA_BIN was not built with the faiss tag (scripts/test-frameworks builds it so when FAISS's C API is installed; scripts/test-faiss installs it)")
+needs_faiss_binary = pytest.mark.skipif(not HAVE_FAISS, reason="AMNESIA_BIN was not built with the faiss tag (scripts/test-frameworks builds it so when FAISS's C API is installed; scripts/test-faiss installs it)")
+
+
+def test_ids_never_shift(tmp_path) -> None:
+    """Deleting through LangChain keeps the other documents' int64 ids, and
+    from_texts / save_local / load_local round-trip without a pickle."""
+    emb = HashEmbeddings()
+    s = AmnesiaFAISS.from_texts(["alpha one", "beta two", "gamma three"], emb, ids=["a", "b", "c"])
+    before = dict(s.index_to_docstore_id)
+    s.delete(["a"])
+    assert s.index_to_docstore_id == {k: v for k, v in before.items() if v != "a"}
+    s.add_texts(["delta four"], ids=["d"])
+    assert len(set(s.index_to_docstore_id)) == 3 and max(s.index_to_docstore_id) == 3
+    s.save_local(str(tmp_path))
+    assert sorted(os.listdir(tmp_path)) == ["index.docstore.jsonl", "index.faiss", "index.faiss.ids.json"]
+    r = AmnesiaFAISS.load_local(str(tmp_path), emb)
+    assert r.index_to_docstore_id == s.index_to_docstore_id
+    assert r.similarity_search("gamma three", k=1)[0].id == "c"
+    assert r.max_marginal_relevance_search("beta two", k=1, fetch_k=3)[0].id == "b"
+    # A vector whose text was erased first (the file store before the index) is left out on load.
+    lines = [ln for ln in (tmp_path / "index.docstore.jsonl").read_text().splitlines() if '"id": "b"' not in ln]
+    (tmp_path / "index.docstore.jsonl").write_text("".join(ln + "\n" for ln in lines))
+    r = AmnesiaFAISS.load_local(str(tmp_path), emb)
+    assert sorted(r.index_to_docstore_id.values()) == ["c", "d"] and r.index.ntotal == 2
 
 
 def test_faiss_cpu_writes_what_faiss_1_7_3_reads(tmp_path) -> None:
@@ -67,6 +90,7 @@ for name, idx in [("idmap2", faiss.IndexIDMap2(faiss.IndexFlatL2(16))), ("idmap"
     assert r.stdout.strip() == "2"
 
 
+@needs_faiss_binary
 def test_langchain_faiss_default_index_is_not_erasable(amn: Amnesia, tmp_path) -> None:
     """LangChain's own FAISS (IndexFlatL2, texts pickled in index.pkl) is refused by `amnesia check`."""
     FAISS.from_texts(["a text"], HashEmbeddings()).save_local(str(tmp_path))
@@ -79,6 +103,7 @@ def test_langchain_faiss_default_index_is_not_erasable(amn: Amnesia, tmp_path) -
     assert "IDMap" in (r.stdout + r.stderr), r.stdout + r.stderr
 
 
+@needs_faiss_binary
 def test_amnesia_faiss_erase(amn: Amnesia) -> None:
     u = uuid.uuid4().hex[:8]
     alice, bob = f"alice-{u}@example.org", f"bob-{u}@example.org"
