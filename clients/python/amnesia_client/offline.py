@@ -632,7 +632,7 @@ def verify_bundle(
     }
     if encode_bundle(canon) != data:
         raise Malformed("bundle is not in its canonical encoding (was it edited?)")
-    if not isinstance(le.get("logIndex"), int) or not isinstance(le.get("checkpoint"), str):
+    if not isinstance(le.get("logIndex"), int) or isinstance(le.get("logIndex"), bool) or not isinstance(le.get("checkpoint"), str):
         raise Malformed("bundle is not a JSON object of the v1 form")
     if not tkeys:
         raise ValueError("verify certificate: no trusted key given")

@@ -96,6 +96,8 @@ def cases(raw: bytes) -> List[Tuple[str, bytes, int]]:
     case("checkpoint signature changed", 14, lambda b: b["logEntry"].__setitem__("checkpoint", b["logEntry"]["checkpoint"][:-10] + ("A" if b["logEntry"]["checkpoint"][-10] != "A" else "B") + b["logEntry"]["checkpoint"][-9:]))
     case("checkpoint unsigned", 14, lambda b: b["logEntry"].__setitem__("checkpoint", b["logEntry"]["checkpoint"].split("\n\n")[0] + "\n\n"))
     case("whitespace added", 10, lambda b: encode(b).replace(b'"logEntry": {', b'"logEntry":  {'))
+    case("log index a boolean", 10, lambda b: b["logEntry"].__setitem__("logIndex", True))
+    case("log index a float", 10, lambda b: b["logEntry"].__setitem__("logIndex", 5.0))
     case("unknown member", 10, lambda b: b.__setitem__("extra", 1))
     case("second signature", 10, lambda b: b["dsseEnvelope"]["signatures"].append(dict(b["dsseEnvelope"]["signatures"][0])))
     case("media type changed", 10, lambda b: b.__setitem__("mediaType", "application/json"))
