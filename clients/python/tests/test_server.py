@@ -28,6 +28,7 @@ from amnesia_client import (
     Unauthorized,
     verify_webhook,
 )
+from amnesia_client.offline import BadSignature, CertificateInvalid, encode_bundle, load_public_key, verify_bundle
 
 SKIP = H.missing()
 
@@ -221,6 +222,18 @@ class Server(unittest.TestCase):
         bad = self.operator.verify(tampered)
         self.assertFalse(bad.valid)
         self.assertTrue(bad.error_kind)
+
+        # The same verdicts offline, with the package alone and the published key.
+        keys = [load_public_key(k.pem) for k in self.operator.keys()]
+        checked = verify_bundle(bundle, keys)
+        self.assertEqual(checked.certificate_id, done.certificate_id)
+        self.assertEqual(checked.key_id, v.key_id)
+        self.assertEqual(checked.log_index, v.log_index)
+        self.assertTrue(checked.complete)
+        with self.assertRaises(CertificateInvalid):
+            verify_bundle(tampered, keys)
+        with self.assertRaises(BadSignature):
+            verify_bundle(encode_bundle(_flip_signature(json.loads(bundle))), keys)
 
         cp = self.operator.checkpoint()
         lines = cp.splitlines()

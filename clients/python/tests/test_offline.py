@@ -1,0 +1,197 @@
+"""Offline verification (amnesia_client.offline) against the Go verifier.
+
+Every case is a file: the golden bundle of certificate/testdata, or a copy of
+it changed in one place (some re-signed with the golden key, whose seed is the
+32 bytes 0x00..0x1f, so that a schema error sits behind a valid signature).
+The Python verifier must give the verdict ``amnesia verify --public-key``
+gives: the same exit code (0: valid). The Go side runs when AMNESIA_BIN names
+an amnesia binary (scripts/test-clients sets it); without it only the Python
+verdicts, which the Go verifier gave when this test was written, are checked.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import hashlib
+import json
+import os
+import subprocess
+import tempfile
+import unittest
+from typing import Any, Callable, Dict, List, Tuple
+
+import _harness  # noqa: F401  (sys.path)
+from amnesia_client import _ed25519 as E
+from amnesia_client.offline import (
+    CertificateInvalid,
+    load_public_key,
+    verify_bundle,
+    verify_envelope,
+    encode_bundle,
+)
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+TESTDATA = os.path.join(ROOT, "certificate", "testdata")
+BIN = os.environ.get("AMNESIA_BIN", "")
+
+
+def _sign(seed: bytes, msg: bytes) -> bytes:
+    """RFC 8032 signing, for the tests only (the package only verifies)."""
+    h = hashlib.sha512(seed).digest()
+    a = int.from_bytes(h[:32], "little")
+    a &= (1 << 254) - 8
+    a |= 1 << 254
+    pub = E._encode(E._mul(a, E._G))
+    r = int.from_bytes(hashlib.sha512(h[32:] + msg).digest(), "little") % E._L
+    R = E._encode(E._mul(r, E._G))
+    k = int.from_bytes(hashlib.sha512(R + pub + msg).digest(), "little") % E._L
+    return R + ((r + k * a) % E._L).to_bytes(32, "little")
+
+
+GOLDEN_SEED = bytes(range(32))
+
+
+def pem_of(pub: bytes) -> str:
+    der = bytes.fromhex("302a300506032b6570032100") + pub
+    return "-----BEGIN PUBLIC KEY-----\n" + base64.b64encode(der).decode() + "\n-----END PUBLIC KEY-----\n"
+
+
+def encode(b: Dict[str, Any]) -> bytes:
+    return encode_bundle(b)
+
+
+def resign(b: Dict[str, Any], change: Callable[[Dict[str, Any]], None]) -> Dict[str, Any]:
+    st = json.loads(base64.b64decode(b["dsseEnvelope"]["payload"]))
+    change(st)
+    payload = json.dumps(st, separators=(",", ":"), ensure_ascii=False).encode()
+    pae = b"DSSEv1 28 application/vnd.in-toto+json %d %s" % (len(payload), payload)
+    b["dsseEnvelope"]["payload"] = base64.b64encode(payload).decode()
+    b["dsseEnvelope"]["signatures"][0]["sig"] = base64.b64encode(_sign(GOLDEN_SEED, pae)).decode()
+    return b
+
+
+def flip_b64(s: str, at: int = 10) -> str:
+    c = "A" if s[at] != "A" else "B"
+    return s[:at] + c + s[at + 1:]
+
+
+def cases(raw: bytes) -> List[Tuple[str, bytes, int]]:
+    """(name, file bytes, expected exit code of amnesia verify)."""
+    g = json.loads(raw)
+    out: List[Tuple[str, bytes, int]] = [("golden", raw, 0)]
+
+    def case(name: str, code: int, f: Callable[[Dict[str, Any]], Any]) -> None:
+        b = copy.deepcopy(g)
+        r = f(b)
+        out.append((name, r if isinstance(r, bytes) else encode(b), code))
+
+    case("payload byte changed", 11, lambda b: b["dsseEnvelope"].__setitem__("payload", flip_b64(b["dsseEnvelope"]["payload"], 40)))
+    case("signature changed", 11, lambda b: b["dsseEnvelope"]["signatures"][0].__setitem__("sig", flip_b64(b["dsseEnvelope"]["signatures"][0]["sig"], 5)))
+    case("key id changed", 12, lambda b: b["dsseEnvelope"]["signatures"][0].__setitem__("keyid", "sha256:" + "0" * 64))
+    case("log index changed", 13, lambda b: b["logEntry"].__setitem__("logIndex", 4))
+    case("proof hash changed", 13, lambda b: b["logEntry"]["inclusionProof"].__setitem__(0, flip_b64(b["logEntry"]["inclusionProof"][0], 3)))
+    case("proof hash dropped", 13, lambda b: b["logEntry"]["inclusionProof"].pop())
+    case("checkpoint root changed", 14, lambda b: b["logEntry"].__setitem__("checkpoint", b["logEntry"]["checkpoint"].replace("\n1", "\n2", 1)))
+    case("checkpoint signature changed", 14, lambda b: b["logEntry"].__setitem__("checkpoint", b["logEntry"]["checkpoint"][:-10] + ("A" if b["logEntry"]["checkpoint"][-10] != "A" else "B") + b["logEntry"]["checkpoint"][-9:]))
+    case("checkpoint unsigned", 14, lambda b: b["logEntry"].__setitem__("checkpoint", b["logEntry"]["checkpoint"].split("\n\n")[0] + "\n\n"))
+    case("whitespace added", 10, lambda b: encode(b).replace(b'"logEntry": {', b'"logEntry":  {'))
+    case("log index a boolean", 10, lambda b: b["logEntry"].__setitem__("logIndex", True))
+    case("log index a float", 10, lambda b: b["logEntry"].__setitem__("logIndex", 5.0))
+    case("unknown member", 10, lambda b: b.__setitem__("extra", 1))
+    case("second signature", 10, lambda b: b["dsseEnvelope"]["signatures"].append(dict(b["dsseEnvelope"]["signatures"][0])))
+    case("media type changed", 10, lambda b: b.__setitem__("mediaType", "application/json"))
+    case("bare envelope", 13, lambda b: encode(b["dsseEnvelope"]))
+    case("not JSON", 10, lambda b: b"not json\n")
+    case("timestamp not base64", 15, lambda b: b["logEntry"].__setitem__("timestamp", "***"))
+    # Re-signed with the golden key: the signature verifies, the rest must not.
+    case("re-signed, counts wrong", 10, lambda b: resign(b, lambda st: st["predicate"]["counts"].__setitem__("verified", 3)))
+    case("re-signed, unknown outcome", 10, lambda b: resign(b, lambda st: st["predicate"]["artifacts"][0].__setitem__("outcome", "GONE")))
+    case("re-signed, subject name", 10, lambda b: resign(b, lambda st: st["subject"][0].__setitem__("name", "x")))
+    case("re-signed, times reversed", 10, lambda b: resign(b, lambda st: st["predicate"].__setitem__("valid_until", "2020-01-01T00:00:00Z")))
+    case("re-signed, out_of_scope empty", 10, lambda b: resign(b, lambda st: st["predicate"].__setitem__("out_of_scope", [])))
+    case("re-signed, NEEDS_HUMAN without reason", 10, lambda b: resign(b, lambda st: st["predicate"]["artifacts"][2].pop("reason")))
+    case("re-signed, complete flipped", 13, lambda b: resign(b, lambda st: st["predicate"].__setitem__("complete", True)))
+    return out
+
+
+def python_code(data: bytes, pem: str) -> int:
+    try:
+        verify_bundle(data, [load_public_key(pem)])
+        return 0
+    except CertificateInvalid as e:
+        return e.exit_code
+
+
+def go_code(data: bytes, pem: str) -> int:
+    with tempfile.TemporaryDirectory() as d:
+        cert, key = os.path.join(d, "cert.json"), os.path.join(d, "key.pem")
+        with open(cert, "wb") as f:
+            f.write(data)
+        with open(key, "w") as f:
+            f.write(pem)
+        r = subprocess.run([BIN, "verify", cert, "--public-key", key], capture_output=True, timeout=60)
+        return r.returncode
+
+
+class TestOffline(unittest.TestCase):
+    def setUp(self) -> None:
+        with open(os.path.join(TESTDATA, "golden-v1.bundle.json"), "rb") as f:
+            self.raw = f.read()
+        with open(os.path.join(TESTDATA, "golden-v1.pub.pem")) as f:
+            self.pem = f.read()
+
+    def test_signing_helper_is_the_golden_key(self) -> None:
+        h = hashlib.sha512(GOLDEN_SEED).digest()
+        a = (int.from_bytes(h[:32], "little") & ((1 << 254) - 8)) | (1 << 254)
+        self.assertEqual(E._encode(E._mul(a, E._G)), load_public_key(self.pem).public)
+
+    def test_golden_and_tampered_match_expected_codes(self) -> None:
+        for name, data, want in cases(self.raw):
+            with self.subTest(name):
+                self.assertEqual(python_code(data, self.pem), want)
+
+    def test_wrong_key(self) -> None:
+        other = pem_of(E._encode(E._mul(123456789, E._G)))
+        self.assertEqual(python_code(self.raw, other), 12)
+
+    @unittest.skipUnless(BIN, "AMNESIA_BIN not set: the Go verifier's verdicts are not compared (scripts/test-clients sets it)")
+    def test_same_verdicts_as_amnesia_verify(self) -> None:
+        other = pem_of(E._encode(E._mul(123456789, E._G)))
+        all_cases = cases(self.raw) + [("wrong key", self.raw, 12)]
+        for name, data, _ in all_cases:
+            pem = other if name == "wrong key" else self.pem
+            with self.subTest(name):
+                self.assertEqual(python_code(data, pem), go_code(data, pem))
+
+    def test_bare_envelope_verifies_alone(self) -> None:
+        with open(os.path.join(TESTDATA, "golden-v1.dsse.json"), "rb") as f:
+            env = f.read()
+        st = verify_envelope(env, load_public_key(self.pem))
+        self.assertEqual(st["predicate"]["certificate_id"], "01JNB5Q6X2R7Y8Z9A0B1C2D3E4")
+
+    def test_core_needs_only_the_standard_library(self) -> None:
+        code = (
+            "import sys; sys.path.insert(0, sys.argv[1]); import amnesia_client, amnesia_client.offline; "
+            "bad = [m for m in ('langchain_core', 'llama_index', 'faiss', 'numpy', 'pydantic') if m in sys.modules]; "
+            "print(bad); sys.exit(1 if bad else 0)"
+        )
+        pkg = os.path.join(ROOT, "clients", "python")
+        r = subprocess.run([__import__("sys").executable, "-S", "-c", code, pkg], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+    def test_ed25519_rfc8032_vector(self) -> None:
+        # RFC 8032 section 7.1, TEST 2.
+        pub = bytes.fromhex("3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c")
+        sig = bytes.fromhex(
+            "92a009a9f0d4cab8720e820b5f642540a2b27b5416503f8fb3762223ebdb69da"
+            "085ac1e43e15996e458f3613d0f11d8c387b2eaeb4302aeeb00d291612bb0c00"
+        )
+        self.assertTrue(E.verify(pub, b"\x72", sig))
+        self.assertFalse(E.verify(pub, b"\x73", sig))
+        bad_s = sig[:32] + (int.from_bytes(sig[32:], "little") + E._L).to_bytes(32, "little")
+        self.assertFalse(E.verify(pub, b"\x72", bad_s))
+
+
+if __name__ == "__main__":
+    unittest.main()
