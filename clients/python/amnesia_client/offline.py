@@ -423,6 +423,8 @@ def _check_payload(body: bytes, kid: str) -> Dict[str, Any]:
         a = _obj(a, f"predicate.artifacts[{i}]")
         outcome, level = a.get("outcome"), a.get("level", "")
         m = _obj(a.get("measurement"), f"predicate.artifacts[{i}].measurement")
+        if a.get("via", "") not in ("", "reconcile"):
+            raise BadSchema(f'predicate.artifacts[{i}].via is not "reconcile"')
         if outcome == "VERIFIED":
             if level not in ("physical", "logical"):
                 raise BadSchema(f"predicate.artifacts[{i}].level is not physical or logical")
@@ -439,6 +441,15 @@ def _check_payload(body: bytes, kid: str) -> Dict[str, Any]:
             counts[outcome.lower()] += 1
         else:
             raise BadSchema(f"predicate.artifacts[{i}].outcome is not a known outcome")
+    sh = p.get("crypto_shredding")
+    if sh is not None:
+        sh = _obj(sh, "predicate.crypto_shredding")
+        if sh.get("level") not in ("physical", "logical"):
+            raise BadSchema("predicate.crypto_shredding.level is not physical or logical")
+        if not sh.get("evidence") or not sh.get("covers") or not sh.get("does_not_cover"):
+            raise BadSchema("predicate.crypto_shredding needs evidence, covers and does_not_cover")
+        if not sh.get("key_destroyed") and sh.get("level") == "physical":
+            raise BadSchema("predicate.crypto_shredding.level is physical but key_destroyed is false")
     oos = p.get("out_of_scope")
     if not isinstance(oos, list) or not oos:
         raise BadSchema("predicate.out_of_scope is empty")

@@ -111,6 +111,9 @@ def cases(raw: bytes) -> List[Tuple[str, bytes, int]]:
     case("re-signed, times reversed", 10, lambda b: resign(b, lambda st: st["predicate"].__setitem__("valid_until", "2020-01-01T00:00:00Z")))
     case("re-signed, out_of_scope empty", 10, lambda b: resign(b, lambda st: st["predicate"].__setitem__("out_of_scope", [])))
     case("re-signed, NEEDS_HUMAN without reason", 10, lambda b: resign(b, lambda st: st["predicate"]["artifacts"][2].pop("reason")))
+    case("re-signed, via unknown", 10, lambda b: resign(b, lambda st: st["predicate"]["artifacts"][0].__setitem__("via", "guess")))
+    case("re-signed, crypto_shredding without evidence", 10, lambda b: resign(b, lambda st: st["predicate"].__setitem__("crypto_shredding", {"key_destroyed": True, "level": "physical", "evidence": "", "sealed_artifacts": 1, "covers": "c", "does_not_cover": "d"})))
+    case("re-signed, crypto_shredding physical, key kept", 10, lambda b: resign(b, lambda st: st["predicate"].__setitem__("crypto_shredding", {"key_destroyed": False, "level": "physical", "evidence": "e", "sealed_artifacts": 1, "covers": "c", "does_not_cover": "d"})))
     case("re-signed, complete flipped", 13, lambda b: resign(b, lambda st: st["predicate"].__setitem__("complete", True)))
     return out
 
