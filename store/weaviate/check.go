@@ -122,7 +122,6 @@ func (s *Store) checkDims(ctx context.Context, d int) string {
 	return ""
 }
 
-
 func init() {
 	store.RegisterCheck(Type, []string{"dsn", "collection", "table", "subject", "content", "dimensions", "data_dir", "reclaim"}, Check)
 	store.Register(Type, store.Adapter{

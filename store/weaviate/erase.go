@@ -26,7 +26,7 @@ const StatePending = "PENDING-weaviate-compaction"
 // DefaultPoll is how long one Reclaim call polls the class's files for
 // the server's flush and compaction before it answers PENDING (the
 // erasure calls it again for up to its reclaim wait).
-const DefaultPoll = 20 * time.Second
+const DefaultPoll = 10 * time.Second
 
 const pollEvery = 500 * time.Millisecond
 
@@ -37,11 +37,11 @@ const StateDeferred = "PENDING-reclaim-deferred"
 // vector codes (pq, bq, sq, rq), which no needle can find.
 const StateCompressed = "UNVERIFIED-compressed-vectors"
 
-// textNeedle is how the object store writes a text property's value: the
+// TextBytes is how the object store writes a text property's value: the
 // body of the JSON string encoding/json makes of it (the server marshals
 // an object's properties with encoding/json: HTML characters escaped as
 // \u003c, non-ASCII kept as UTF-8).
-func textNeedle(v string) []byte {
+func TextBytes(v string) []byte {
 	b, _ := json.Marshal(v)
 	return b[1 : len(b)-1]
 }
@@ -58,11 +58,11 @@ func recordFields(o *object, content []string) [][]byte {
 	for _, p := range content {
 		switch v := o.Properties[p].(type) {
 		case string:
-			out = append(out, textNeedle(v))
+			out = append(out, TextBytes(v))
 		case []any:
 			for _, e := range v {
 				if s, ok := e.(string); ok {
-					out = append(out, textNeedle(s))
+					out = append(out, TextBytes(s))
 				}
 			}
 		}

@@ -774,3 +774,35 @@ func (s *Store) DeleteSubject(ctx context.Context, tag string) (int, error) {
 		}
 	}
 }
+
+// URL is the server's base URL, without credentials.
+func (s *Store) URL() string { return s.base }
+
+// Class is the store's class.
+func (s *Store) Class() string { return s.class }
+
+// All returns every object of the class as a Record (ID is the store key
+// when the class keeps it, else the object UUID).
+func (s *Store) All(ctx context.Context) ([]Record, error) {
+	var out []Record
+	err := s.each(ctx, func(o *object) error {
+		r := Record{ID: o.ID, Vector: o.Vector, Properties: map[string]any{}}
+		for k, v := range o.Properties {
+			switch k {
+			case KeyProperty:
+				if id, _ := v.(string); id != "" {
+					r.ID = id
+				}
+			case s.subject:
+				r.Subject, _ = v.(string)
+			case s.writeContent():
+				r.Content, _ = v.(string)
+			default:
+				r.Properties[k] = v
+			}
+		}
+		out = append(out, r)
+		return nil
+	})
+	return out, err
+}
