@@ -75,7 +75,11 @@ func recordFields(o *object, content []string) [][]byte {
 
 // ReadEvidence implements store.EvidenceReader: windows of each content
 // property (as the object store writes it) and of the vector (float32
-// LE), the subject tag, the vector. Windows another live object of the
+// LE), the subject tag, the vector. The subject tag is not cut into
+// needles: it is no content of the record, and the subject property's
+// inverted index keeps it as a key until Weaviate compacts that bucket,
+// which in a quiet class may not happen for a long time (Reclaim reports
+// it instead, see tagNote). Windows another live object of the
 // class holds are counted as Shared (store.DropShared). When the class
 // compresses its vectors, the compressed code (at least one byte per
 // dimension) is counted in RecordBytes and not covered: no window can find
@@ -106,11 +110,11 @@ func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*st
 			continue
 		}
 		e := &store.Evidence{Key: k, Vector: o.Vector}
-		if tag, _ := o.Properties[s.subject].(string); tag != "" {
-			e.Filter = map[string]string{s.subject: tag}
-		}
 		for _, f := range recordFields(o, content) {
 			e.AddWindows(f)
+		}
+		if tag, _ := o.Properties[s.subject].(string); tag != "" {
+			e.Filter = map[string]string{s.subject: tag}
 		}
 		if comp != "" {
 			e.RecordBytes += len(o.Vector)
@@ -268,7 +272,7 @@ func FileKind(path string) string {
 	case strings.Contains(p, "/lsm/vectors_compressed"):
 		return "compressed vector codes (no needle can find a code: not measured)"
 	case strings.Contains(p, "/lsm/property_"):
-		return "inverted index (single tokens, shorter than a window: only fragments of 39+ bytes would be found)"
+		return "inverted index (keeps a text's words one token at a time, lower-cased, and the subject tag as a key: scanned for the same windows, which find no single word)"
 	case strings.Contains(p, ".hnsw.commitlog.d/"):
 		return "HNSW commit log (graph links and tombstones; vectors only when compressed)"
 	default:
@@ -287,7 +291,8 @@ func (s *Store) ProbePhysical(ctx context.Context, set *store.NeedleSet) (store.
 	if err != nil {
 		return store.ScanReport{}, fmt.Errorf("physical probe: %w", err)
 	}
-	sc := store.NewScanner(set, "every file under the Weaviate class directory (LSM segments and WALs of every bucket, HNSW commit logs), raw")
+	sc := store.NewScanner(set, "every file under the Weaviate class directory (LSM segments and WALs of every bucket, HNSW commit logs), raw; "+
+		"the objects bucket holds the record as written, the inverted-index buckets hold its words one token at a time, which windows do not find")
 	for _, f := range files {
 		if err := sc.ScanFile(ctx, f); err != nil {
 			return store.ScanReport{}, fmt.Errorf("physical probe: %w", err)
@@ -375,6 +380,11 @@ func (s *Store) Reclaim(ctx context.Context) (store.ReclaimReport, error) {
 	s.mu.Lock()
 	waited := time.Since(s.started).Round(time.Second)
 	s.mu.Unlock()
+	if n, err := s.tagNote(ctx, watch); err != nil {
+		return store.ReclaimReport{}, fmt.Errorf("reclaim: %w", err)
+	} else if n != "" {
+		notes = append(notes, n)
+	}
 	step := fmt.Sprintf("scanned %d files under %s for %d needles of %d deleted records after %s", nfiles, s.ClassDir(), set.Len(), len(watch), waited)
 	if len(held) > 0 {
 		names := make([]string, 0, len(held))
@@ -512,4 +522,43 @@ func cleanPath(p string) string {
 		p = r
 	}
 	return filepath.Clean(p)
+}
+
+// tagNote says in how many files of the subject property's inverted index
+// the subject tags of the deleted records are still keys (a tag shorter
+// than a needle is not looked for), or "". The tag is a keyed digest of
+// the subject, not content, and is not a needle (see ReadEvidence): this
+// is said, not waited for.
+func (s *Store) tagNote(ctx context.Context, watch map[string]*store.Evidence) (string, error) {
+	tags := map[string]*store.Evidence{}
+	for _, e := range watch {
+		if t := e.Filter[s.subject]; len(t) >= store.MinNeedle {
+			tags[t] = &store.Evidence{Key: t, Needles: [][]byte{[]byte(t)}}
+		}
+	}
+	if len(tags) == 0 {
+		return "", nil
+	}
+	set := store.NewNeedleSet(tags)
+	files, err := s.files()
+	if err != nil {
+		return "", err
+	}
+	n := 0
+	for _, f := range files {
+		if !strings.Contains(filepath.ToSlash(f), "/lsm/property_"+s.subject) {
+			continue
+		}
+		rep, err := store.ScanFiles(ctx, set, "", f)
+		if err != nil {
+			return "", err
+		}
+		if rep.NeedlesFound > 0 {
+			n++
+		}
+	}
+	if n == 0 {
+		return "", nil
+	}
+	return fmt.Sprintf("the subject tag (a keyed digest, no content) is still a key in %d inverted-index files of property %s until Weaviate compacts that bucket", n, s.subject), nil
 }

@@ -122,17 +122,19 @@ func TestWeaviateNeedlesMatchOnDiskEncoding(t *testing.T) {
 	srv := shared(t)
 	ctx := context.Background()
 	s := newStore(t, srv)
-	put(t, s, "rec-a", "tag-1", 1)
-	put(t, s, "rec-b", "tag-2", 2)
+	tagA, tagB := "hmac:5f1c0a9e77d24b6c8e13aa90f2d4c6b1e8a7f3d2c1b0a9e8d7c6b5a4f3e2d1c0", "hmac:0d1e2f3a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9a0b1c2d3e4f5a"
+	put(t, s, "rec-a", tagA, 1)
+	put(t, s, "rec-b", tagB, 2)
 	ev, err := s.ReadEvidence(ctx, []string{"rec-a"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e := ev["rec-a"]
-	if e == nil || e.RecordBytes == 0 || e.CoveredBytes != e.RecordBytes {
-		t.Fatalf("evidence %+v: want content and vector fully covered", e)
+	want := len(weaviate.TextBytes(content(1))) + 4*dim
+	if e == nil || e.RecordBytes != want || e.CoveredBytes != e.RecordBytes {
+		t.Fatalf("evidence covers %d of %d bytes, want all %d of content and vector", e.CoveredBytes, e.RecordBytes, want)
 	}
-	if len(e.Vector) != dim || e.Filter[weaviate.DefaultSubject] != "tag-1" {
+	if len(e.Vector) != dim || e.Filter[weaviate.DefaultSubject] != tagA {
 		t.Fatalf("evidence lacks the vector or the subject tag")
 	}
 	var rep store.ScanReport
@@ -158,6 +160,19 @@ func TestWeaviateNeedlesMatchOnDiskEncoding(t *testing.T) {
 	}
 	if got.Found["raw"] == len(raw.Needles) {
 		t.Fatalf("the unescaped text was found whole: the test does not show that the JSON escaping matters")
+	}
+	// After the erasure, the record's needles are gone, and what is not a
+	// needle but stays (the subject tag as an inverted-index key of a
+	// bucket nothing compacts yet) is said.
+	if err := s.Delete(ctx, []string{"rec-a"}); err != nil {
+		t.Fatal(err)
+	}
+	rc, err := s.Reclaim(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc.State != "" || !strings.Contains(rc.Evidence, "subject tag (a keyed digest, no content) is still a key in") {
+		t.Fatalf("reclaim: %s: %s", rc.State, rc.Evidence)
 	}
 }
 
