@@ -171,8 +171,8 @@ func TestWeaviateNeedlesMatchOnDiskEncoding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rc.State != "" || !strings.Contains(rc.Evidence, "subject tag (a keyed digest, no content) is still a key in") {
-		t.Fatalf("reclaim: %s: %s", rc.State, rc.Evidence)
+	if rc.State != "" || !strings.Contains(rc.Method, "subject tag (a keyed digest, no content) is still a key in") {
+		t.Fatalf("reclaim: %s: %s: %s", rc.State, rc.Method, rc.Evidence)
 	}
 }
 
