@@ -515,11 +515,11 @@ func (s *Store) PutBatch(ctx context.Context, rs []Record) error {
 	if _, err := s.call(ctx, http.MethodPost, "/v1/batch/objects", map[string]any{"objects": objs}, &res, true); err != nil {
 		return fmt.Errorf("put objects: %w", err)
 	}
-	for _, r := range res {
+	for i, r := range res {
 		if r.Result.Errors != nil && len(r.Result.Errors.Error) > 0 {
-			// The server's message names the problem (a wrong type, a
-			// dimension mismatch); it does not echo values.
-			return fmt.Errorf("put objects: the server refused an object: %s", firstLine(r.Result.Errors.Error[0].Message))
+			// The server's message can quote the object's values (a date
+			// it could not parse): it stays in the server's answer.
+			return fmt.Errorf("put objects: the server refused object %d of %d in class %s (its message is withheld: it may quote the object's values; check property names and types against the class, and the vector's dimensions)", i+1, len(objs), s.class)
 		}
 	}
 	return nil
