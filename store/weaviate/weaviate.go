@@ -34,6 +34,12 @@
 // naming the files that still hold bytes; docs/weaviate.md gives the server
 // settings under which that wait ends, and Reclaim names the ones it can
 // see are not in effect.
+//
+// What the byte scan cannot see: the inverted index keeps a text's words
+// one token at a time (lower-cased), which no window finds, and the
+// subject tag as a key (said, not waited for); compressed vector codes
+// (the certificate then does not claim the physical level); the files of
+// other replicas of a cluster.
 package weaviate
 
 import (
@@ -212,13 +218,17 @@ func Open(ctx context.Context, o Options, create bool) (*Store, error) {
 // Location is where the store is, for people.
 func (s *Store) Location() string { return s.base + " class " + s.class }
 
-// Info implements store.Store.
+// Info implements store.Store. The physical probe is declared only when
+// data_dir is set (without it there are no files to scan, and the erasure
+// stops at the logical level); reclaim only when not delete-only.
 func (s *Store) Info() store.Info {
 	caps := []store.Capability{store.CapDelete, store.CapProbeByID, store.CapProbeByFilter, store.CapProbeBySimilarity}
 	if !s.deleteOnly {
 		caps = append(caps, store.CapReclaim)
 	}
-	caps = append(caps, store.CapProbePhysical)
+	if s.dataDir != "" {
+		caps = append(caps, store.CapProbePhysical)
+	}
 	return store.Info{Name: s.name, Type: Type, Capabilities: caps}
 }
 

@@ -459,3 +459,18 @@ func TestWeaviateDefaultSettingsKeepBytesInWAL(t *testing.T) {
 		t.Fatalf("the reused WAL no longer holds the deleted object's bytes: the default-settings residue this test documents is gone")
 	}
 }
+
+// Without data_dir there are no files to scan: the store does not declare
+// the physical probe, so the erasure stops at the logical level instead of
+// failing the store.
+func TestWeaviateWithoutDataDir(t *testing.T) {
+	srv := shared(t)
+	s := newStore(t, server{url: srv.url})
+	if s.Info().Has(store.CapProbePhysical) {
+		t.Fatalf("physical probe declared without data_dir: %v", s.Info().Capabilities)
+	}
+	rep, err := s.Reclaim(context.Background())
+	if err != nil || rep.State != "" || !strings.Contains(rep.Method, "data_dir is not set") {
+		t.Fatalf("reclaim without data_dir: %+v, %v", rep, err)
+	}
+}
