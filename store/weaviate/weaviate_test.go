@@ -270,12 +270,19 @@ func freePort(t *testing.T) int {
 // server's default persistence settings. It returns the server and a
 // function that stops it (SIGTERM, as a restart would).
 func own(t *testing.T, data string, defaults bool) (server, func()) {
+	return ownOn(t, data, defaults, 0)
+}
+
+// ownOn is own on a given REST port (0: a free one).
+func ownOn(t *testing.T, data string, defaults bool, port int) (server, func()) {
 	t.Helper()
 	bin := os.Getenv("AMNESIA_TEST_WEAVIATE_BIN")
 	if bin == "" {
 		t.Skip("AMNESIA_TEST_WEAVIATE_BIN is not set: run eval \"$(scripts/services start)\", which builds weaviate-server")
 	}
-	port := freePort(t)
+	if port == 0 {
+		port = freePort(t)
+	}
 	env := []string{
 		"AUTHENTICATION_ANONYMOUS_ACCESS_ENABLED=true", "PERSISTENCE_DATA_PATH=" + data, "DEFAULT_VECTORIZER_MODULE=none",
 		"CLUSTER_HOSTNAME=node1", "CLUSTER_ADVERTISE_ADDR=127.0.0.1", "CLUSTER_BIND_ADDR=127.0.0.1",
