@@ -140,6 +140,7 @@ var adapterImports = map[string]string{
 	"pgvector":   "github.com/amnesia-dev/amnesia/store/pgvector",
 	"chromem":    "github.com/amnesia-dev/amnesia/store/chromem",
 	"file":       "github.com/amnesia-dev/amnesia/store/file",
+	"weaviate":   "github.com/amnesia-dev/amnesia/store/weaviate",
 }
 
 // unknownType is the error for a type no linked adapter registered: for one

@@ -13,4 +13,5 @@ import (
 	_ "github.com/amnesia-dev/amnesia/store/pgvector"
 	_ "github.com/amnesia-dev/amnesia/store/sqlitedoc"
 	_ "github.com/amnesia-dev/amnesia/store/sqlitevec"
+	_ "github.com/amnesia-dev/amnesia/store/weaviate"
 )

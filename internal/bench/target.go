@@ -218,5 +218,8 @@ func ResidueTypes() []string {
 	if pgvectorDSN() != "" {
 		types = append(types, pgvector.Type)
 	}
+	if weaviateURL() != "" {
+		types = append(types, "weaviate") // target_weaviate.go
+	}
 	return types
 }
