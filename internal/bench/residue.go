@@ -107,6 +107,12 @@ func Residue(ctx context.Context, typ string, o Options) (*StoreResult, error) {
 			return nil, fmt.Errorf("%s %s: %w", typ, b.ID, err)
 		}
 		cell.What = b.What
+		if n := tg.notes[b.ID]; n != "" {
+			if cell.Note != "" {
+				cell.Note += "; "
+			}
+			cell.Note += n
+		}
 		res.Cells = append(res.Cells, *cell)
 		os.RemoveAll(dir)
 	}
