@@ -37,7 +37,12 @@ func TestResidueSmoke(t *testing.T) {
 				}
 			}
 			tg := targets[typ]
-			if b0 := byID["B0"]; (!tg.nativeDrops && b0.PhysicalResidue < 0.5) || b0.LogicalExclusion != 1 {
+			switch b0 := byID["B0"]; {
+			case tg.nativeKeeps:
+				if b0.LogicalExclusion != 0 || b0.PhysicalResidue < b0.ProbePower {
+					t.Errorf("B0 on a store without native delete: exclusion %.2f, residue %.2f, power %.2f; nothing should be removed", b0.LogicalExclusion, b0.PhysicalResidue, b0.ProbePower)
+				}
+			case (!tg.nativeDrops && b0.PhysicalResidue < 0.5) || b0.LogicalExclusion != 1:
 				t.Errorf("B0 native delete: residue %.2f, exclusion %.2f; a plain DELETE should hide the rows and leave their bytes", b0.PhysicalResidue, b0.LogicalExclusion)
 			}
 			for id, n := range tg.notes {

@@ -183,6 +183,11 @@ func setup(ctx context.Context, tg *target, c *Corpus, root string) (int, error)
 		}
 		n += len(tg.keys(d))
 	}
+	if tg.flush != nil {
+		if err := tg.flush(ctx, e); err != nil {
+			return 0, err
+		}
+	}
 	// Settle the files: what a long-running application's store looks like.
 	if rc, ok := e.st.(store.Reclaimer); ok {
 		if _, err := rc.Reclaim(ctx); err != nil {

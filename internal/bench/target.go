@@ -49,6 +49,13 @@ type target struct {
 	// store's files (it rewrites or unlinks them): B0 then shows no file
 	// residue, and the smoke test does not require one.
 	nativeDrops bool
+	// nativeKeeps says the store offers no native delete at all (FAISS
+	// HNSW): B0 removes nothing, so the smoke test expects the records to
+	// stay findable.
+	nativeKeeps bool
+	// flush, if set, runs once after every document was ingested (a
+	// target that buffers, such as FAISS, writes its file then).
+	flush func(ctx context.Context, e *env) error
 }
 
 // Dim is the embedding dimension of the benchmark's vectors: 384, what
