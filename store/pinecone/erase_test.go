@@ -37,6 +37,10 @@ func TestErasureThroughCapture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// amnesia check and the preflight name the store by host and namespace.
+	if got := cfg.StoreTarget(cfg.Stores[0]); !strings.Contains(got, strings.TrimPrefix(f.URL, "http://")) || !strings.Contains(got, "namespace app") || strings.Contains(got, apiKey) {
+		t.Errorf("StoreTarget = %q, want the index host and namespace", got)
+	}
 	stateDir := filepath.Join(root, ".amnesia")
 	if _, err := state.Init(stateDir, cfg); err != nil {
 		t.Fatal(err)
