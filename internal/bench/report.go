@@ -39,6 +39,9 @@ type File struct {
 // Rerun is the command that measures this file again.
 func (f *File) Rerun() string {
 	if f.Kind == "residue" {
+		if strings.HasPrefix(f.Store, "faiss") {
+			return "go run -tags faiss ./cmd/amnesia-bench residue --store " + f.Store
+		}
 		return "go run ./cmd/amnesia-bench residue --store " + f.Store
 	}
 	return "go run ./cmd/amnesia-bench " + f.Kind

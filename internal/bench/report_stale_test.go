@@ -201,3 +201,12 @@ func TestStaleUnknownCommit(t *testing.T) {
 		t.Errorf("outside any repository, a row is not stale")
 	}
 }
+
+// A FAISS results file is measured again with the build tag that links
+// FAISS.
+func TestRerunFAISSNeedsTag(t *testing.T) {
+	f := &File{Kind: "residue", Store: "faiss-hnsw"}
+	if got := f.Rerun(); got != "go run -tags faiss ./cmd/amnesia-bench residue --store faiss-hnsw" {
+		t.Errorf("Rerun = %q", got)
+	}
+}
