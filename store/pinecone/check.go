@@ -47,7 +47,7 @@ func Check(ctx context.Context, c store.Config) []store.Problem {
 	}
 	o, _ := configOptions(c)
 	u, _ := parseHost(o.Host)
-	cl := &client{base: u, key: o.APIKey, hc: &http.Client{Timeout: 15 * time.Second}}
+	cl := &client{base: u, key: o.APIKey, hc: newHTTPClient(nil, 15*time.Second)}
 	defer cl.hc.CloseIdleConnections()
 	var st Stats
 	if err := cl.do(ctx, "describe_index_stats", http.MethodPost, "/describe_index_stats", nil, struct{}{}, &st); err != nil {

@@ -28,6 +28,20 @@ type client struct {
 	hc   *http.Client
 }
 
+// newHTTPClient returns a copy of base (a new client when nil, with
+// timeout) that follows no redirect: Go forwards custom headers such as
+// Api-Key to the redirect's target, whatever its host, so a redirect is
+// answered as an error instead.
+func newHTTPClient(base *http.Client, timeout time.Duration) *http.Client {
+	hc := &http.Client{Timeout: timeout}
+	if base != nil {
+		c := *base
+		hc = &c
+	}
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return hc
+}
+
 // parseHost returns the index host as a base URL: https, or http on a
 // loopback address only (a local fake or proxy).
 func parseHost(host string) (*url.URL, error) {

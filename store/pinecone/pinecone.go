@@ -119,10 +119,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if o.APIKey == "" {
 		return nil, fmt.Errorf("open pinecone store %q: api_key is empty: set api_key: $PINECONE_API_KEY and export that variable", o.Name)
 	}
-	hc := o.HTTPClient
-	if hc == nil {
-		hc = &http.Client{Timeout: 30 * time.Second}
-	}
+	hc := newHTTPClient(o.HTTPClient, 30*time.Second)
 	wait := o.ConsistencyWait
 	if wait <= 0 {
 		wait = DefaultConsistencyWait

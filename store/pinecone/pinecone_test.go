@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -295,5 +298,33 @@ func TestCheck(t *testing.T) {
 	nsc.Namespace = "nobody-here"
 	if ps := store.Check(ctx, nsc); len(store.Errors(ps)) != 0 || ps[0].Key != "namespace" {
 		t.Errorf("empty namespace: %v, want a warning on namespace", ps)
+	}
+}
+
+// A host that redirects never gets the key forwarded: Go's client would
+// send the Api-Key header on to the redirect's target.
+func TestNoRedirectCarriesTheKey(t *testing.T) {
+	var leaked atomic.Bool
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Api-Key") != "" {
+			leaked.Store(true)
+		}
+		w.WriteHeader(http.StatusOK)
+		w.Write([]byte(`{"dimension": 16, "namespaces": {}}`))
+	}))
+	defer elsewhere.Close()
+	redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, elsewhere.URL+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	defer redirector.Close()
+	_, err := pinecone.Open(context.Background(), pinecone.Options{Name: "vecs", Host: redirector.URL, APIKey: apiKey})
+	if err == nil || !strings.Contains(err.Error(), "307") {
+		t.Errorf("open through a redirect: %v, want the 307 refused", err)
+	}
+	if ps := store.Errors(store.Check(context.Background(), store.Config{Name: "vecs", Type: pinecone.Type, Host: redirector.URL, APIKey: apiKey})); len(ps) == 0 {
+		t.Errorf("check through a redirect: no error")
+	}
+	if leaked.Load() {
+		t.Fatal("the API key was sent to the redirect's target")
 	}
 }
