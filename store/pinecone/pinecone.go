@@ -52,7 +52,8 @@ const (
 const SimilarityK = 10
 
 // MaxTopK is the largest topK Pinecone's query accepts: the filter probe
-// and BySubject see at most this many records of one subject.
+// and BySubject see at most this many records of one subject (a query
+// returning ids only, within Pinecone's 4 MB result limit).
 const MaxTopK = 10000
 
 // DefaultConsistencyWait bounds the probe's re-queries by default.
@@ -326,14 +327,17 @@ func (s *Store) BySubject(ctx context.Context, tag string) ([]string, error) {
 	return s.bySubject(ctx, tag, q)
 }
 
+// bySubject queries the ids (no metadata, no values: Pinecone limits a
+// result to 4 MB) of up to MaxTopK records tagged with tag.
 func (s *Store) bySubject(ctx context.Context, tag string, q []float32) ([]string, error) {
-	ns, err := s.Search(ctx, q, MaxTopK, subjectFilter(tag))
-	if err != nil {
+	req := queryRequest{Namespace: s.ns, TopK: MaxTopK, Filter: subjectFilter(tag), Vector: q}
+	var resp queryResponse
+	if err := s.c.do(ctx, "query", http.MethodPost, "/query", nil, req, &resp); err != nil {
 		return nil, err
 	}
-	out := make([]string, 0, len(ns))
-	for _, n := range ns {
-		out = append(out, n.ID)
+	out := make([]string, 0, len(resp.Matches))
+	for _, m := range resp.Matches {
+		out = append(out, m.ID)
 	}
 	sort.Strings(out)
 	return out, nil
@@ -419,14 +423,30 @@ func (s *Store) DeleteBySubject(ctx context.Context, tag string) (method string,
 	if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest {
 		return "", fmt.Errorf("delete by subject: %w", err)
 	}
-	ids, err := s.BySubject(ctx, tag)
-	if err != nil {
-		return "", fmt.Errorf("delete by subject: the index refused a filtered delete, and the filtered query failed: %w", err)
+	// A query returns at most MaxTopK ids, and deleted ones for a while
+	// (eventual consistency): query again until it returns no id not
+	// deleted yet.
+	done := map[string]bool{}
+	for {
+		ids, err := s.BySubject(ctx, tag)
+		if err != nil {
+			return "", fmt.Errorf("delete by subject: the index refused a filtered delete, and the filtered query failed: %w", err)
+		}
+		var fresh []string
+		for _, id := range ids {
+			if !done[id] {
+				fresh = append(fresh, id)
+				done[id] = true
+			}
+		}
+		if len(fresh) == 0 {
+			break
+		}
+		if err := s.Delete(ctx, fresh); err != nil {
+			return "", err
+		}
 	}
-	if err := s.Delete(ctx, ids); err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("the index refused delete by metadata filter (serverless); deleted %d ids a filtered query returned", len(ids)), nil
+	return fmt.Sprintf("the index refused delete by metadata filter (serverless); deleted the %d ids filtered queries returned", len(done)), nil
 }
 
 // ReadEvidence implements store.EvidenceReader: the subject tag (for the

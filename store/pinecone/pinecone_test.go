@@ -328,3 +328,32 @@ func TestNoRedirectCarriesTheKey(t *testing.T) {
 		t.Fatal("the API key was sent to the redirect's target")
 	}
 }
+
+// The filter query asks for ids only: with metadata, a subject's records
+// would exceed Pinecone's 4 MB result limit long before topK.
+func TestFilterQueryWithinResultLimit(t *testing.T) {
+	ctx := context.Background()
+	old := pineconefake.MaxResultBytes
+	pineconefake.MaxResultBytes = 4000 // the fake's limit, scaled down with the records
+	defer func() { pineconefake.MaxResultBytes = old }()
+	f := fake(t, pineconefake.Options{DeleteLag: 50 * time.Millisecond})
+	s := open(t, f, "", time.Second)
+	for i := 0; i < 40; i++ {
+		err := s.Put(ctx, pinecone.Record{ID: fmt.Sprintf("rec-%02d", i), Subject: "hmac:aa", Content: strings.Repeat("a long chat message ", 10), Embedding: vector(i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids, err := s.BySubject(ctx, "hmac:aa")
+	if err != nil || len(ids) != 40 {
+		t.Fatalf("BySubject: %d ids, %v", len(ids), err)
+	}
+	how, err := s.DeleteBySubject(ctx, "hmac:aa")
+	if err != nil || !strings.Contains(how, "40 ids") {
+		t.Fatalf("DeleteBySubject: %q, %v", how, err)
+	}
+	f.Settle()
+	if ids, _ := s.BySubject(ctx, "hmac:aa"); len(ids) != 0 {
+		t.Errorf("after DeleteBySubject: %d left", len(ids))
+	}
+}

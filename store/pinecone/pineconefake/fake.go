@@ -41,6 +41,10 @@ const DefaultNamespace = "__default__"
 // request without the header gets the first.
 var Versions = []string{"2025-04", "2025-01", "2025-10"}
 
+// MaxResultBytes is the largest query result the fake sends, as Pinecone
+// limits a result to 4 MB.
+var MaxResultBytes = 4 << 20
+
 // Options configures a fake index.
 type Options struct {
 	APIKey    string // the key every request must carry in Api-Key
@@ -466,7 +470,14 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request) {
 	if ms == nil {
 		ms = []match_{}
 	}
-	reply(w, map[string]any{"matches": ms, "namespace": req.Namespace, "usage": map[string]int{"readUnits": 5}})
+	resp := map[string]any{"matches": ms, "namespace": req.Namespace, "usage": map[string]int{"readUnits": 5}}
+	b, _ := json.Marshal(resp)
+	if len(b) > MaxResultBytes {
+		bad(w, "Query result size exceeds the 4MB limit: lower topK or leave out metadata and values")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(b)
 }
 
 func cosine(a, b []float32) float64 {
