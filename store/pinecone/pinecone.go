@@ -619,7 +619,7 @@ func (s *Store) MeasureResidue(ctx context.Context, since time.Time) (store.Resi
 func Location(c store.Config) string {
 	u, err := parseHost(c.Host)
 	if err != nil {
-		return c.Host
+		return "(host not valid: see amnesia check)" // it may hold credentials: never shown
 	}
 	ns := c.Namespace
 	if ns == "" {

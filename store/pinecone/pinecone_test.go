@@ -357,3 +357,13 @@ func TestFilterQueryWithinResultLimit(t *testing.T) {
 		t.Errorf("after DeleteBySubject: %d left", len(ids))
 	}
 }
+
+// Location names host and namespace, and never a host's credentials.
+func TestLocation(t *testing.T) {
+	if got := pinecone.Location(store.Config{Host: "https://idx-1.svc.pinecone.io", Namespace: "t1"}); got != "idx-1.svc.pinecone.io namespace t1" {
+		t.Errorf("Location = %q", got)
+	}
+	if got := pinecone.Location(store.Config{Host: "https://u:s3cret@idx-1.svc.pinecone.io"}); strings.Contains(got, "s3cret") {
+		t.Errorf("Location = %q shows the credentials", got)
+	}
+}
