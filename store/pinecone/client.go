@@ -53,7 +53,7 @@ func parseHost(host string) (*url.URL, error) {
 	}
 	u, err := url.Parse(host)
 	if err != nil || u.Host == "" {
-		return nil, fmt.Errorf("host %q is not a URL: give the index host, e.g. https://my-index-abc123.svc.us-east1-gcp.pinecone.io", host)
+		return nil, errors.New("host is not a URL: give the index host, e.g. https://my-index-abc123.svc.us-east1-gcp.pinecone.io")
 	}
 	if u.User != nil {
 		return nil, errors.New("host must not carry credentials: give the API key as api_key: $VAR")
