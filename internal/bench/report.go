@@ -237,6 +237,19 @@ func (r *Results) Markdown() string {
 			}
 			fmt.Fprintf(&b, "| %s | %d | %d | %s | %s | %s | %d (%d) | %s | %s / %s | %s |\n", c.Baseline, c.Subjects, c.Records, pct(c.LogicalExclusion), pct(c.PhysicalResidue), pct(c.ProbePower), c.SharedWindows, c.SharedFound, recall, ms(c.WallMedianMs), ms(c.WallP95Ms), ms(c.WallTotalMs))
 		}
+		// What a baseline means for this store (one that does not apply,
+		// and why), as the results file says.
+		first := true
+		for _, c := range s.Cells {
+			if c.Note == "" {
+				continue
+			}
+			if first {
+				b.WriteString("\n")
+				first = false
+			}
+			fmt.Fprintf(&b, "- %s: %s\n", c.Baseline, c.Note)
+		}
 	}
 	if sc := r.Scale; sc != nil {
 		fmt.Fprintf(&b, "\n## Scale (%s; %s)\n\n", sc.Describe(), sc.Date)
