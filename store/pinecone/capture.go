@@ -25,7 +25,7 @@ var _ backend.VectorStore = (*Store)(nil)
 
 // CaptureCheck refuses what Pinecone or the layout cannot keep.
 func (s *Store) CaptureCheck(r backend.VectorRecord) error {
-	if err := s.check(Record{ID: r.ID, Embedding: r.Embedding, Metadata: r.Metadata}); err != nil {
+	if err := s.check(Record{ID: r.ID, Embedding: r.Embedding, Content: r.Content, Metadata: r.Metadata}); err != nil {
 		return fmt.Errorf("capture embedding: store %q (%s): %w", s.name, Type, err)
 	}
 	return nil

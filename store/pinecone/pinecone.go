@@ -26,6 +26,7 @@ package pinecone
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -212,8 +213,19 @@ func (s *Store) check(r Record) error {
 			return fmt.Errorf("put vector: metadata %q is a %T: Pinecone keeps strings, numbers, booleans and lists of strings", k, v)
 		}
 	}
+	md := map[string]any{TextKey: r.Content, SubjectKey: strings.Repeat("x", 80)} // a subject tag's size
+	for k, v := range r.Metadata {
+		md[k] = v
+	}
+	if b, err := json.Marshal(md); err != nil || len(b) > MaxMetadataBytes {
+		return fmt.Errorf("put vector: the content and metadata take %d bytes: Pinecone keeps at most %d bytes of metadata per record (split the content into smaller chunks)", len(b), MaxMetadataBytes)
+	}
 	return nil
 }
+
+// MaxMetadataBytes is the most metadata Pinecone keeps per record (40 KB);
+// the content is metadata too.
+const MaxMetadataBytes = 40 << 10
 
 func metadataValue(v any) bool {
 	switch x := v.(type) {

@@ -367,3 +367,19 @@ func TestLocation(t *testing.T) {
 		t.Errorf("Location = %q shows the credentials", got)
 	}
 }
+
+// Content over Pinecone's 40 KB of metadata per record is refused before
+// anything is written, with what to do.
+func TestMetadataLimit(t *testing.T) {
+	ctx := context.Background()
+	f := fake(t, pineconefake.Options{})
+	s := open(t, f, "", time.Second)
+	big := strings.Repeat("a sentence of a very long document. ", 1200)
+	err := s.Put(ctx, pinecone.Record{ID: "big", Subject: "hmac:aa", Content: big, Embedding: vector(1)})
+	if err == nil || !strings.Contains(err.Error(), "smaller chunks") || strings.Contains(err.Error(), "a sentence") {
+		t.Errorf("Put of %d bytes of content: %v", len(big), err)
+	}
+	if f.Calls("/vectors/upsert") != 0 {
+		t.Errorf("the oversized record was sent")
+	}
+}

@@ -278,6 +278,10 @@ func (s *Server) upsert(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
+		if b, _ := json.Marshal(v.Metadata); len(b) > 40<<10 {
+			bad(w, "Metadata size is %d bytes, which exceeds the limit of %d bytes per vector", len(b), 40<<10)
+			return
+		}
 	}
 	s.mu.Lock()
 	s.advance()
