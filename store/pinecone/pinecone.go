@@ -33,6 +33,7 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/amnesia-dev/amnesia/store"
@@ -100,7 +101,7 @@ type Store struct {
 	wait time.Duration
 	host string // scheme://host, for messages
 	// listUnsupported is set once the index refused list (pod-based).
-	listUnsupported bool
+	listUnsupported atomic.Bool
 }
 
 var (
@@ -365,7 +366,7 @@ var errListUnsupported = errors.New("the index does not support list (pod-based)
 // List returns the ids that start with prefix, all pages. On a pod-based
 // index, which has no list operation, it returns an error saying so.
 func (s *Store) List(ctx context.Context, prefix string) ([]string, error) {
-	if s.listUnsupported {
+	if s.listUnsupported.Load() {
 		return nil, errListUnsupported
 	}
 	var out []string
@@ -385,7 +386,7 @@ func (s *Store) List(ctx context.Context, prefix string) ([]string, error) {
 		if err := s.c.do(ctx, "list", http.MethodGet, "/vectors/list", q, nil, &resp); err != nil {
 			var ae *apiError
 			if errors.As(err, &ae) && ae.Status == http.StatusBadRequest && strings.Contains(strings.ToLower(ae.Message), "serverless") {
-				s.listUnsupported = true
+				s.listUnsupported.Store(true)
 				return nil, errListUnsupported
 			}
 			return nil, err
@@ -548,7 +549,7 @@ func (s *Store) probeRound(ctx context.Context, keys []string, ev map[string]*st
 		k := keys[i]
 		r := store.LogicalResult{Key: k, Methods: []string{"by-id:fetch"}}
 		r.ByID = got[k] != nil
-		if !s.listUnsupported {
+		if !s.listUnsupported.Load() {
 			ls, err := s.List(ctx, k)
 			switch {
 			case errors.Is(err, errListUnsupported):
