@@ -35,6 +35,17 @@ type Config struct {
 	// Collection is the collection inside a store that holds several
 	// (chromem).
 	Collection string `yaml:"collection,omitempty"`
+	// Host is a managed store's endpoint (pinecone: the index host,
+	// https://<index>-<project>.svc.<region>.pinecone.io); APIKey its API
+	// key, given as $VAR so that it stays in the environment (amnesia never
+	// writes it anywhere); Namespace the namespace inside the index ("" is
+	// the default namespace); ConsistencyWait (Go duration) bounds how long
+	// a probe re-queries an eventually consistent store for a deletion to
+	// become visible.
+	Host            string `yaml:"host,omitempty"`
+	APIKey          string `yaml:"api_key,omitempty"`
+	Namespace       string `yaml:"namespace,omitempty"`
+	ConsistencyWait string `yaml:"consistency_wait,omitempty"`
 	// Compress says the store's files are gzip-compressed (chromem).
 	Compress bool `yaml:"compress,omitempty"`
 	// Format is a file store's format: "jsonl", "csv" or "parquet".
@@ -141,6 +152,7 @@ var adapterImports = map[string]string{
 	"chromem":    "github.com/amnesia-dev/amnesia/store/chromem",
 	"file":       "github.com/amnesia-dev/amnesia/store/file",
 	"weaviate":   "github.com/amnesia-dev/amnesia/store/weaviate",
+	"pinecone":   "github.com/amnesia-dev/amnesia/store/pinecone",
 }
 
 // unknownType is the error for a type no linked adapter registered: for one

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/amnesia-dev/amnesia/internal/pgtest"
@@ -35,8 +36,19 @@ func TestResidueSmoke(t *testing.T) {
 					t.Errorf("%s: %d records, probe power %.2f: the measurement has no power", c.Baseline, c.Records, c.ProbePower)
 				}
 			}
-			if b0 := byID["B0"]; b0.PhysicalResidue < 0.5 || b0.LogicalExclusion != 1 {
+			tg := targets[typ]
+			switch b0 := byID["B0"]; {
+			case tg.nativeKeeps:
+				if b0.LogicalExclusion != 0 || b0.PhysicalResidue < b0.ProbePower {
+					t.Errorf("B0 on a store without native delete: exclusion %.2f, residue %.2f, power %.2f; nothing should be removed", b0.LogicalExclusion, b0.PhysicalResidue, b0.ProbePower)
+				}
+			case (!tg.nativeDrops && b0.PhysicalResidue < 0.5) || b0.LogicalExclusion != 1:
 				t.Errorf("B0 native delete: residue %.2f, exclusion %.2f; a plain DELETE should hide the rows and leave their bytes", b0.PhysicalResidue, b0.LogicalExclusion)
+			}
+			for id, n := range tg.notes {
+				if !strings.Contains(byID[id].Note, n) {
+					t.Errorf("%s: the JSON note does not say %q", id, n)
+				}
 			}
 			if b3 := byID["B3"]; b3.LogicalExclusion != 1 || b3.PhysicalResidue < b3.ProbePower {
 				t.Errorf("B3 suppression: exclusion %.2f residue %.2f power %.2f", b3.LogicalExclusion, b3.PhysicalResidue, b3.ProbePower)

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/amnesia-dev/amnesia/internal/demo"
 	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/store"
 	"github.com/amnesia-dev/amnesia/store/pgvector"
@@ -40,7 +39,7 @@ func init() {
 		typ:   pgvector.Type,
 		fresh: true,
 		config: func(dir string) store.Config {
-			return store.Config{Name: "pgvec", Type: pgvector.Type, DSN: pgvectorDSN(), Table: "bench_vec_" + runTag + "_" + filepath.Base(dir), Dimensions: demo.Dim, DataDir: pgvectorDataDir()}
+			return store.Config{Name: "pgvec", Type: pgvector.Type, DSN: pgvectorDSN(), Table: "bench_vec_" + runTag + "_" + filepath.Base(dir), Dimensions: Dim, DataDir: pgvectorDataDir()}
 		},
 		ingest: func(ctx context.Context, e *env, c *Corpus, d Doc) error {
 			s := e.st.(*pgvector.Store)
@@ -54,7 +53,7 @@ func init() {
 				if err := e.ledger.Record(ctx, lineage.Artifact{ID: lineage.ArtifactID(e.dir.Keyer, scope, "pgvec", k), Scope: scope, Subject: owner, Kind: lineage.KindEmbedding, Store: "pgvec", Key: k, Digest: lineage.ContentDigest(e.dir.Keyer, []byte(ch))}); err != nil {
 					return err
 				}
-				if err := s.Put(ctx, pgvector.Record{ID: k, Subject: owner.String(), Embedding: demo.Embed(ch, demo.Dim), Content: ch}); err != nil {
+				if err := s.Put(ctx, pgvector.Record{ID: k, Subject: owner.String(), Embedding: embed(ch), Content: ch}); err != nil {
 					return err
 				}
 			}
@@ -62,7 +61,7 @@ func init() {
 		},
 		keys: chunkIDs,
 		content: func(d Doc, key string) []byte {
-			return pgvector.OnDisk(demo.Embed(d.Chunks[chunkIndex(d, key)], demo.Dim))
+			return pgvector.OnDisk(embed(d.Chunks[chunkIndex(d, key)]))
 		},
 		native: func(ctx context.Context, s store.Store, keys []string) error {
 			p := s.(*pgvector.Store)
@@ -96,7 +95,7 @@ func init() {
 			}
 			return false, err
 		},
-		query: func(d Doc, key string) []float32 { return demo.Embed(d.Chunks[chunkIndex(d, key)], demo.Dim) },
+		query: func(d Doc, key string) []float32 { return embed(d.Chunks[chunkIndex(d, key)]) },
 		top5: func(ctx context.Context, e *env, key string, vec []float32) (bool, error) {
 			ns, err := e.st.(*pgvector.Store).Search(ctx, vec, 5, false)
 			for _, n := range ns {

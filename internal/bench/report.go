@@ -39,6 +39,9 @@ type File struct {
 // Rerun is the command that measures this file again.
 func (f *File) Rerun() string {
 	if f.Kind == "residue" {
+		if strings.HasPrefix(f.Store, "faiss") {
+			return "go run -tags faiss ./cmd/amnesia-bench residue --store " + f.Store
+		}
 		return "go run ./cmd/amnesia-bench residue --store " + f.Store
 	}
 	return "go run ./cmd/amnesia-bench " + f.Kind
@@ -233,6 +236,19 @@ func (r *Results) Markdown() string {
 				recall = fmt.Sprintf("%.2f → (no survivors)", *c.RecallBefore)
 			}
 			fmt.Fprintf(&b, "| %s | %d | %d | %s | %s | %s | %d (%d) | %s | %s / %s | %s |\n", c.Baseline, c.Subjects, c.Records, pct(c.LogicalExclusion), pct(c.PhysicalResidue), pct(c.ProbePower), c.SharedWindows, c.SharedFound, recall, ms(c.WallMedianMs), ms(c.WallP95Ms), ms(c.WallTotalMs))
+		}
+		// What a baseline means for this store (one that does not apply,
+		// and why), as the results file says.
+		first := true
+		for _, c := range s.Cells {
+			if c.Note == "" {
+				continue
+			}
+			if first {
+				b.WriteString("\n")
+				first = false
+			}
+			fmt.Fprintf(&b, "- %s: %s\n", c.Baseline, c.Note)
 		}
 	}
 	if sc := r.Scale; sc != nil {

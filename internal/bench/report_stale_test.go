@@ -201,3 +201,28 @@ func TestStaleUnknownCommit(t *testing.T) {
 		t.Errorf("outside any repository, a row is not stale")
 	}
 }
+
+// A FAISS results file is measured again with the build tag that links
+// FAISS.
+func TestRerunFAISSNeedsTag(t *testing.T) {
+	f := &File{Kind: "residue", Store: "faiss-hnsw"}
+	if got := f.Rerun(); got != "go run -tags faiss ./cmd/amnesia-bench residue --store faiss-hnsw" {
+		t.Errorf("Rerun = %q", got)
+	}
+}
+
+// A cell's note (a baseline that does not apply to the store, and why) is
+// in RESULTS.md under the store's table.
+func TestMarkdownShowsNotes(t *testing.T) {
+	r := &Results{Residue: []*StoreResult{{Kind: "residue", Store: "chromem", Cells: []Cell{
+		{Baseline: "B1", Note: "not applicable: chromem-go has no compaction"},
+		{Baseline: "B5", Note: "one batch (saga.RunBatch): each store reclaims once for all subjects"},
+	}}}}
+	md := r.Markdown()
+	if !strings.Contains(md, "- B1: not applicable: chromem-go has no compaction") {
+		t.Errorf("RESULTS.md lacks the B1 note:\n%s", md)
+	}
+	if !strings.Contains(md, "- B5: one batch") {
+		t.Errorf("RESULTS.md lacks the B5 note")
+	}
+}

@@ -107,6 +107,12 @@ func Residue(ctx context.Context, typ string, o Options) (*StoreResult, error) {
 			return nil, fmt.Errorf("%s %s: %w", typ, b.ID, err)
 		}
 		cell.What = b.What
+		if n := tg.notes[b.ID]; n != "" {
+			if cell.Note != "" {
+				cell.Note += "; "
+			}
+			cell.Note += n
+		}
 		res.Cells = append(res.Cells, *cell)
 		os.RemoveAll(dir)
 	}
@@ -176,6 +182,11 @@ func setup(ctx context.Context, tg *target, c *Corpus, root string) (int, error)
 			return 0, err
 		}
 		n += len(tg.keys(d))
+	}
+	if tg.flush != nil {
+		if err := tg.flush(ctx, e); err != nil {
+			return 0, err
+		}
 	}
 	// Settle the files: what a long-running application's store looks like.
 	if rc, ok := e.st.(store.Reclaimer); ok {

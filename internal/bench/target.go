@@ -41,7 +41,35 @@ type target struct {
 	fresh bool
 	// drop, if set, removes the store's data when a baseline is done.
 	drop func(ctx context.Context, e *env) error
+	// notes, per baseline, say what the numbers mean for this store: a
+	// baseline that does not apply (no native compaction) and why; they
+	// go into the cell's note in the JSON.
+	notes map[string]string
+	// nativeDrops says a native delete removes the record's bytes from the
+	// store's files (it rewrites or unlinks them): B0 then shows no file
+	// residue, and the smoke test does not require one.
+	nativeDrops bool
+	// nativeKeeps says the store offers no native delete at all (FAISS
+	// HNSW): B0 removes nothing, so the smoke test expects the records to
+	// stay findable.
+	nativeKeeps bool
+	// flush, if set, runs once after every document was ingested (a
+	// target that buffers, such as FAISS, writes its file then).
+	flush func(ctx context.Context, e *env) error
 }
+
+// Dim is the embedding dimension of the benchmark's vectors: 384, what
+// the small sentence-embedding models RAG applications use produce
+// (all-MiniLM-L6-v2, bge-small). The vectors are demo.Embed's
+// deterministic hashing embedding of each chunk.
+const Dim = 384
+
+// embed is the benchmark's embedding of a chunk.
+func embed(text string) []float32 { return demo.Embed(text, Dim) }
+
+// residueExtra are the targets that need no server, registered by the
+// target_*.go files (faiss only with its build tag).
+var residueExtra []string
 
 var targets = map[string]*target{
 	sqlitedoc.Type: {
@@ -81,12 +109,12 @@ var targets = map[string]*target{
 	sqlitevec.Type: {
 		typ: sqlitevec.Type,
 		config: func(dir string) store.Config {
-			return store.Config{Name: "vectors", Type: sqlitevec.Type, Path: "../vectors.db", Dimensions: demo.Dim}
+			return store.Config{Name: "vectors", Type: sqlitevec.Type, Path: "../vectors.db", Dimensions: Dim}
 		},
 		ingest: func(ctx context.Context, e *env, c *Corpus, d Doc) error {
 			vecs := e.rec.Vectors(e.st.(*sqlitevec.Store))
 			for i, ch := range d.Chunks {
-				if err := vecs.Put(ctx, capture.Vector{ID: chunkID(d, i), Subject: c.Subjects[d.Owner].ID, Embedding: demo.Embed(ch, demo.Dim)}); err != nil {
+				if err := vecs.Put(ctx, capture.Vector{ID: chunkID(d, i), Subject: c.Subjects[d.Owner].ID, Embedding: embed(ch)}); err != nil {
 					return err
 				}
 			}
@@ -94,7 +122,7 @@ var targets = map[string]*target{
 		},
 		keys: chunkIDs,
 		content: func(d Doc, key string) []byte {
-			return store.Float32LE(demo.Embed(d.Chunks[chunkIndex(d, key)], demo.Dim))
+			return store.Float32LE(embed(d.Chunks[chunkIndex(d, key)]))
 		},
 		native:  sqlDelete("vectors"),
 		compact: sqlExec("VACUUM"),
@@ -112,7 +140,7 @@ var targets = map[string]*target{
 			}
 			return false, err
 		},
-		query: func(d Doc, key string) []float32 { return demo.Embed(d.Chunks[chunkIndex(d, key)], demo.Dim) },
+		query: func(d Doc, key string) []float32 { return embed(d.Chunks[chunkIndex(d, key)]) },
 		top5: func(ctx context.Context, e *env, key string, vec []float32) (bool, error) {
 			ns, err := e.rec.Vectors(e.st.(*sqlitevec.Store)).Search(ctx, vec, 5)
 			for _, n := range ns {
@@ -199,7 +227,7 @@ func vecRebuild(ctx context.Context, s store.Store, _ []string) error {
 	return sqlExec(
 		"CREATE TEMP TABLE live AS SELECT id, embedding, subject FROM vectors",
 		"DROP TABLE vectors",
-		fmt.Sprintf("CREATE VIRTUAL TABLE vectors USING vec0(id TEXT PRIMARY KEY, embedding float[%d], subject TEXT)", demo.Dim),
+		fmt.Sprintf("CREATE VIRTUAL TABLE vectors USING vec0(id TEXT PRIMARY KEY, embedding float[%d], subject TEXT)", Dim),
 		"INSERT INTO vectors (id, embedding, subject) SELECT id, embedding, subject FROM live",
 		"DROP TABLE live",
 		"VACUUM",
@@ -212,6 +240,7 @@ func vecRebuild(ctx context.Context, s store.Store, _ []string) error {
 // extension): each is listed only when one is configured.
 func ResidueTypes() []string {
 	types := []string{sqlitedoc.Type, sqlitevec.Type}
+	types = append(types, residueExtra...)
 	if pgDSN() != "" {
 		types = append(types, "postgres")
 	}

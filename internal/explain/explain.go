@@ -45,9 +45,12 @@ var Table = []Entry{
 	},
 	{
 		State: "UNVERIFIED-managed",
-		Meaning: "the database role may not rewrite the table or may not read its files, so the deleted bytes could " +
-			"not be reclaimed or their absence could not be measured.",
-		Action: "run the GRANT or ALTER the store's evidence names, then run the same command again (docs/postgres.md).",
+		Meaning: "the database role may not rewrite the table or may not read its files, or the store is a managed " +
+			"service (Pinecone) whose storage amnesia cannot read, so the deleted bytes could not be reclaimed or " +
+			"their absence could not be measured; for a managed service the store's evidence cites the vendor's own " +
+			"deletion commitment, which amnesia does not measure.",
+		Action: "PostgreSQL: run the GRANT or ALTER the store's evidence names, then run the same command again " +
+			"(docs/postgres.md). A managed service: nothing in amnesia changes this state (docs/pinecone.md).",
 	},
 	{
 		State:   "UNVERIFIED-index-not-rebuilt",

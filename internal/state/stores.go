@@ -66,7 +66,7 @@ func (c *Config) CheckStore(ctx context.Context, sc StoreConfig) []store.Problem
 // PostgreSQL; never the user's password).
 func (c *Config) StoreTarget(sc StoreConfig) string {
 	sc = c.Resolve(sc)
-	if sc.DSN == "" {
+	if sc.DSN == "" && sc.Host == "" { // a managed store (host:) is named by its adapter
 		if p, err := filepath.Abs(sc.Path); err == nil {
 			return p
 		}

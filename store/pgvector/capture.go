@@ -24,14 +24,33 @@ func init() {
 
 var _ backend.VectorStore = (*Store)(nil)
 
-// CaptureCheck refuses metadata under the key that holds the subject tag.
+// CaptureCheck refuses a layout capture cannot write (the subject tag
+// outside one key of a JSON column), metadata under the key that holds the
+// subject tag, and in the llamaindex layout metadata under the keys
+// LlamaIndex writes itself (ref_doc_id is the source document's id and is
+// allowed).
 func (s *Store) CaptureCheck(r backend.VectorRecord) error {
 	k := s.subjectKey()
-	if k == "" {
-		return fmt.Errorf("capture embedding: store %q keeps the subject tag in column %s, not in a JSON key: capture writes only the default and langchain layouts", s.name, s.lay.Subject.String())
+	if k == "" || !s.writable() {
+		return fmt.Errorf("capture embedding: store %q keeps the subject tag in %s, not in one key of a JSON column: capture writes the default, langchain, langchaingo and llamaindex layouts with the subject in a JSON key", s.name, s.lay.Subject.String())
 	}
 	if _, ok := r.Metadata[k]; ok {
 		return fmt.Errorf("capture embedding: metadata key %q is where store %q keeps the subject tag: use another key", k, s.name)
+	}
+	if s.lay.preset == PresetLlamaIndex {
+		for _, x := range LlamaIndexKeys {
+			if _, ok := r.Metadata[x]; ok && x != "ref_doc_id" {
+				return fmt.Errorf("capture embedding: metadata key %q is one LlamaIndex writes itself (store %q): use another key", x, s.name)
+			}
+		}
+		if v, ok := r.Metadata["ref_doc_id"]; ok {
+			if _, isStr := v.(string); !isStr {
+				return fmt.Errorf("capture embedding: metadata ref_doc_id is a %T: LlamaIndex's ref_doc_id is the source document's id, a string", v)
+			}
+		}
+	}
+	if s.lay.langchain() && len(s.lay.Collections) > 1 {
+		return fmt.Errorf("capture embedding: store %q maps %d collections: capture writes into one; configure mapping.collections with the one the application adds to", s.name, len(s.lay.Collections))
 	}
 	return nil
 }
@@ -52,6 +71,15 @@ func (s *Store) CaptureGet(ctx context.Context, id string) (*backend.VectorRecor
 	for k, v := range r.Metadata {
 		if k != s.subjectKey() {
 			meta[k] = v
+		}
+	}
+	if s.lay.preset == PresetLlamaIndex {
+		ref := meta["ref_doc_id"]
+		for _, x := range LlamaIndexKeys {
+			delete(meta, x)
+		}
+		if ref != nil {
+			meta["ref_doc_id"] = ref // what the application gave
 		}
 	}
 	if len(meta) == 0 {

@@ -13,9 +13,15 @@ import (
 )
 
 // Put inserts or replaces a record (a replace is a delete and an insert in
-// one transaction). It writes the default layout and LangChain's
-// (langchain_community's uuid and custom_id, langchain-postgres's id,
-// langchaingo's uuid); other layouts are written by their framework.
+// one transaction, in the mapped collections). It writes the row as each
+// framework writes it: the default layout; LangChain's (langchain_community's
+// uuid and custom_id, langchain-postgres's id, langchaingo's uuid), with
+// collection_id the uuid of the one collection the mapping names (or
+// r.Collection); LlamaIndex's PGVectorStore (node_id, text, metadata_ from
+// node_to_metadata_dict with remove_text: the metadata, _node_content,
+// _node_type and the three document ids from metadata "ref_doc_id").
+// A mapping that moves the subject out of one key of a JSON column is
+// written by its framework, not by amnesia.
 func (s *Store) Put(ctx context.Context, r Record) error {
 	if r.ID == "" {
 		return errors.New("put vector: empty id")
@@ -23,8 +29,8 @@ func (s *Store) Put(ctx context.Context, r Record) error {
 	if len(r.Embedding) == 0 || s.dim != 0 && len(r.Embedding) != s.dim {
 		return fmt.Errorf("put vector: %d dimensions, store has %d", len(r.Embedding), s.dim)
 	}
-	if !(s.lay.preset == PresetDefault || s.lay.langchain()) || s.lay.Subject.JSON == "" || len(s.lay.Subject.Path) != 1 {
-		return fmt.Errorf("put vector: the %s layout is written by its framework, not by amnesia", s.lay.label())
+	if !s.writable() {
+		return fmt.Errorf("put vector: the %s layout with the subject in %s is written by its framework, not by amnesia (amnesia writes the subject tag into one key of a JSON column)", s.lay.label(), s.lay.Subject.String())
 	}
 	meta := map[string]any{}
 	for k, v := range r.Metadata {
@@ -32,6 +38,9 @@ func (s *Store) Put(ctx context.Context, r Record) error {
 	}
 	if r.Subject != "" {
 		meta[s.lay.Subject.Path[0]] = r.Subject
+	}
+	if s.lay.preset == PresetLlamaIndex {
+		llamaIndexMetadata(meta, r.ID)
 	}
 	mj, err := json.Marshal(meta)
 	if err != nil {
@@ -45,6 +54,10 @@ func (s *Store) Put(ctx context.Context, r Record) error {
 		var coll any
 		if r.Collection != "" {
 			coll = r.Collection
+		} else if len(s.lay.Collections) > 0 {
+			if coll, err = s.collectionID(ctx); err != nil {
+				return fmt.Errorf("put vector: %w", err)
+			}
 		}
 		cols := "collection_id, " + vcol + ", " + content + ", " + mcol
 		vals := a.Add(coll) + "::uuid, " + a.Add(vectorText(r.Embedding)) + "::text::vector, " + a.Add(r.Content) + ", " + a.Add(string(mj)) + "::text::" + s.metaType()
@@ -68,10 +81,10 @@ func (s *Store) Put(ctx context.Context, r Record) error {
 		ins = `INSERT INTO ` + t + ` (` + cols + `) VALUES (` + vals + `)`
 	} else {
 		ins = `INSERT INTO ` + t + ` (` + pg.Quote(s.lay.Keys[0]) + `, ` + vcol + `, ` + content + `, ` + mcol + `) VALUES (` +
-			a.Add(r.ID) + `, ` + a.Add(vectorText(r.Embedding)) + `::text::vector, ` + a.Add(r.Content) + `, ` + a.Add(string(mj)) + `::text::jsonb)`
+			a.Add(r.ID) + `, ` + a.Add(vectorText(r.Embedding)) + `::text::vector, ` + a.Add(r.Content) + `, ` + a.Add(string(mj)) + `::text::` + s.metaType() + `)`
 	}
 	var w pg.Args
-	where := s.lay.Match(&w, []string{r.ID})
+	where := s.lay.Where(&w, []string{r.ID})
 	err = s.db.With(ctx, func(c *pgx.Conn) error {
 		return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, `DELETE FROM `+t+` WHERE `+where, w...); err != nil {
@@ -85,6 +98,82 @@ func (s *Store) Put(ctx context.Context, r Record) error {
 		return fmt.Errorf("put vector: %w", err)
 	}
 	return nil
+}
+
+// writable reports whether Put can write the layout: the subject tag goes
+// into one key of a JSON column, and the key is a column Put can fill.
+func (s *Store) writable() bool {
+	if s.lay.Subject.JSON == "" || len(s.lay.Subject.Path) != 1 || len(s.lay.Content) == 0 {
+		return false
+	}
+	switch s.lay.preset {
+	case PresetDefault:
+		return true
+	case PresetLangChain, PresetLangChainGo:
+		return true
+	case PresetLlamaIndex:
+		return len(s.lay.Keys) == 1 && s.lay.Keys[0] == "node_id" && s.lay.Subject.JSON == "metadata_"
+	}
+	return false
+}
+
+// LlamaIndexKeys are the metadata_ keys LlamaIndex's node_to_metadata_dict
+// adds beside the node's own metadata; capture writes them and does not
+// return them as metadata.
+var LlamaIndexKeys = []string{"_node_content", "_node_type", "document_id", "doc_id", "ref_doc_id"}
+
+// llamaIndexMetadata adds to meta (the node's metadata, subject tag
+// included) what LlamaIndex's PGVectorStore writes into metadata_ for a
+// TextNode (node_to_metadata_dict(node, remove_text=True,
+// flat_metadata=False)): _node_content, the node as JSON without its text
+// and embedding; _node_type; and document_id, doc_id and ref_doc_id, the
+// source document's id (meta["ref_doc_id"], null when there is none).
+func llamaIndexMetadata(meta map[string]any, nodeID string) {
+	ref, _ := meta["ref_doc_id"].(string)
+	own := map[string]any{}
+	for k, v := range meta {
+		if k != "ref_doc_id" {
+			own[k] = v
+		}
+	}
+	rel := map[string]any{}
+	var refv any
+	if ref != "" {
+		refv = ref
+		rel["1"] = map[string]any{"node_id": ref, "node_type": "4", "metadata": map[string]any{}, "hash": nil, "class_name": "RelatedNodeInfo"}
+	}
+	node := map[string]any{"id_": nodeID, "embedding": nil, "metadata": own,
+		"excluded_embed_metadata_keys": []string{}, "excluded_llm_metadata_keys": []string{}, "relationships": rel,
+		"metadata_template": "{key}: {value}", "text": "", "mimetype": "text/plain",
+		"start_char_idx": nil, "end_char_idx": nil, "metadata_seperator": "\n", "text_template": "{metadata_str}\n\n{content}",
+		"class_name": "TextNode"}
+	nc, _ := json.Marshal(node)
+	meta["_node_content"] = string(nc)
+	meta["_node_type"] = "TextNode"
+	meta["document_id"], meta["doc_id"], meta["ref_doc_id"] = refv, refv, refv
+}
+
+// collectionID returns the uuid of the one collection the mapping names,
+// as LangChain and langchaingo write it into collection_id.
+func (s *Store) collectionID(ctx context.Context) (string, error) {
+	if len(s.lay.Collections) != 1 {
+		return "", fmt.Errorf("the mapping names %d collections: give Record.Collection (the collection's uuid) to say which one the row belongs to", len(s.lay.Collections))
+	}
+	t, err := pg.ParseTable(s.lay.CollTable)
+	if err != nil {
+		return "", err
+	}
+	var id string
+	err = s.db.With(ctx, func(c *pgx.Conn) error {
+		return c.QueryRow(ctx, `SELECT uuid::text FROM `+t.Ident()+` WHERE name::text = $1`, s.lay.Collections[0]).Scan(&id)
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", fmt.Errorf("collection %q is not in %s: create it with the framework first (LangChain and langchaingo create it on their first add)", s.lay.Collections[0], t)
+	}
+	if err != nil {
+		return "", fmt.Errorf("look up collection %q: %w", s.lay.Collections[0], err)
+	}
+	return id, nil
 }
 
 // metaType is the subject's JSON column's type as a cast target.
