@@ -94,5 +94,7 @@ func init() {
 		},
 		Validate: validate,
 		Location: Location,
+		List:     list,
+		Proof:    proof,
 	})
 }

@@ -137,5 +137,7 @@ func init() {
 			}
 			return base + " class " + o.Class
 		},
+		List:  list,
+		Proof: proof,
 	})
 }
