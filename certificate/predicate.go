@@ -70,6 +70,10 @@ type Predicate struct {
 	// was down, a record was still found): that certificate. Absent from
 	// first erasures.
 	Follows *ReverifyLink `json:"follows,omitempty"`
+	// Models is set when the subject's rows reached trained models
+	// (model.go): one outcome per model, at the model level. Absent
+	// otherwise.
+	Models []ModelOutcome `json:"models,omitempty"`
 }
 
 // ReverifyLink names an earlier certificate (the one a re-verification

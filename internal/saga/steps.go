@@ -87,6 +87,7 @@ type results struct {
 	reclaim  map[string]*reclaimResult
 	reclaimE map[string]string
 	probe    map[string]*probeResult
+	models   []certificate.ModelOutcome // model.go
 }
 
 func (r *runner) run(ctx context.Context) (*certificate.Statement, error) {
@@ -267,6 +268,9 @@ func (r *runner) after(ctx context.Context, res *results) (*certificate.Statemen
 		res.probe[st] = out
 	}
 	if err := r.pausedError(); err != nil {
+		return nil, err
+	}
+	if err := r.modelLeg(ctx, res); err != nil { // model.go
 		return nil, err
 	}
 

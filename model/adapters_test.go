@@ -1,0 +1,6 @@
+package model_test
+
+import (
+	_ "github.com/amnesia-dev/amnesia/lineage/sqliteledger"
+	_ "github.com/amnesia-dev/amnesia/store/file"
+)
