@@ -28,9 +28,6 @@ type Config struct {
 	Scope    string        `yaml:"scope"`
 	Validity string        `yaml:"certificate_validity"` // Go duration, e.g. 8760h
 	Stores   []StoreConfig `yaml:"stores"`
-	// Models are the models trained on the configured dataset stores
-	// (package model, docs/models.md).
-	Models []model.Config `yaml:"models,omitempty"`
 	Ledger   string        `yaml:"ledger,omitempty"` // PostgreSQL URL (shared) or SQLite path; default ledger.db in the state dir
 	// LogOrigin names the transparency log in its checkpoints (C2SP
 	// origin). Default: amnesia.local/log/<digest of the first signing key>.
@@ -48,6 +45,10 @@ type Config struct {
 	ReclaimWait string `yaml:"reclaim_wait,omitempty"`
 	// Serve configures `amnesia serve` (serveconfig.go).
 	Serve ServeConfig `yaml:"serve,omitempty"`
+	// Models are the models trained on the configured dataset stores
+	// (package model, docs/models.md).
+	Models []model.Config `yaml:"models,omitempty"`
+
 	dir   string
 	// raw is the configuration file as written, before $VAR expansion:
 	// what `amnesia init --config` copies into the state directory, so that

@@ -224,4 +224,3 @@ func (mx Mixture) Greedy(prompt []byte, n int) ([]byte, []float64) {
 	}
 	return out, lps
 }
-
