@@ -49,7 +49,7 @@ type Config struct {
 	// (package model, docs/models.md).
 	Models []model.Config `yaml:"models,omitempty"`
 
-	dir   string
+	dir string
 	// raw is the configuration file as written, before $VAR expansion:
 	// what `amnesia init --config` copies into the state directory, so that
 	// a secret given as $VAR is never written there in clear.
