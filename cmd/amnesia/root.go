@@ -62,6 +62,7 @@ level each store permits, and issues a signed certificate anyone can verify offl
 		newInitCommand(g),
 		newCheckCommand(g),
 		newTraceCommand(g),
+		newModelCommand(g),
 		newForgetCommand(g),
 		newEraseCommand(g),
 		newWorkerCommand(g),
