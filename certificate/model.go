@@ -61,6 +61,7 @@ type ModelArtifact struct {
 // ModelProbe is what the canary probe measured (package model): counts and
 // scores, never the canaries.
 type ModelProbe struct {
+	Error        string    `json:"error,omitempty"` // the endpoint failed: nothing was measured
 	Endpoint     string    `json:"endpoint"`
 	Canaries     int       `json:"canaries"`
 	References   int       `json:"references"`
@@ -79,7 +80,7 @@ func (p *ModelProbe) Found() bool { return p != nil && (p.Extracted > 0 || p.Fla
 // ModelVerified reports whether m meets what VERIFIED at the model level
 // requires (see ModelOutcome).
 func ModelVerified(m ModelOutcome) bool {
-	if !m.Sharded || len(m.Shards) == 0 || m.ProbeAfter.Found() {
+	if !m.Sharded || len(m.Shards) == 0 || m.ProbeAfter.Found() || (m.ProbeAfter != nil && m.ProbeAfter.Error != "") {
 		return false
 	}
 	for _, s := range m.Shards {

@@ -72,13 +72,16 @@ func TestCertificateModelClaimsAreChecked(t *testing.T) {
 		t.Fatal("a retrained, switched shard is not VERIFIED")
 	}
 	for name, mut := range map[string]func(m *certificate.ModelOutcome){
-		"unsharded":      func(m *certificate.ModelOutcome) { m.Sharded = false },
-		"not switched":   func(m *certificate.ModelOutcome) { m.Shards[0].Served = certificate.ServedOperatorMust },
-		"subject rows":   func(m *certificate.ModelOutcome) { m.Shards[0].Retrained.SubjectRows = 1 },
-		"tainted left":   func(m *certificate.ModelOutcome) { m.Shards[0].TaintedFilesLeft = 1 },
-		"probe found":    func(m *certificate.ModelOutcome) { m.ProbeAfter = &certificate.ModelProbe{Canaries: 1, Extracted: 1} },
-		"not retrained":  func(m *certificate.ModelOutcome) { m.Shards[0].Retrained = nil },
-		"no shards":      func(m *certificate.ModelOutcome) { m.Shards = nil },
+		"unsharded":     func(m *certificate.ModelOutcome) { m.Sharded = false },
+		"not switched":  func(m *certificate.ModelOutcome) { m.Shards[0].Served = certificate.ServedOperatorMust },
+		"subject rows":  func(m *certificate.ModelOutcome) { m.Shards[0].Retrained.SubjectRows = 1 },
+		"tainted left":  func(m *certificate.ModelOutcome) { m.Shards[0].TaintedFilesLeft = 1 },
+		"probe found":   func(m *certificate.ModelOutcome) { m.ProbeAfter = &certificate.ModelProbe{Canaries: 1, Extracted: 1} },
+		"not retrained": func(m *certificate.ModelOutcome) { m.Shards[0].Retrained = nil },
+		"no shards":     func(m *certificate.ModelOutcome) { m.Shards = nil },
+		"probe failed": func(m *certificate.ModelOutcome) {
+			m.ProbeAfter = &certificate.ModelProbe{Canaries: 1, Error: "connection refused"}
+		},
 		"flagged canary": func(m *certificate.ModelOutcome) { m.ProbeAfter = &certificate.ModelProbe{Canaries: 1, Flagged: 1} },
 	} {
 		m := good

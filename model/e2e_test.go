@@ -62,6 +62,7 @@ type world struct {
 	shardOf  map[string]int
 	canaries map[string][]model.Canary // read back from the sealed store, test only
 	prober   *model.Prober
+	srv      *httptest.Server
 }
 
 // newWorld ingests people's training rows (and one canary each) into a
@@ -89,6 +90,7 @@ func newWorld(t *testing.T, sharded bool, served bool) *world {
 	os.MkdirAll(filepath.Join(w.root, "runs"), 0o755)
 	srv := httptest.NewServer(&ngram.Server{Paths: w.served})
 	t.Cleanup(srv.Close)
+	w.srv = srv
 	w.prober = &model.Prober{URL: srv.URL, Timeout: 10 * time.Second}
 	mc := model.Config{Name: "bot", Dataset: dataset, Sharded: sharded, DeleteTainted: true,
 		Retrain: model.RetrainConfig{Command: []string{os.Args[0], "ngram-train", "{shard}", "{output}"}, Timeout: "2m"},
@@ -463,6 +465,28 @@ func TestRetrainWithoutServedPathNeedsTheOperator(t *testing.T) {
 	// The endpoint still serves the old artifact: the probe says so.
 	if m.ProbeAfter == nil || m.ProbeAfter.Extracted != 1 {
 		t.Fatalf("probe after %+v: the old artifact is still served", m.ProbeAfter)
+	}
+}
+
+// An endpoint that fails does not stop the retrain, and a model whose probe
+// could not run is not VERIFIED.
+func TestProbeDownStillRetrainsButIsUnverified(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t, true, true)
+	l, err := lineage.Open(ctx, w.sd.LedgerSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	w.srv.Close()
+	res, err := w.erase(ctx, t, l, w.trace(t, l, w.people[3]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := res.Statement.Predicate.Models[0]
+	if m.Outcome != certificate.Unverified || !strings.Contains(m.Reason, "probe failed") || m.ProbeAfter == nil || m.ProbeAfter.Error == "" ||
+		m.Shards[0].Served != certificate.ServedSwitched || !m.Shards[0].TrainedWithout || res.Statement.Predicate.Complete {
+		t.Fatalf("%+v\n%+v", m, m.Shards)
 	}
 }
 

@@ -165,7 +165,7 @@ func (l *Leg) Run(ctx context.Context, c Config) (*certificate.ModelOutcome, err
 	}
 	if c.Probe != nil && len(canaries) > 0 && !st.ProbeDone {
 		l.progress("  %-28s asking the served model about %d canaries", "model:"+c.Name, len(canaries))
-		st.ProbeBefore, err = NewProber(c.Probe).Probe(ctx, canaries, c.Probe.References)
+		st.ProbeBefore, err = l.probe(ctx, c, canaries)
 		if err != nil {
 			return nil, err
 		}
@@ -195,7 +195,7 @@ func (l *Leg) Run(ctx context.Context, c Config) (*certificate.ModelOutcome, err
 	}
 	if c.Probe != nil && len(canaries) > 0 && !st.AfterDone {
 		if c.Sharded {
-			st.ProbeAfter, err = NewProber(c.Probe).Probe(ctx, canaries, c.Probe.References)
+			st.ProbeAfter, err = l.probe(ctx, c, canaries)
 			if err != nil {
 				return nil, err
 			}
@@ -217,6 +217,22 @@ func (l *Leg) Run(ctx context.Context, c Config) (*certificate.ModelOutcome, err
 	out.ProbeBefore, out.ProbeAfter = certProbe(st.ProbeBefore), certProbe(st.ProbeAfter)
 	l.decide(c, out, len(canaries))
 	return out, nil
+}
+
+// probe runs the canary probe. An endpoint that fails does not stop the
+// retrain: the failure is recorded (the model cannot then be VERIFIED);
+// only a stop of amnesia itself is returned.
+func (l *Leg) probe(ctx context.Context, c Config, canaries []Canary) (*ProbeResult, error) {
+	res, err := NewProber(c.Probe).Probe(ctx, canaries, c.Probe.References)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if err != nil {
+		per, any := FalsePositiveRates(len(canaries), c.Probe.References)
+		return &ProbeResult{Endpoint: strings.TrimRight(c.Probe.URL, "/") + "/v1/completions", Canaries: len(canaries), References: c.Probe.References,
+			FPRPerCanary: per, FPRAny: any, Error: err.Error()}, nil
+	}
+	return res, nil
 }
 
 func (l *Leg) canaries(c Config) ([]Canary, error) {
@@ -516,6 +532,9 @@ func (l *Leg) decide(c Config, m *certificate.ModelOutcome, canaries int) {
 		if m.ProbeAfter.Found() {
 			m.Reason += fmt.Sprintf("; until then the endpoint still gives up the subject's canaries (%d extracted, %d flagged of %d)", m.ProbeAfter.Extracted, m.ProbeAfter.Flagged, m.ProbeAfter.Canaries)
 		}
+	case m.ProbeAfter != nil && m.ProbeAfter.Error != "":
+		m.Outcome = certificate.Unverified
+		m.Reason = "retrained without the subject's rows and served, but the configured probe failed, so nothing was measured: " + m.ProbeAfter.Error
 	case m.ProbeAfter.Found():
 		m.Outcome = certificate.Residual
 		m.Reason = fmt.Sprintf("retrained, but the probe still found the subject's canaries (%d extracted, %d flagged of %d): the rows may have copies in other shards or the endpoint may not serve the retrained artifact", m.ProbeAfter.Extracted, m.ProbeAfter.Flagged, m.ProbeAfter.Canaries)
@@ -535,6 +554,6 @@ func certProbe(p *ProbeResult) *certificate.ModelProbe {
 	if p == nil {
 		return nil
 	}
-	return &certificate.ModelProbe{Endpoint: p.Endpoint, Canaries: p.Canaries, References: p.References, Extracted: p.Extracted,
+	return &certificate.ModelProbe{Error: p.Error, Endpoint: p.Endpoint, Canaries: p.Canaries, References: p.References, Extracted: p.Extracted,
 		Flagged: p.Flagged, Exposure: p.Exposure, FPRPerCanary: p.FPRPerCanary, FPRAny: p.FPRAny, Requests: p.Requests, Millis: p.Millis}
 }

@@ -150,6 +150,8 @@ type ProbeResult struct {
 	FPRAny       float64 `json:"fpr_any"`
 	Requests     int     `json:"requests"`
 	Millis       int64   `json:"millis"`
+	// Error: the endpoint failed; nothing was measured.
+	Error string `json:"error,omitempty"`
 }
 
 // Found reports whether the probe saw a canary: extracted or flagged.
