@@ -23,6 +23,12 @@ import (
 
 const order = 10
 
+// refs is the number of reference canaries. A canary the model never saw
+// is flagged by chance with probability at most 1/(refs+1) (lower still
+// with the 100× margin): 999 keeps that chance of a spurious test failure
+// at or below 0.1% per probe.
+const refs = 999
+
 // TestMain doubles as the operator's retrain command: the test binary run
 // as `<binary> ngram-train <shard.jsonl> <output>` trains the shard's
 // n-gram model. With AMNESIA_NGRAM_SLOW set it first writes a partial
@@ -94,7 +100,7 @@ func newWorld(t *testing.T, sharded bool, served bool) *world {
 	w.prober = &model.Prober{URL: srv.URL, Timeout: 10 * time.Second}
 	mc := model.Config{Name: "bot", Dataset: dataset, Sharded: sharded, DeleteTainted: true,
 		Retrain: model.RetrainConfig{Command: []string{os.Args[0], "ngram-train", "{shard}", "{output}"}, Timeout: "2m"},
-		Probe:   &model.ProbeConfig{URL: srv.URL, References: 99}}
+		Probe:   &model.ProbeConfig{URL: srv.URL, References: refs}}
 	if served {
 		mc.Served = filepath.Join(w.root, "served", "shard-{shard}.ngram")
 	}
@@ -185,7 +191,7 @@ func copyFile(t *testing.T, from, to string) {
 
 func (w *world) probe(t *testing.T, raw string) *model.ProbeResult {
 	t.Helper()
-	res, err := w.prober.Probe(context.Background(), w.canaries[raw], 99)
+	res, err := w.prober.Probe(context.Background(), w.canaries[raw], refs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -376,8 +382,8 @@ func TestShardedRetrainForgetsTheCanary(t *testing.T) {
 	if m.ProbeBefore == nil || m.ProbeBefore.Extracted != 1 || m.ProbeBefore.Flagged != 1 || m.ProbeAfter == nil || m.ProbeAfter.Extracted != a.Extracted || m.ProbeAfter.Flagged != a.Flagged {
 		t.Fatalf("certificate probes %+v / %+v, the probe saw before 1/1, after %d/%d", m.ProbeBefore, m.ProbeAfter, a.Extracted, a.Flagged)
 	}
-	if m.ProbeAfter.FPRPerCanary != 0.01 {
-		t.Fatalf("fpr per canary %v, want 1/(99+1)", m.ProbeAfter.FPRPerCanary)
+	if m.ProbeAfter.FPRPerCanary != 0.001 {
+		t.Fatalf("fpr per canary %v, want 1/(999+1)", m.ProbeAfter.FPRPerCanary)
 	}
 	if !p.Complete {
 		t.Fatalf("certificate incomplete: %+v", p.Counts)

@@ -158,6 +158,8 @@ func Load(dir string) (*Results, error) {
 			// Capture through amnesia serve's API: reported in docs/serve.md.
 		case "trace", "capture":
 			// Trace latency and capture overhead (issue #13): reported in bench/README.md.
+		case "model":
+			// The model leg (issue #15): reported in bench/README.md and docs/models.md.
 		default:
 			return nil, fmt.Errorf("%s: unknown kind %q", p, head.Kind)
 		}
