@@ -336,6 +336,10 @@ func TestShardedRetrainForgetsTheCanary(t *testing.T) {
 	if !res.Resumed {
 		t.Fatal("the second run did not resume the journal")
 	}
+	arts, _ := filepath.Glob(filepath.Join(partial, "*.artifact"))
+	if len(arts) != 1 || !strings.HasSuffix(arts[0], "-2.artifact") {
+		t.Fatalf("artifacts after the resume: %v, want only the second attempt's", arts)
+	}
 	logs, _ := filepath.Glob(filepath.Join(w.sd.Path, "models", "logs", "*.log"))
 	if len(logs) != 1 {
 		t.Fatalf("retrain logs: %v", logs)

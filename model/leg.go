@@ -76,6 +76,7 @@ type legState struct {
 
 type shardState struct {
 	Started bool   `json:"started"`
+	Attempt int    `json:"attempt"`
 	Output  string `json:"output"`
 	Done    bool   `json:"done"`
 	Failed  string `json:"failed,omitempty"`
@@ -270,15 +271,22 @@ func (l *Leg) retrain(ctx context.Context, c Config, reg *Registry, shard int, t
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("model %s: %w", c.Name, err)
 	}
-	output := filepath.Join(dir, fmt.Sprintf("shard-%d-%s.artifact", shard, l.Erasure))
+	attempt := 1
 	if ss != nil && ss.Started {
 		l.progress("  %-28s resuming: the retrain that was running when the erasure stopped starts again", name)
+		attempt = ss.Attempt + 1
 	}
-	// A partial output of an interrupted retrain is never used.
-	if err := os.Remove(output); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("model %s: %w", c.Name, err)
+	// Each attempt writes its own file, so that a retrain command left
+	// running by a crashed amnesia cannot overwrite a later attempt's
+	// artifact; a partial output of an interrupted attempt is never used.
+	old, _ := filepath.Glob(filepath.Join(dir, fmt.Sprintf("shard-%d-%s-*.artifact", shard, l.Erasure)))
+	for _, p := range old {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("model %s: %w", c.Name, err)
+		}
 	}
-	st.Shards[key] = &shardState{Started: true, Output: output}
+	output := filepath.Join(dir, fmt.Sprintf("shard-%d-%s-%d.artifact", shard, l.Erasure, attempt))
+	st.Shards[key] = &shardState{Started: true, Attempt: attempt, Output: output}
 	if err := l.save(c.Name, st); err != nil {
 		return err
 	}

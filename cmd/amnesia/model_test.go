@@ -1,13 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/amnesia-dev/amnesia/capture"
 )
@@ -125,5 +129,111 @@ models:
 	out, _, code = runCLI(t, "", "--state", st, "model", "list")
 	if code != exitOK || !strings.Contains(out, "shard "+ts) || !strings.Contains(out, "3 recorded training runs") {
 		t.Fatalf("model list:\n%s", out)
+	}
+}
+
+// amnesia killed (SIGKILL, with its retrain command) in the middle of a
+// retrain: running forget again resumes the erasure, retrains the shard
+// from the start and ends VERIFIED.
+func TestModelRetrainSurvivesKill(t *testing.T) {
+	if _, err := os.Stat("/bin/sh"); err != nil {
+		t.Skip("no /bin/sh")
+	}
+	root := t.TempDir()
+	st := filepath.Join(root, "state")
+	mark := filepath.Join(root, "slow-once")
+	os.WriteFile(mark, nil, 0o600)
+	os.MkdirAll(filepath.Join(root, "served"), 0o755)
+	// The "training": copy the shard file; the first time, write a partial
+	// output and hang.
+	// (A script file: amnesia.yaml expands $VAR, so "$1" cannot be written
+	// inline.)
+	script := filepath.Join(root, "train.sh")
+	os.WriteFile(script, []byte(fmt.Sprintf("if [ -e %s ]; then rm %s; echo partial > \"$2\"; sleep 60; fi; cp \"$1\" \"$2\"\n", mark, mark)), 0o700)
+	cfg := fmt.Sprintf(`version: 1
+stores:
+  - {name: train-0, type: file, path: %[1]s/t0.jsonl, key: id, subject: subject, content: [text]}
+models:
+  - name: bot
+    dataset: [train-0]
+    sharded: true
+    retrain: {command: [/bin/sh, %[2]s, "{shard}", "{output}"], timeout: 2m}
+    served: %[1]s/served/shard-{shard}.bin
+`, root, script)
+	os.WriteFile(filepath.Join(root, "t0.jsonl"), nil, 0o644)
+	cfgPath := filepath.Join(root, "amnesia.yaml")
+	os.WriteFile(cfgPath, []byte(cfg), 0o600)
+	if _, errOut, code := runCLI(t, "", "--state", st, "init", "--config", cfgPath); code != exitOK {
+		t.Fatalf("init: %s", errOut)
+	}
+	ctx := context.Background()
+	app, err := capture.Open(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range []string{"ana@example.org", "bo@example.org"} {
+		if err := app.PutTrainingRow(ctx, "train-0", capture.TrainingRow{ID: fmt.Sprintf("row-%d", i), Subject: p, Text: fmt.Sprintf("note-%d about the person", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	app.Close()
+	served := filepath.Join(root, "served", "shard-0.bin")
+	b, _ := os.ReadFile(filepath.Join(root, "t0.jsonl"))
+	os.WriteFile(served, b, 0o644)
+	if _, errOut, code := runCLI(t, "", "--state", st, "model", "record-run", "--model", "bot", "--output", served, "--served", served); code != exitOK {
+		t.Fatalf("record-run: %s", errOut)
+	}
+
+	args := []string{"--state", st, "forget", "ana@example.org", "--reason", "DSR-16", "--yes"}
+	cmd := exec.Command(amnesiaBin, args...)
+	cmd.Env = cleanEnv()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var cout bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &cout, &cout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	artifacts := filepath.Join(st, "models", "bot", "artifacts")
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if m, _ := filepath.Glob(filepath.Join(artifacts, "*-1.artifact")); len(m) == 1 {
+			if b, _ := os.ReadFile(m[0]); string(b) == "partial\n" {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			cmd.Wait()
+			ls, _ := filepath.Glob(filepath.Join(st, "models", "*", "*"))
+			lg, _ := filepath.Glob(filepath.Join(st, "models", "logs", "*"))
+			var lb []byte
+			if len(lg) > 0 {
+				lb, _ = os.ReadFile(lg[0])
+			}
+			t.Fatalf("the retrain never started:\n%s\n%v\n%s", cout.String(), ls, lb)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // amnesia and its retrain command
+	cmd.Wait()
+	if got, _ := os.ReadFile(served); string(got) != string(b) {
+		t.Fatal("a killed retrain changed the served artifact")
+	}
+	res := runBinary(t, nil, "", args...)
+	if res.code != exitOK {
+		t.Fatalf("resume: %s", res)
+	}
+	_, payload := singleCertificate(t, st)
+	m := predicateOf(t, payload)["models"].([]any)[0].(map[string]any)
+	if m["outcome"] != "VERIFIED" {
+		t.Fatalf("after the resume: %v", m)
+	}
+	if got, _ := os.ReadFile(served); strings.Contains(string(got), "note-0") || !strings.Contains(string(got), "note-1") {
+		t.Fatalf("served artifact after the resume:\n%s", got)
+	}
+	logs, _ := filepath.Glob(filepath.Join(st, "models", "logs", "*.log"))
+	lb, _ := os.ReadFile(logs[0])
+	if len(logs) != 1 || strings.Count(string(lb), `"event":"start"`) != 2 {
+		t.Fatalf("retrain log: %s", lb)
 	}
 }
