@@ -35,6 +35,22 @@ const refs = 999
 // output and sleeps, so that a test can stop amnesia mid-retrain.
 func TestMain(m *testing.M) {
 	if len(os.Args) == 4 && os.Args[1] == "ngram-train" {
+		// AMNESIA_NGRAM_DROP_ONCE=<marker>:<row id>: while the marker exists,
+		// delete that row from the shard file (as another erasure would)
+		// and the marker, then train.
+		if v := os.Getenv("AMNESIA_NGRAM_DROP_ONCE"); v != "" {
+			mark, row, _ := strings.Cut(v, ":")
+			if os.Remove(mark) == nil {
+				b, _ := os.ReadFile(os.Args[2])
+				var keep []string
+				for _, line := range strings.SplitAfter(string(b), "\n") {
+					if !strings.Contains(line, `"id":"`+row+`"`) {
+						keep = append(keep, line)
+					}
+				}
+				os.WriteFile(os.Args[2], []byte(strings.Join(keep, "")), 0o644)
+			}
+		}
 		if d, err := time.ParseDuration(os.Getenv("AMNESIA_NGRAM_SLOW")); err == nil {
 			os.WriteFile(os.Args[3], []byte("partial"), 0o644)
 			time.Sleep(d)
@@ -497,6 +513,63 @@ func TestProbeDownStillRetrainsButIsUnverified(t *testing.T) {
 	if m.Outcome != certificate.Unverified || !strings.Contains(m.Reason, "probe failed") || m.ProbeAfter == nil || m.ProbeAfter.Error == "" ||
 		m.Shards[0].Served != certificate.ServedSwitched || !m.Shards[0].TrainedWithout || res.Statement.Predicate.Complete {
 		t.Fatalf("%+v\n%+v", m, m.Shards)
+	}
+}
+
+// Rows deleted from the shard while it trains (another erasure) may be in
+// the artifact: the leg trains again, and records only what the file held.
+func TestRowsDeletedDuringRetrainTrainAgain(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t, true, true)
+	l, err := lineage.Open(ctx, w.sd.LedgerSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var target, other string
+	for i, p := range w.people {
+		for _, q := range w.people[i+1:] {
+			if w.shardOf[p] == w.shardOf[q] && target == "" {
+				target, other = p, q
+			}
+		}
+	}
+	if target == "" {
+		t.Skip("no two subjects share a shard")
+	}
+	oi := 0
+	for i, p := range w.people {
+		if p == other {
+			oi = i
+		}
+	}
+	dropped := fmt.Sprintf("r%d-0", oi)
+	mark := filepath.Join(w.root, "drop-once")
+	os.WriteFile(mark, nil, 0o600)
+	t.Setenv("AMNESIA_NGRAM_DROP_ONCE", mark+":"+dropped)
+	res, err := w.erase(ctx, t, l, w.trace(t, l, target))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := res.Statement.Predicate.Models[0]
+	if m.Outcome != certificate.Verified {
+		t.Fatalf("%+v", m)
+	}
+	logs, _ := filepath.Glob(filepath.Join(w.sd.Path, "models", "logs", "*.log"))
+	lb, _ := os.ReadFile(logs[0])
+	if strings.Count(string(lb), `"event":"start"`) != 2 {
+		t.Fatalf("want a second training after rows were deleted during the first:\n%s", lb)
+	}
+	snap, err := model.OpenRegistry(w.sd.Path).Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := snap.Runs[m.Shards[0].Retrained.Run]
+	did := lineage.ArtifactID(w.sd.Keyer, w.sd.Config.Scope, fmt.Sprintf("train-%d", w.shardOf[target]), dropped)
+	for _, id := range run.Inputs[0].RowIDs {
+		if id == did {
+			t.Fatal("the new run records a row that was deleted before its training")
+		}
 	}
 }
 

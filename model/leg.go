@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/amnesia-dev/amnesia/certificate"
@@ -291,34 +292,67 @@ func (l *Leg) retrain(ctx context.Context, c Config, reg *Registry, shard int, t
 		return err
 	}
 	ss = st.Shards[key]
+	// One retrain of a shard at a time, across processes sharing the state
+	// directory: two erasures in the same shard must not switch the served
+	// artifact out of order.
+	unlock, err := lockShard(filepath.Join(l.StateDir, "models", c.Name), shard)
+	if err != nil {
+		return fmt.Errorf("model %s: %w", c.Name, err)
+	}
+	defer unlock()
+	var ids []string
+	var in File
+	var outFile File
 	start := time.Now()
-	cerr := l.exec(ctx, c, shard, l.StorePath(storeName), output)
-	ss.Millis = time.Since(start).Milliseconds()
-	if cerr != nil {
-		if ctx.Err() != nil {
-			return ctx.Err() // amnesia was stopped: the shard stays started, a resume retrains it
+	for try := 1; ; try++ {
+		before, inBefore, err := l.rowIDs(ctx, storeName)
+		if err != nil {
+			return fmt.Errorf("model %s: read shard %d's rows: %w", c.Name, shard, err)
 		}
-		ss.Failed = cerr.Error()
-		l.progress("  %-28s FAILED: %v", name, cerr)
-		return l.save(c.Name, st)
+		os.Remove(output)
+		cerr := l.exec(ctx, c, shard, l.StorePath(storeName), output)
+		ss.Millis = time.Since(start).Milliseconds()
+		if cerr != nil {
+			if ctx.Err() != nil {
+				return ctx.Err() // amnesia was stopped: the shard stays started, a resume retrains it
+			}
+			ss.Failed = cerr.Error()
+			l.progress("  %-28s FAILED: %v", name, cerr)
+			return l.save(c.Name, st)
+		}
+		if outFile, err = FileDigest(output); err != nil {
+			ss.Failed = "the retrain command exited 0 but wrote no artifact at {output}"
+			return l.save(c.Name, st)
+		}
+		after, _, err := l.rowIDs(ctx, storeName)
+		if err != nil {
+			return fmt.Errorf("model %s: read shard %d's rows: %w", c.Name, shard, err)
+		}
+		now := map[string]bool{}
+		for _, id := range after {
+			now[id] = true
+		}
+		removed := false
+		for _, id := range before {
+			if !now[id] {
+				removed = true
+			}
+		}
+		// Rows appended while it trained may or may not be in the
+		// artifact: the run records them too (the lineage over-approximates,
+		// never misses). Rows deleted while it trained (another erasure)
+		// may be in it: train again.
+		ids, in = append(before, after...), inBefore
+		if !removed {
+			break
+		}
+		if try == 3 {
+			ss.Failed = "rows of the shard were deleted during each of 3 retrains (other erasures): run the erasure again"
+			return l.save(c.Name, st)
+		}
+		l.progress("  %-28s rows were deleted while it trained: training again", name)
 	}
-	outFile, err := FileDigest(output)
-	if err != nil {
-		ss.Failed = "the retrain command exited 0 but wrote no artifact at {output}"
-		return l.save(c.Name, st)
-	}
-	keys, err := l.RowKeys(ctx, storeName)
-	if err != nil {
-		return fmt.Errorf("model %s: read shard %d's rows: %w", c.Name, shard, err)
-	}
-	in, err := FileDigest(l.StorePath(storeName))
-	if err != nil {
-		return fmt.Errorf("model %s: read shard %d's data file: %w", c.Name, shard, err)
-	}
-	ids := make([]string, 0, len(keys))
-	for _, k := range keys {
-		ids = append(ids, lineage.ArtifactID(l.Keyer, l.Scope, storeName, k))
-	}
+	ids = dedupe(ids)
 	run := &Run{Model: c.Name, Shard: shard, Sharded: true, Command: c.Retrain.Command,
 		Inputs: []Input{{Store: storeName, SHA256: in.SHA256, RowIDs: ids}}, Output: outFile, Erasure: l.Erasure}
 	for _, t := range tainted {
@@ -359,6 +393,61 @@ func (l *Leg) retrain(ctx context.Context, c Config, reg *Registry, shard int, t
 	ss.Done = true
 	l.progress("  %-28s retrained (%dms)", name, ss.Millis)
 	return l.save(c.Name, st)
+}
+
+func (l *Leg) subjectRows(run *Run) int {
+	n := 0
+	for _, in := range run.Inputs {
+		for _, id := range in.RowIDs {
+			if l.TraceIDs[id] {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func (l *Leg) rowIDs(ctx context.Context, storeName string) ([]string, File, error) {
+	in, err := FileDigest(l.StorePath(storeName))
+	if err != nil {
+		return nil, File{}, err
+	}
+	keys, err := l.RowKeys(ctx, storeName)
+	if err != nil {
+		return nil, File{}, err
+	}
+	ids := make([]string, 0, len(keys))
+	for _, k := range keys {
+		ids = append(ids, lineage.ArtifactID(l.Keyer, l.Scope, storeName, k))
+	}
+	return ids, in, nil
+}
+
+func dedupe(ids []string) []string {
+	sort.Strings(ids)
+	out := ids[:0]
+	for i, id := range ids {
+		if i == 0 || id != ids[i-1] {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// lockShard takes an exclusive advisory lock on one shard of a model.
+func lockShard(dir string, shard int) (func(), error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("shard-%d.lock", shard)), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock shard %d: %w", shard, err)
+	}
+	return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
 }
 
 // exec runs the retrain command for one shard under the configured
@@ -480,9 +569,14 @@ func (l *Leg) shardOutcome(c Config, snap *Snapshot, shard int, tainted []Reach,
 			ms.Retrained = &certificate.ModelArtifact{Run: run.ID, SHA256: run.Output.SHA256, Rows: rows, SubjectRows: subj}
 			ms.TrainedWithout = subj == 0
 			ms.Served = certificate.ServedOperatorMust
-			if sv, ok := snap.Served[c.Name][shard]; ok && sv.Run == run.ID {
-				if f, err := FileDigest(sv.Path); err == nil && f.SHA256 == run.Output.SHA256 {
-					ms.Served = certificate.ServedSwitched
+			// What is served now: this run's artifact, or a later retrain's
+			// (another erasure in the same shard) that holds none of the
+			// subject's rows either, with the recorded digest on disk.
+			if sv, ok := snap.Served[c.Name][shard]; ok && c.ServedPath(shard) != "" {
+				if cur := snap.Runs[sv.Run]; cur != nil && l.subjectRows(cur) == 0 {
+					if f, err := FileDigest(sv.Path); err == nil && f.SHA256 == sv.SHA256 {
+						ms.Served = certificate.ServedSwitched
+					}
 				}
 			}
 		}
