@@ -4,8 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -212,5 +216,36 @@ func printModelReach(w io.Writer, dir *state.Dir, t *lineage.Trace) {
 			served = ", served at " + r.Served
 		}
 		fmt.Fprintf(w, "    %-12s shard %d  %s  %d rows  artifact sha256:%s%s  (%s)\n", r.Model, r.Shard, r.Run, r.Rows, r.Output.SHA256[:12], served, note)
+	}
+}
+
+// checkModels prints one line per configured model: whether its retrain
+// command can be found and its served directory written. Problems are
+// warnings: an erasure still runs, and a model it cannot retrain or switch
+// ends UNVERIFIED or NEEDS_HUMAN in the certificate.
+func checkModels(w io.Writer, cfg *state.Config) {
+	for _, m := range cfg.Models {
+		var warn []string
+		if len(m.Retrain.Command) > 0 {
+			if _, err := exec.LookPath(m.Retrain.Command[0]); err != nil {
+				warn = append(warn, fmt.Sprintf("retrain command %q not found or not executable", m.Retrain.Command[0]))
+			}
+		}
+		if m.Served != "" {
+			dir := filepath.Dir(m.ServedPath(0))
+			if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+				warn = append(warn, fmt.Sprintf("served directory %s does not exist", dir))
+			} else if syscall.Access(dir, 2) != nil {
+				warn = append(warn, fmt.Sprintf("served directory %s is not writable: amnesia switches the served artifact by rename there", dir))
+			}
+		}
+		switch {
+		case len(warn) > 0:
+			fmt.Fprintf(w, "  model %-12s WARNING: %s\n", m.Name, strings.Join(warn, "; "))
+		case !m.Sharded:
+			fmt.Fprintf(w, "  model %-12s OK (not sharded: an erasure marks it TAINTED, it cannot retrain it)\n", m.Name)
+		default:
+			fmt.Fprintf(w, "  model %-12s OK (%d shards)\n", m.Name, len(m.Dataset))
+		}
 	}
 }

@@ -126,6 +126,10 @@ models:
 	if _, errOut, code := runCLI(t, "", "verify", cert, "--public-key", filepath.Join(st, "signing-key.pub.pem")); code != exitOK {
 		t.Fatalf("verify a certificate with a model outcome: %s", errOut)
 	}
+	out, _, code = runCLI(t, "", "--state", st, "check")
+	if code != exitOK || !strings.Contains(out, "model bot") || !strings.Contains(out, "OK (2 shards)") {
+		t.Fatalf("check:\n%s", out)
+	}
 	out, _, code = runCLI(t, "", "--state", st, "model", "list")
 	if code != exitOK || !strings.Contains(out, "shard "+ts) || !strings.Contains(out, "3 recorded training runs") {
 		t.Fatalf("model list:\n%s", out)
@@ -235,5 +239,26 @@ models:
 	lb, _ := os.ReadFile(logs[0])
 	if len(logs) != 1 || strings.Count(string(lb), `"event":"start"`) != 2 {
 		t.Fatalf("retrain log: %s", lb)
+	}
+}
+
+func TestCheckWarnsAboutModels(t *testing.T) {
+	root := t.TempDir()
+	os.WriteFile(filepath.Join(root, "t0.jsonl"), nil, 0o644)
+	cfg := fmt.Sprintf(`version: 1
+stores:
+  - {name: train-0, type: file, path: %[1]s/t0.jsonl, key: id, subject: subject, content: [text]}
+models:
+  - name: bot
+    dataset: [train-0]
+    sharded: true
+    retrain: {command: [/nonexistent/train, "{shard}", "{output}"]}
+    served: %[1]s/missing/shard-{shard}.bin
+`, root)
+	p := filepath.Join(root, "amnesia.yaml")
+	os.WriteFile(p, []byte(cfg), 0o600)
+	out, errOut, code := runCLI(t, "", "check", "--config", p)
+	if code != exitOK || !strings.Contains(out, "model bot") || !strings.Contains(out, `"/nonexistent/train" not found`) || !strings.Contains(out, "does not exist") {
+		t.Fatalf("check: exit %d\n%s%s", code, out, errOut)
 	}
 }
