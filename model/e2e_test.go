@@ -573,4 +573,47 @@ func TestRowsDeletedDuringRetrainTrainAgain(t *testing.T) {
 	}
 }
 
+// A retrain that runs past its timeout is stopped; the model stays UNVERIFIED
+// and the tainted artifact stays served.
+func TestRetrainTimeoutIsUnverified(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t, true, true)
+	l, err := lineage.Open(ctx, w.sd.LedgerSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	mc := &w.sd.Config.Models[0]
+	mc.Retrain.Timeout = "300ms"
+	if err := mc.Validate(0, func(string) (string, bool) { return "file", true }); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AMNESIA_NGRAM_SLOW", "30s")
+	target := w.people[0]
+	before := digest(t, w.served[w.shardOf[target]])
+	start := time.Now()
+	res, err := w.erase(ctx, t, l, w.trace(t, l, target))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if time.Since(start) > 20*time.Second {
+		t.Fatal("the timeout did not stop the retrain")
+	}
+	m := res.Statement.Predicate.Models[0]
+	if m.Outcome != certificate.Unverified || !strings.Contains(m.Reason, "retrain.timeout") || m.Shards[0].Retrained != nil || res.Statement.Predicate.Complete {
+		t.Fatalf("%+v %+v", m, m.Shards)
+	}
+	if digest(t, w.served[w.shardOf[target]]) != before {
+		t.Fatal("a timed-out retrain changed the served artifact")
+	}
+	if m.ProbeAfter == nil || m.ProbeAfter.Extracted != 1 {
+		t.Fatalf("the tainted artifact is still served; the probe after says %+v", m.ProbeAfter)
+	}
+	logs, _ := filepath.Glob(filepath.Join(w.sd.Path, "models", "logs", "*.log"))
+	lb, _ := os.ReadFile(logs[0])
+	if !strings.Contains(string(lb), `"status":"timeout"`) {
+		t.Fatalf("log: %s", lb)
+	}
+}
+
 var _ = subject.DefaultScope
