@@ -585,7 +585,7 @@ func (l *Leg) shardOutcome(c Config, snap *Snapshot, shard int, tainted []Reach,
 }
 
 var choicesUnsharded = []string{
-	"retrain the whole model on its dataset, from which the rows are already deleted, record the run (amnesia model record-run), and erase again: the new certificate follows this one",
+	"retrain the whole model on its dataset, from which the rows are already deleted, and record the run with where it is served (amnesia model record-run --served): amnesia model list then shows the served artifact untainted; this certificate stays as issued",
 	"shard the dataset (sharded: true, one file store per shard) so that later erasures retrain one shard",
 	"accept the residual risk: this certificate stays incomplete and says so",
 }
