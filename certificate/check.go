@@ -94,6 +94,9 @@ func checkStatement(st *Statement, keyID string) error {
 	if err := checkLink("follows", p.Follows, p.CertificateID); err != nil {
 		return err
 	}
+	if err := checkModels(p); err != nil {
+		return err
+	}
 	return checkReverifies(p)
 }
 

@@ -74,6 +74,10 @@ type Predicate struct {
 	// written sealed through capture): whether this erasure destroyed it,
 	// what was measured, and what that does and does not cover.
 	CryptoShredding *Shredding `json:"crypto_shredding,omitempty"`
+	// Models is set when the subject's rows reached trained models
+	// (model.go): one outcome per model, at the model level. Absent
+	// otherwise.
+	Models []ModelOutcome `json:"models,omitempty"`
 }
 
 // ReverifyLink names an earlier certificate (the one a re-verification

@@ -10,6 +10,7 @@
 //	go run ./cmd/amnesia-bench capture [--ledgers sqlite,postgres --pg $AMNESIA_TEST_PG_DSN --batches 200 --singles 1000]
 //	go run ./cmd/amnesia-bench pgvector [--vectors 100000 --dim 384 --subjects 1000 --batch 100 --dsn $AMNESIA_TEST_PG_DSN]
 //	go run ./cmd/amnesia-bench serve-capture [--dsn $AMNESIA_TEST_PG_DSN --clients 8 --duration 10s]
+//	go run ./cmd/amnesia-bench model [--shards 4 --people 40 --rows-each 5 --erasures 5 --references 99]
 //	go run ./cmd/amnesia-bench report
 package main
 
@@ -30,7 +31,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: amnesia-bench residue|scale|trace|capture|pgvector|serve-capture|report [flags]")
+		fmt.Fprintln(os.Stderr, "usage: amnesia-bench residue|scale|trace|capture|pgvector|serve-capture|model|report [flags]")
 		os.Exit(2)
 	}
 	ctx := context.Background()
@@ -137,6 +138,25 @@ func main() {
 		if r, err = servebench.Run(ctx, o); err == nil {
 			err = write(filepath.Join(*out, "serve-capture.json"), r)
 		}
+	case "model":
+		o := bench.ModelOptions{Progress: os.Stderr}
+		fs.IntVar(&o.Shards, "shards", bench.ModelShards, "dataset shards (one n-gram model each)")
+		fs.IntVar(&o.People, "people", bench.ModelPeople, "subjects, each with rows and one canary")
+		fs.IntVar(&o.RowsEach, "rows-each", bench.ModelRowsEach, "training rows per subject")
+		fs.IntVar(&o.Erasures, "erasures", bench.ModelErasures, "subjects erased, one after another")
+		fs.IntVar(&o.References, "references", bench.ModelReferences, "reference canaries per canary")
+		fs.Parse(os.Args[2:])
+		o.Work = scratch(*work)
+		if o.Self, err = os.Executable(); err != nil {
+			break
+		}
+		var r *bench.ModelResult
+		if r, err = bench.Model(ctx, o); err == nil {
+			err = write(filepath.Join(*out, "model.json"), r)
+		}
+	case "ngram-train":
+		// The model benchmark's retrain command: ngram-train <shard.jsonl> <output>.
+		_, err = bench.RunNgramTrain(os.Args)
 	case "report":
 		fs.Parse(os.Args[2:])
 		err = report(*out)

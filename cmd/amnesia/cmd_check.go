@@ -56,7 +56,9 @@ be read; 8 a store is not ready.`,
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "configuration: %s (relative paths resolve against %s)\n", configFile(o.config, g.stateDir), cfg.Dir())
-			if n := checkStores(cmd.Context(), out, cfg); n > 0 {
+			n := checkStores(cmd.Context(), out, cfg)
+			checkModels(out, cfg) // cmd_model.go: warnings only
+			if n > 0 {
 				return withCode(exitNotReady, fmt.Errorf("%d of %d stores not ready: an erasure that touches them is refused (exit 8) unless --allow-partial", n, len(cfg.Stores)))
 			}
 			return nil

@@ -125,6 +125,7 @@ func printTrace(w io.Writer, dir *state.Dir, t *lineage.Trace) {
 	if len(t.Mentions) > 0 {
 		fmt.Fprintf(w, "  %d artifacts of other people mention this subject: NEEDS_HUMAN, not erased\n", len(t.Mentions))
 	}
+	printModelReach(w, dir, t) // cmd_model.go
 	fmt.Fprintf(w, "  saved: %s\n", dir.TracePath(t.ID))
 }
 

@@ -64,6 +64,7 @@ level each store permits, and issues a signed certificate anyone can verify offl
 		newScanCommand(g),
 		newReconcileCommand(g),
 		newTraceCommand(g),
+		newModelCommand(g),
 		newForgetCommand(g),
 		newEraseCommand(g),
 		newWorkerCommand(g),

@@ -23,7 +23,8 @@ type Results struct {
 	Residue  []*StoreResult
 	Scale    *ScaleResult
 	PGVector *PGVectorResult
-	Files    []*File // every file, in name order
+	Model    *ModelResult // report_model.go
+	Files    []*File      // every file, in name order
 }
 
 // File is one results file: what it measured, on which code and machine,
@@ -161,6 +162,11 @@ func Load(dir string) (*Results, error) {
 			// Capture through amnesia serve's API: reported in docs/serve.md.
 		case "trace", "capture":
 			// Trace latency and capture overhead (issue #13): reported in bench/README.md.
+		case "model":
+			r.Model = &ModelResult{}
+			if err := json.Unmarshal(b, r.Model); err != nil {
+				return nil, fmt.Errorf("%s: %w", p, err)
+			}
 		default:
 			return nil, fmt.Errorf("%s: unknown kind %q", p, head.Kind)
 		}
@@ -261,6 +267,7 @@ func (r *Results) Markdown() string {
 	if r.PGVector != nil {
 		b.WriteString(r.PGVector.markdown(r.file("pgvector", "")))
 	}
+	b.WriteString(r.modelSection()) // report_model.go
 	b.WriteString(r.peersSection())
 	return b.String()
 }

@@ -84,6 +84,8 @@ func (r *runner) decide(ctx context.Context, res *results) (*certificate.Predica
 	// subject that the ledger does not know of: the certificate is not
 	// complete unless the operator declared the store out of scope.
 	p.Complete = p.Counts.Unverified == 0 && p.Counts.Residual == 0 && p.Counts.OutOfScope == 0 && !unreachable && noneNeedsHuman(p.Artifacts[:len(t.Artifacts)])
+	p.Models = res.models // model.go: a model not VERIFIED leaves the certificate incomplete
+	p.Complete = p.Complete && modelsVerified(p.Models)
 	p.Follows = r.follows
 	p.Reverifiable, p.ReverifyNote = reverifiability(r.Dir.Config, r.Ledger, r.Stores, p.Artifacts) // reverify.go
 	if err := r.Ledger.MarkErased(ctx, marks); err != nil {

@@ -88,6 +88,7 @@ type results struct {
 	reclaimE map[string]string
 	probe    map[string]*probeResult
 	shred    shredResult
+	models   []certificate.ModelOutcome // model.go
 }
 
 func (r *runner) run(ctx context.Context) (*certificate.Statement, error) {
@@ -268,6 +269,9 @@ func (r *runner) after(ctx context.Context, res *results) (*certificate.Statemen
 		res.probe[st] = out
 	}
 	if err := r.pausedError(); err != nil {
+		return nil, err
+	}
+	if err := r.modelLeg(ctx, res); err != nil { // model.go
 		return nil, err
 	}
 

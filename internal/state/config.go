@@ -12,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/amnesia-dev/amnesia/lineage"
+	"github.com/amnesia-dev/amnesia/model"
 	"github.com/amnesia-dev/amnesia/store"
 	"github.com/amnesia-dev/amnesia/subject"
 )
@@ -46,7 +47,11 @@ type Config struct {
 	Serve ServeConfig `yaml:"serve,omitempty"`
 	// Reverify schedules re-verification (reverifyconfig.go).
 	Reverify ReverifyConfig `yaml:"reverify,omitempty"`
-	dir      string
+	// Models are the models trained on the configured dataset stores
+	// (package model, docs/models.md).
+	Models []model.Config `yaml:"models,omitempty"`
+
+	dir string
 	// raw is the configuration file as written, before $VAR expansion:
 	// what `amnesia init --config` copies into the state directory, so that
 	// a secret given as $VAR is never written there in clear.
@@ -163,7 +168,40 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("store %q: docstore %q is not another configured store: name the store that holds the texts, or leave docstore out", s.Name, s.Docstore)
 		}
 	}
+	return c.validateModels()
+}
+
+// validateModels checks the models: section (package model).
+func (c *Config) validateModels() error {
+	names := map[string]bool{}
+	typ := func(name string) (string, bool) {
+		s, err := c.Store(name)
+		return s.Type, err == nil
+	}
+	for i := range c.Models {
+		if err := c.Models[i].Validate(i, typ); err != nil {
+			return fieldErr(fmt.Sprintf("models[%d]", i), "%v", err)
+		}
+		if names[c.Models[i].Name] {
+			return fieldErr(fmt.Sprintf("models[%d].name", i), "models[%d]: duplicate name %q", i, c.Models[i].Name)
+		}
+		names[c.Models[i].Name] = true
+	}
 	return nil
+}
+
+// Model returns the configuration of the named model.
+func (c *Config) Model(name string) (*model.Config, error) {
+	for i := range c.Models {
+		if c.Models[i].Name == name {
+			return &c.Models[i], nil
+		}
+	}
+	var known []string
+	for _, m := range c.Models {
+		known = append(known, m.Name)
+	}
+	return nil, fmt.Errorf("no model %q under models: in amnesia.yaml (configured: %s)", name, strings.Join(known, ", "))
 }
 
 // TSATimeoutDuration bounds each request to the TSA.
