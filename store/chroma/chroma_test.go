@@ -4,8 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/binary"
 	"database/sql"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -211,6 +211,32 @@ func TestChromaNativeDeleteLeavesBytesReclaimRemovesThem(t *testing.T) {
 				t.Fatal(err)
 			}
 			all := map[string]*store.Evidence{"rec-1": ev["rec-1"], "rec-3": ev["rec-3"], "rec-2": keep["rec-2"]}
+			// Every byte of text and vector is covered, and every needle is
+			// in the files while the record lives (in a cosine collection
+			// too, where the API returns the vector a few ulps off).
+			live, err := s.ProbePhysical(ctx, store.NewNeedleSet(all))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range []string{"rec-1", "rec-2", "rec-3"} {
+				e := all[k]
+				// In a cosine collection whose index was persisted, the queue
+				// no longer holds the vector as written, and the API returns
+				// it a few ulps off: those bytes cannot be searched for and
+				// are counted as not covered (the normalised vector in
+				// data_level0.bin is).
+				uncovered := 0
+				if space == "cosine" {
+					uncovered = 4 * dim
+				}
+				if e.RecordBytes == 0 || e.CoveredBytes != e.RecordBytes-uncovered {
+					t.Fatalf("%s: %d of %d bytes covered, want all but %d", k, e.CoveredBytes, e.RecordBytes, uncovered)
+				}
+				if live.Found[k] != len(e.Needles) {
+					whereFound(t, s, all)
+					t.Fatalf("%s live: the files hold %d of its %d needles", k, live.Found[k], len(e.Needles))
+				}
+			}
 			doc := &store.Evidence{Key: "rec-1"}
 			doc.AddWindows([]byte(content(s.Collection(), 101)))
 			docRep, err := store.ScanFiles(ctx, store.NewNeedleSet(map[string]*store.Evidence{"rec-1": doc}), "sqlite", filepath.Join(s.DataDir(), chroma.SQLiteFile))
@@ -280,6 +306,46 @@ func TestChromaNativeDeleteLeavesBytesReclaimRemovesThem(t *testing.T) {
 				t.Fatalf("rec-2 after the rebuild: %+v, %v", r, err)
 			}
 		})
+	}
+}
+
+// In a cosine collection whose index is not persisted yet, the queue holds
+// the vector as written: both encodings are covered and found.
+func TestChromaCosineQueuedEvidence(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, map[string]any{"hnsw": map[string]any{"space": "cosine"}})
+	put(t, s, "rec-a", "tag", 1)
+	put(t, s, "rec-b", "tag", 2)
+	ev, err := s.ReadEvidence(ctx, []string{"rec-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := ev["rec-a"]
+	if e == nil || e.CoveredBytes != e.RecordBytes || e.RecordBytes != len(content(s.Collection(), 1))+2*4*dim {
+		t.Fatalf("evidence %+v: want the text and both vector encodings covered", e)
+	}
+	// The normalised encoding is what hnswlib will write to data_level0.bin
+	// when it persists (a deleted record's too: markDelete keeps it), so it
+	// is in the evidence though not in the files yet.
+	norm := &store.Evidence{Key: "rec-a"}
+	norm.AddWindows(store.Float32LE(chroma.Normalize(vector(s.Collection(), 1))))
+	found := 0
+	for _, n := range e.Needles {
+		for _, m := range norm.Needles {
+			if string(n) == string(m) {
+				found++
+			}
+		}
+	}
+	if found != len(norm.Needles) {
+		t.Fatalf("%d of %d normalised windows in the evidence", found, len(norm.Needles))
+	}
+	rep, err := s.ProbePhysical(ctx, store.NewNeedleSet(ev))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Found["rec-a"] != len(e.Needles)-len(norm.Needles) {
+		t.Fatalf("found %d of the %d needles of the text and the vector as written", rep.Found["rec-a"], len(e.Needles)-len(norm.Needles))
 	}
 }
 
