@@ -92,7 +92,13 @@ func open(t *testing.T, conf map[string]any, mut ...func(*chroma.Options)) *chro
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() {
+		// Dropped, not kept: a live collection's index files can hold
+		// other tests' bytes (see TestChromaReclaimZeroesUnusedSlots);
+		// the next Reclaim removes the orphaned directory.
+		s.DeleteCollection(context.Background())
+		s.Close()
+	})
 	return s
 }
 
@@ -523,4 +529,126 @@ func wantState(t *testing.T) string {
 		return chroma.StateFTSNotMerged
 	}
 	return ""
+}
+
+// With Chroma's default configuration (the index persisted every 1000
+// operations) and a collection of some size, no byte of the deleted
+// records is left after Reclaim, however Chroma's server writes its
+// segments around the rebuild.
+func TestChromaReclaimDefaultConfiguration(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, nil)
+	var keys []string
+	for i := 0; i < 60; i++ {
+		k := fmt.Sprintf("rec-%d", i)
+		keys = append(keys, k)
+		put(t, s, k, fmt.Sprintf("tag-%d", i%6), 200+i)
+	}
+	gone := keys[:10]
+	ev, err := s.ReadEvidence(ctx, gone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Reclaim(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for round := 0; round < 3; round++ {
+		phys, err := s.ProbePhysical(ctx, store.NewNeedleSet(ev))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if phys.NeedlesFound != 0 {
+			whereFound(t, s, ev)
+			t.Fatalf("round %d: %d needles of %d deleted records still found", round, phys.NeedlesFound, len(phys.Found))
+		}
+		// Touch the collection the way an application does, then look again.
+		put(t, s, fmt.Sprintf("new-%d", round), "tag-x", 300+round)
+		if _, err := s.Search(ctx, vector(s.Collection(), 250), 5); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// unusedNonZero counts the non-zero bytes hnswlib never reads in the
+// collection's index files: data_level0.bin past its elements and
+// length.bin past their entries.
+func unusedNonZero(t *testing.T, s *chroma.Store) (int, bool) {
+	t.Helper()
+	files := segmentFiles(t, s)
+	var hdr []byte
+	for _, f := range files {
+		if filepath.Base(f) == "header.bin" {
+			var err error
+			if hdr, err = os.ReadFile(f); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if hdr == nil {
+		return 0, false
+	}
+	count, stride := int(binary.LittleEndian.Uint64(hdr[20:])), int(binary.LittleEndian.Uint64(hdr[28:]))
+	n := 0
+	for _, f := range files {
+		from := -1
+		switch filepath.Base(f) {
+		case "data_level0.bin":
+			from = count * stride
+		case "length.bin":
+			from = count * 4
+		}
+		if from < 0 {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range b[min(from, len(b)):] {
+			if c != 0 {
+				n++
+			}
+		}
+	}
+	return n, true
+}
+
+// Chroma writes a new index file from memory it did not clear: the slots
+// past its elements hold whatever the server had freed (request bodies of
+// any collection). The rebuilt collection's files hold none of it.
+func TestChromaReclaimZeroesUnusedSlots(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, persisted)
+	for i := 0; i < 6; i++ {
+		put(t, s, fmt.Sprintf("rec-%d", i), "tag", 400+i)
+	}
+	before, ok := unusedNonZero(t, s)
+	if !ok {
+		t.Fatalf("no index files: hnswlib did not persist")
+	}
+	t.Logf("non-zero bytes in unused slots before Reclaim: %d", before)
+	if err := s.Delete(ctx, []string{"rec-0"}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := s.Reclaim(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, ok := unusedNonZero(t, s)
+	if !ok {
+		t.Fatalf("no index files after the rebuild")
+	}
+	if after != 0 {
+		t.Fatalf("%d non-zero bytes in the rebuilt index's unused slots (steps %v)", after, rep.Steps)
+	}
+	// The server writes only the elements it adds: the zeroes stay.
+	for i := 10; i < 14; i++ {
+		put(t, s, fmt.Sprintf("rec-%d", i), "tag", 400+i)
+	}
+	if n, _ := unusedNonZero(t, s); n != 0 {
+		t.Fatalf("after more writes %d non-zero bytes in unused slots", n)
+	}
 }

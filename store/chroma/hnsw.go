@@ -12,6 +12,91 @@ import (
 	"path/filepath"
 )
 
+// scrubUnused zeroes what hnswlib never reads in the HNSW segment
+// directories of collection collID: the element slots of data_level0.bin
+// past the element count, and their entries in length.bin. Chroma writes a
+// new index file from memory it did not clear, so those slots hold
+// whatever the server process had freed before: seen here, request bodies
+// with other records' ids, documents and embeddings. The server writes only
+// the elements it adds afterwards (and a resized file is as long as its
+// elements), so zeroes stay zeroes. It must run only on a collection no
+// one else writes (the rebuild's copy, before the swap): a slot the server
+// filled meanwhile would be zeroed on disk. It returns the bytes it zeroed.
+func (s *Store) scrubUnused(ctx context.Context, collID string) (int64, error) {
+	db, err := s.openSQLite(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	rows, err := db.QueryContext(ctx, `SELECT id FROM segments WHERE collection = ? AND scope = 'VECTOR'`, collID)
+	if err != nil {
+		return 0, fmt.Errorf("%s: segments: %w", SQLiteFile, busyErr(err))
+	}
+	var segs []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		segs = append(segs, id)
+	}
+	rows.Close()
+	var total int64
+	for _, seg := range segs {
+		dir := filepath.Join(s.opt.DataDir, seg)
+		l, err := readLevel0(dir, 0)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // not written yet
+		}
+		if err != nil {
+			return total, err
+		}
+		for _, f := range []struct {
+			name string
+			from int64
+		}{{"data_level0.bin", int64(l.count) * int64(l.stride)}, {"length.bin", int64(l.count) * 4}} {
+			n, err := zeroFrom(filepath.Join(dir, f.name), f.from)
+			total += n
+			if err != nil {
+				return total, err
+			}
+		}
+	}
+	return total, nil
+}
+
+// zeroFrom overwrites path with zeroes from offset to its end and fsyncs
+// it; a missing file is nothing to do.
+func zeroFrom(path string, offset int64) (int64, error) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	n := fi.Size() - offset
+	if n <= 0 {
+		return 0, nil
+	}
+	zero := make([]byte, 64<<10)
+	for at := offset; at < fi.Size(); at += int64(len(zero)) {
+		if _, err := f.WriteAt(zero[:min(int64(len(zero)), fi.Size()-at)], at); err != nil {
+			return 0, fmt.Errorf("zero %s: %w", path, err)
+		}
+	}
+	if err := f.Sync(); err != nil {
+		return 0, fmt.Errorf("fsync %s: %w", path, err)
+	}
+	return n, nil
+}
+
 // level0 is the layout of an hnswlib index as Chroma persists it
 // (header.bin: a format version, then hnswlib's own header fields).
 type level0 struct {

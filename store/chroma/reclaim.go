@@ -110,6 +110,21 @@ func (s *Store) Reclaim(ctx context.Context) (store.ReclaimReport, error) {
 	return rep, nil
 }
 
+// Rebuild replaces the collection by a copy of its live records through
+// the API only (step 1 of Reclaim): what an application can do without
+// amnesia. It leaves the old collection's HNSW segment directory and
+// chroma.sqlite3's free pages as Chroma leaves them.
+func (s *Store) Rebuild(ctx context.Context) ([]string, error) { return s.rebuild(ctx) }
+
+// DeleteCollection deletes the collection through the API (Chroma leaves
+// its HNSW segment directory on disk).
+func (s *Store) DeleteCollection(ctx context.Context) error {
+	if err := s.c.deleteCollection(ctx, s.opt.Collection); err != nil && !isNotFound(err) {
+		return fmt.Errorf("delete collection %q: %w", s.opt.Collection, err)
+	}
+	return nil
+}
+
 // rebuild replaces the collection by a copy of its live records.
 func (s *Store) rebuild(ctx context.Context) ([]string, error) {
 	name := s.opt.Collection
@@ -212,6 +227,14 @@ func (s *Store) rebuild(ctx context.Context) ([]string, error) {
 		return steps, fmt.Errorf("rebuild: check the copy: %w: nothing was changed", err)
 	}
 	steps = append(steps, fmt.Sprintf("copied %d live records to a new collection with the same configuration", len(copied)))
+	if s.opt.DataDir != "" {
+		n, err := s.scrubUnused(ctx, tmp.ID)
+		if err != nil {
+			_ = s.c.deleteCollection(ctx, tmpName)
+			return steps, fmt.Errorf("rebuild: zero the copy's unused index slots: %w: nothing was changed", err)
+		}
+		steps = append(steps, fmt.Sprintf("zeroed %d bytes of unused hnswlib slots in the copy's index files (Chroma writes a new index from uninitialised memory)", n))
+	}
 	// Swap the names.
 	if err := s.c.renameCollection(ctx, cur.ID, oldName); err != nil {
 		_ = s.c.deleteCollection(ctx, tmpName)
