@@ -219,7 +219,7 @@ func ResidueTypes() []string {
 	if pgvectorDSN() != "" {
 		types = append(types, pgvector.Type)
 	}
-	if chromaURL() != "" && chromaDir() != "" {
+	if chromaAvailable() {
 		types = append(types, chroma.Type)
 	}
 	return types

@@ -3,9 +3,15 @@ package bench
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
 
 	"github.com/amnesia-dev/amnesia/internal/demo"
 	"github.com/amnesia-dev/amnesia/lineage"
@@ -13,24 +19,90 @@ import (
 	"github.com/amnesia-dev/amnesia/store/chroma"
 )
 
-// chromaURL is the Chroma server the chroma target uses:
-// AMNESIA_BENCH_CHROMA_URL, else the test server.
-func chromaURL() string {
-	if u := os.Getenv("AMNESIA_BENCH_CHROMA_URL"); u != "" {
-		return u
+// The chroma target runs against a Chroma server of its own: the byte scan
+// covers the server's whole persist directory, and Chroma writes a new
+// index file from uninitialised memory, so another collection created
+// while the benchmark runs (a test's, an application's) can hold
+// fragments of the benchmark's records that no erasure of the benchmark's
+// collection can reach. AMNESIA_BENCH_CHROMA_URL and
+// AMNESIA_BENCH_CHROMA_DIR name a server to use instead (its persist
+// directory must be readable here, and nothing else should use it).
+// Otherwise the chroma command (AMNESIA_BENCH_CHROMA_BIN, else
+// AMNESIA_TEST_CHROMA_BIN from scripts/services) is started once per
+// process on a free loopback port with a fresh persist directory under
+// the system's temporary directory, and killed when the process exits.
+func chromaBin() string {
+	if b := os.Getenv("AMNESIA_BENCH_CHROMA_BIN"); b != "" {
+		return b
 	}
-	return os.Getenv("AMNESIA_TEST_CHROMA_URL")
+	return os.Getenv("AMNESIA_TEST_CHROMA_BIN")
 }
 
-// chromaDir is that server's persist directory (chroma run --path).
-func chromaDir() string {
-	if d := os.Getenv("AMNESIA_BENCH_CHROMA_DIR"); d != "" {
-		return d
+func chromaAvailable() bool {
+	return (os.Getenv("AMNESIA_BENCH_CHROMA_URL") != "" && os.Getenv("AMNESIA_BENCH_CHROMA_DIR") != "") || chromaBin() != ""
+}
+
+var chromaSrv struct {
+	once     sync.Once
+	url, dir string
+	err      error
+}
+
+// chromaServer returns the server's URL and persist directory, starting a
+// private one on first use.
+func chromaServer() (string, string, error) {
+	if u := os.Getenv("AMNESIA_BENCH_CHROMA_URL"); u != "" {
+		return u, os.Getenv("AMNESIA_BENCH_CHROMA_DIR"), nil
 	}
-	if os.Getenv("AMNESIA_BENCH_CHROMA_URL") != "" {
-		return "" // another server: its directory is not the test server's
+	chromaSrv.once.Do(func() {
+		chromaSrv.url, chromaSrv.dir, chromaSrv.err = startChroma(chromaBin())
+	})
+	return chromaSrv.url, chromaSrv.dir, chromaSrv.err
+}
+
+func startChroma(bin string) (string, string, error) {
+	if bin == "" {
+		return "", "", fmt.Errorf("chroma target: set AMNESIA_BENCH_CHROMA_BIN to the chroma command (scripts/services start exports AMNESIA_TEST_CHROMA_BIN)")
 	}
-	return os.Getenv("AMNESIA_TEST_CHROMA_DIR")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", "", err
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	// Directories of earlier processes that are gone are removed: the
+	// server cannot outlive them (see chromaProcAttr).
+	old, _ := filepath.Glob(filepath.Join(os.TempDir(), "amnesia-bench-chroma-*"))
+	for _, d := range old {
+		var pid int
+		if _, err := fmt.Sscanf(filepath.Base(d), "amnesia-bench-chroma-%d-", &pid); err == nil && pid > 0 && !alive(pid) {
+			os.RemoveAll(d)
+		}
+	}
+	dir, err := os.MkdirTemp("", fmt.Sprintf("amnesia-bench-chroma-%d-", os.Getpid()))
+	if err != nil {
+		return "", "", err
+	}
+	cmd := exec.Command(bin, "run", "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--path", dir)
+	cmd.Env = append(os.Environ(), "ANONYMIZED_TELEMETRY=False")
+	cmd.SysProcAttr = chromaProcAttr()
+	if err := cmd.Start(); err != nil {
+		return "", "", fmt.Errorf("chroma target: start %s: %w", bin, err)
+	}
+	go cmd.Wait()
+	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+	for i := 0; i < 120; i++ {
+		resp, err := http.Get(url + "/api/v2/heartbeat")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return url, dir, nil
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	cmd.Process.Kill()
+	return "", "", fmt.Errorf("chroma target: %s run did not answer on %s within 60 s", bin, url)
 }
 
 // The chroma target keeps each chunk's embedding and text in one
@@ -42,9 +114,15 @@ func init() {
 		typ:   chroma.Type,
 		fresh: true,
 		config: func(dir string) store.Config {
-			return store.Config{Name: "chroma", Type: chroma.Type, DSN: chromaURL(), Collection: "bench-" + runTag + "-" + filepath.Base(dir), Dimensions: demo.Dim, DataDir: chromaDir()}
+			// A server that could not start leaves dsn empty: opening the
+			// store then fails with the reason in chromaServer's error.
+			u, d, _ := chromaServer()
+			return store.Config{Name: "chroma", Type: chroma.Type, DSN: u, Collection: "bench-" + runTag + "-" + filepath.Base(dir), Dimensions: demo.Dim, DataDir: d}
 		},
 		ingest: func(ctx context.Context, e *env, c *Corpus, d Doc) error {
+			if _, _, err := chromaServer(); err != nil {
+				return err
+			}
 			s := e.st.(*chroma.Store)
 			owner, err := e.dir.Keyer.Key(e.dir.Config.Scope, c.Subjects[d.Owner].ID)
 			if err != nil {
@@ -117,13 +195,9 @@ func init() {
 }
 
 // chromaVacuum runs Chroma's own `chroma vacuum --force` on the persist
-// directory: the binary named by AMNESIA_BENCH_CHROMA_BIN, else
-// AMNESIA_TEST_CHROMA_BIN (scripts/services exports it).
+// directory (see chromaBin).
 func chromaVacuum(ctx context.Context, s *chroma.Store) error {
-	bin := os.Getenv("AMNESIA_BENCH_CHROMA_BIN")
-	if bin == "" {
-		bin = os.Getenv("AMNESIA_TEST_CHROMA_BIN")
-	}
+	bin := chromaBin()
 	if bin == "" || s.DataDir() == "" {
 		return fmt.Errorf("chroma vacuum: set AMNESIA_BENCH_CHROMA_BIN (the chroma command) and the persist directory (AMNESIA_BENCH_CHROMA_DIR)")
 	}
@@ -132,6 +206,12 @@ func chromaVacuum(ctx context.Context, s *chroma.Store) error {
 		return fmt.Errorf("chroma vacuum: %v: %s", err, lastLine(out))
 	}
 	return nil
+}
+
+// alive reports whether process pid exists.
+func alive(pid int) bool {
+	p, err := os.FindProcess(pid)
+	return err == nil && p.Signal(syscall.Signal(0)) == nil
 }
 
 func lastLine(b []byte) string {
