@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -104,7 +105,7 @@ func open(t *testing.T, conf map[string]any, mut ...func(*chroma.Options)) *chro
 
 func put(t *testing.T, s *chroma.Store, key, tag string, seed int) {
 	t.Helper()
-	if err := s.Put(context.Background(), chroma.Record{ID: key, Subject: tag, Document: content(s.Collection(), seed), Embedding: vector(s.Collection(), seed), Metadata: map[string]any{"page": seed}}); err != nil {
+	if err := s.Put(context.Background(), chroma.Record{ID: key, Subject: tag, Document: content(s.Collection(), seed), Embedding: vector(s.Collection(), seed), Metadata: map[string]any{"page": seed, "score": json.Number("1.0"), "ok": true}}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -308,7 +309,7 @@ func TestChromaNativeDeleteLeavesBytesReclaimRemovesThem(t *testing.T) {
 				t.Fatalf("after Reclaim: %+v", res)
 			}
 			r, err := s.Get(ctx, "rec-2")
-			if err != nil || r == nil || r.Document != content(s.Collection(), 102) || r.Subject != "tag-0" || fmt.Sprint(r.Metadata["page"]) != "102" {
+			if err != nil || r == nil || r.Document != content(s.Collection(), 102) || r.Subject != "tag-0" || fmt.Sprint(r.Metadata["page"]) != "102" || fmt.Sprint(r.Metadata["score"]) != "1.0" || r.Metadata["ok"] != true {
 				t.Fatalf("rec-2 after the rebuild: %+v, %v", r, err)
 			}
 		})

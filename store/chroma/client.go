@@ -140,7 +140,11 @@ func (c *client) do(ctx context.Context, method, path string, in, out any) error
 	if out == nil || len(b) == 0 {
 		return nil
 	}
-	if err := json.Unmarshal(b, out); err != nil {
+	// Numbers in metadata keep their text (1.0 stays a float when a
+	// rebuild writes it back).
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(out); err != nil {
 		return fmt.Errorf("chroma %s %s: unexpected answer: %v", method, path[strings.LastIndex(path, "/")+1:], err)
 	}
 	return nil

@@ -207,7 +207,9 @@ func (s *Store) rebuild(ctx context.Context) ([]string, error) {
 	}
 	copied := map[string]bool{}
 	err = s.each(ctx, cur.ID, []string{"documents", "metadatas", "embeddings", "uris"}, func(g *records) error {
-		if err := s.c.upsert(ctx, tmp.ID, "add", clean(g)); err != nil {
+		// upsert: a page that repeats a record (the collection changed
+		// between pages) is not an error.
+		if err := s.c.upsert(ctx, tmp.ID, "upsert", clean(g)); err != nil {
 			return fmt.Errorf("copy records: %w", err)
 		}
 		for _, id := range g.IDs {
