@@ -653,3 +653,41 @@ func TestChromaReclaimZeroesUnusedSlots(t *testing.T) {
 		t.Fatalf("after more writes %d non-zero bytes in unused slots", n)
 	}
 }
+
+// Erasing a collection's only record: the probes run on an empty
+// collection and the rebuild copies nothing.
+func TestChromaEraseLastRecord(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, persisted)
+	put(t, s, "only", "tag", 700)
+	put(t, s, "tmp", "tag", 701)
+	if err := s.Delete(ctx, []string{"tmp"}); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := s.ReadEvidence(ctx, []string{"only"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := s.ProbePhysical(ctx, store.NewNeedleSet(ev))
+	if err != nil || before.Found["only"] == 0 {
+		t.Fatalf("before: %v, %v", before.Found, err)
+	}
+	if err := s.Delete(ctx, []string{"only"}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := s.Reclaim(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(rep.Steps, ";"), "copied 0 live records") {
+		t.Errorf("steps %v", rep.Steps)
+	}
+	res, err := s.ProbeLogical(ctx, []string{"only"}, ev)
+	if err != nil || res[0].Found() {
+		t.Fatalf("probe: %+v, %v", res, err)
+	}
+	after, err := s.ProbePhysical(ctx, store.NewNeedleSet(ev))
+	if err != nil || after.NeedlesFound != 0 {
+		t.Fatalf("after: %v, %v", after.Found, err)
+	}
+}
