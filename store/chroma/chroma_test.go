@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	_ "github.com/mattn/go-sqlite3"
 
@@ -689,5 +690,43 @@ func TestChromaEraseLastRecord(t *testing.T) {
 	after, err := s.ProbePhysical(ctx, store.NewNeedleSet(ev))
 	if err != nil || after.NeedlesFound != 0 {
 		t.Fatalf("after: %v, %v", after.Found, err)
+	}
+}
+
+// Re-verification without needles: after Chroma's own delete (and the
+// index persisted), the collection's data_level0.bin has an element marked
+// deleted and MeasureResidue says so; after Reclaim nothing is left to
+// report.
+func TestChromaMeasureResidue(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, persisted)
+	for i := 0; i < 6; i++ {
+		put(t, s, fmt.Sprintf("rec-%d", i), "tag", 800+i)
+	}
+	if err := s.Delete(ctx, []string{"rec-0"}); err != nil {
+		t.Fatal(err)
+	}
+	put(t, s, "rec-6", "tag", 806) // the next persist writes the mark
+	since := time.Now().Add(-time.Minute)
+	rep, err := s.MeasureResidue(ctx, since)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.State != chroma.StateDeadBytes || !strings.Contains(rep.Evidence, "1 elements marked deleted") || !strings.Contains(rep.Evidence, "after the re-verified certificate") {
+		t.Fatalf("after a native delete: %+v", rep)
+	}
+	if _, err := s.Reclaim(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = s.MeasureResidue(ctx, since)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.State != "" || !strings.Contains(rep.Evidence, "no element marked deleted") {
+		t.Fatalf("after Reclaim: %+v", rep)
+	}
+	noDir := open(t, nil, func(o *chroma.Options) { o.DataDir = "" })
+	if rep, err := noDir.MeasureResidue(ctx, since); err != nil || rep.State != chroma.StateFilesNotRead {
+		t.Fatalf("without data_dir: %+v, %v", rep, err)
 	}
 }
