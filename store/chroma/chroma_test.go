@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -728,5 +729,49 @@ func TestChromaMeasureResidue(t *testing.T) {
 	noDir := open(t, nil, func(o *chroma.Options) { o.DataDir = "" })
 	if rep, err := noDir.MeasureResidue(ctx, since); err != nil || rep.State != chroma.StateFilesNotRead {
 		t.Fatalf("without data_dir: %+v, %v", rep, err)
+	}
+}
+
+// A collection made the way LangChain makes one (collection_metadata with
+// the legacy hnsw:space key) keeps its metadata and space through the
+// rebuild.
+func TestChromaRebuildKeepsLegacyMetadata(t *testing.T) {
+	ctx := context.Background()
+	u, _ := server(t)
+	name := collName(t)
+	base := u + "/api/v2/tenants/default_tenant/databases/default_database/collections"
+	body := fmt.Sprintf(`{"name":%q,"metadata":{"hnsw:space":"cosine","owner":"app","version":2}}`, name)
+	resp, err := http.Post(base, "application/json", strings.NewReader(body))
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("create: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	s := open(t, nil, func(o *chroma.Options) { o.Collection = name })
+	put(t, s, "rec-a", "tag", 900)
+	put(t, s, "rec-b", "tag", 901)
+	if err := s.Delete(ctx, []string{"rec-a"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Reclaim(ctx); err != nil {
+		t.Fatal(err)
+	}
+	resp, err = http.Get(base + "/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var c struct {
+		Metadata      map[string]any `json:"metadata"`
+		Configuration struct {
+			HNSW struct {
+				Space string `json:"space"`
+			} `json:"hnsw"`
+		} `json:"configuration_json"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&c); err != nil {
+		t.Fatal(err)
+	}
+	if c.Configuration.HNSW.Space != "cosine" || c.Metadata["hnsw:space"] != "cosine" || c.Metadata["owner"] != "app" || c.Metadata["version"] != float64(2) {
+		t.Fatalf("after the rebuild: %+v", c)
 	}
 }

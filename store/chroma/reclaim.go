@@ -191,13 +191,19 @@ func (s *Store) rebuild(ctx context.Context) ([]string, error) {
 			conf[k] = v
 		}
 	}
-	meta := map[string]any{}
-	for k, v := range cur.Metadata {
-		if !strings.HasPrefix(k, "hnsw:") { // legacy keys: the configuration carries them
-			meta[k] = v
+	tmp, err = s.c.createCollection(ctx, tmpName, conf, cur.Metadata)
+	var ae *apiError
+	if errors.As(err, &ae) && ae.Status/100 == 4 {
+		// The configuration carries what legacy hnsw:* metadata keys say;
+		// a server that refuses both gets the metadata without them.
+		meta := map[string]any{}
+		for k, v := range cur.Metadata {
+			if !strings.HasPrefix(k, "hnsw:") {
+				meta[k] = v
+			}
 		}
+		tmp, err = s.c.createCollection(ctx, tmpName, conf, meta)
 	}
-	tmp, err = s.c.createCollection(ctx, tmpName, conf, meta)
 	if err != nil {
 		return steps, fmt.Errorf("rebuild: create %q: %w", tmpName, err)
 	}
