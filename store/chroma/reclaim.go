@@ -47,7 +47,7 @@ const (
 var uuidRe = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 
 // ReclaimMethod describes a full Reclaim.
-const ReclaimMethod = "collection rebuilt through the API (survivors copied to a new collection of the same configuration, names swapped, old collection deleted); " +
+const ReclaimMethod = "collection rebuilt through the API (survivors copied to a new collection of the same configuration, its unused index slots zeroed, names swapped, old collection deleted); " +
 	"HNSW segment directories no collection owns zeroed and removed; full-text index merged (fts5 optimize); chroma.sqlite3 VACUUMed with secure_delete=ON"
 
 // Reclaim implements store.Reclaimer.
@@ -60,7 +60,8 @@ const ReclaimMethod = "collection rebuilt through the API (survivors copied to a
 //
 //  1. rebuilds the collection: copies every surviving record (id, document,
 //     metadata, embedding, uri) into a new collection with the same
-//     configuration and metadata, renames the old one aside and the new one
+//     configuration and metadata, zeroes the unused slots of its index files
+//     when data_dir is set (see scrubUnused), renames the old one aside and the new one
 //     to the configured name, copies any record written to the old one
 //     meanwhile (and drops any deleted from it meanwhile), then deletes the
 //     old collection. The collection's id changes: an application that
@@ -85,7 +86,7 @@ func (s *Store) Reclaim(ctx context.Context) (store.ReclaimReport, error) {
 		}, nil
 	}
 	rep := store.ReclaimReport{Method: ReclaimMethod}
-	steps, err := s.rebuild(ctx)
+	steps, err := s.rebuild(ctx, s.opt.DataDir != "")
 	rep.Steps = append(rep.Steps, steps...)
 	if err != nil {
 		return rep, fmt.Errorf("reclaim: %w", err)
@@ -114,7 +115,7 @@ func (s *Store) Reclaim(ctx context.Context) (store.ReclaimReport, error) {
 // the API only (step 1 of Reclaim): what an application can do without
 // amnesia. It leaves the old collection's HNSW segment directory and
 // chroma.sqlite3's free pages as Chroma leaves them.
-func (s *Store) Rebuild(ctx context.Context) ([]string, error) { return s.rebuild(ctx) }
+func (s *Store) Rebuild(ctx context.Context) ([]string, error) { return s.rebuild(ctx, false) }
 
 // DeleteCollection deletes the collection through the API (Chroma leaves
 // its HNSW segment directory on disk).
@@ -125,8 +126,9 @@ func (s *Store) DeleteCollection(ctx context.Context) error {
 	return nil
 }
 
-// rebuild replaces the collection by a copy of its live records.
-func (s *Store) rebuild(ctx context.Context) ([]string, error) {
+// rebuild replaces the collection by a copy of its live records; with
+// scrub, the copy's unused index slots are zeroed before the swap.
+func (s *Store) rebuild(ctx context.Context, scrub bool) ([]string, error) {
 	name := s.opt.Collection
 	tmpName, oldName := name+rebuildSuffix, name+oldSuffix
 	lookup := func(n string) (*collection, error) {
@@ -235,7 +237,7 @@ func (s *Store) rebuild(ctx context.Context) ([]string, error) {
 		return steps, fmt.Errorf("rebuild: check the copy: %w: nothing was changed", err)
 	}
 	steps = append(steps, fmt.Sprintf("copied %d live records to a new collection with the same configuration", len(copied)))
-	if s.opt.DataDir != "" {
+	if scrub {
 		n, err := s.scrubUnused(ctx, tmp.ID)
 		if err != nil {
 			_ = s.c.deleteCollection(ctx, tmpName)
