@@ -1,16 +1,22 @@
+//go:build linux
+
 package main
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
-
-	"path/filepath"
 
 	"github.com/amnesia-dev/amnesia/capture"
 	"github.com/amnesia-dev/amnesia/internal/demo"
@@ -26,11 +32,18 @@ import (
 // and the certificate's entry for the store is VERIFIED by the byte scan —
 // or, in a build whose SQLite has no FTS5, says that Chroma's full-text
 // index was not merged.
+//
+// It runs a Chroma server of its own: the byte scan covers the whole
+// persist directory, and Chroma writes new index files from uninitialised
+// memory, so a collection another package's test creates meanwhile on a
+// shared server could hold fragments of this test's records.
 func TestChromaForget(t *testing.T) {
-	u, d := os.Getenv("AMNESIA_TEST_CHROMA_URL"), os.Getenv("AMNESIA_TEST_CHROMA_DIR")
-	if u == "" || d == "" {
-		t.Skip("AMNESIA_TEST_CHROMA_URL and AMNESIA_TEST_CHROMA_DIR are not set: start the Chroma server with eval \"$(scripts/services start)\"")
+	bin := os.Getenv("AMNESIA_TEST_CHROMA_BIN")
+	if bin == "" {
+		t.Skip("AMNESIA_TEST_CHROMA_BIN is not set: scripts/services start installs chromadb and exports it (the chroma command)")
 	}
+	d := t.TempDir()
+	u := startChroma(t, bin, d)
 	ctx := context.Background()
 	root := t.TempDir()
 	coll := fmt.Sprintf("cli-forget-%d", time.Now().UnixNano())
@@ -98,4 +111,33 @@ func TestChromaForget(t *testing.T) {
 	if phys.NeedlesFound != 0 {
 		t.Fatalf("after forget %d needles of Alice's records are in the persist directory", phys.NeedlesFound)
 	}
+}
+
+// startChroma starts `chroma run` on a free loopback port with persist
+// directory dir; it is killed when the test ends.
+func startChroma(t *testing.T, bin, dir string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cmd := exec.Command(bin, "run", "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--path", dir)
+	cmd.Env = append(os.Environ(), "ANONYMIZED_TELEMETRY=False")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+	for i := 0; i < 120; i++ {
+		if resp, err := http.Get(url + "/api/v2/heartbeat"); err == nil {
+			resp.Body.Close()
+			return url
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Fatalf("%s run did not answer on %s", bin, url)
+	return ""
 }
