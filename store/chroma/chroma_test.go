@@ -21,6 +21,7 @@ import (
 
 	_ "github.com/mattn/go-sqlite3"
 
+	"github.com/amnesia-dev/amnesia/capture/backend"
 	"github.com/amnesia-dev/amnesia/store"
 	"github.com/amnesia-dev/amnesia/store/chroma"
 	"github.com/amnesia-dev/amnesia/store/storetest"
@@ -773,5 +774,36 @@ func TestChromaRebuildKeepsLegacyMetadata(t *testing.T) {
 	}
 	if c.Configuration.HNSW.Space != "cosine" || c.Metadata["hnsw:space"] != "cosine" || c.Metadata["owner"] != "app" || c.Metadata["version"] != float64(2) {
 		t.Fatalf("after the rebuild: %+v", c)
+	}
+}
+
+// Capture refuses what Chroma cannot keep, before anything is written, and
+// reads back what it wrote.
+func TestChromaCapture(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, nil)
+	ok := backend.VectorRecord{ID: "v1", Subject: "tag", Embedding: vector(s.Collection(), 1), Content: content(s.Collection(), 1), Metadata: map[string]any{"page": 3, "lang": "en"}}
+	for _, bad := range []backend.VectorRecord{
+		{ID: "x", Subject: "tag"},
+		{ID: "x", Subject: "tag", Embedding: ok.Embedding, Metadata: map[string]any{"subject": "other"}},
+		{ID: "x", Subject: "tag", Embedding: ok.Embedding, Metadata: map[string]any{"nested": map[string]any{"a": 1}}},
+	} {
+		if err := s.CaptureCheck(bad); err == nil {
+			t.Errorf("CaptureCheck(%+v) accepted", bad.Metadata)
+		}
+	}
+	if err := s.CapturePut(ctx, ok); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.CaptureGet(ctx, "v1")
+	if err != nil || r == nil || r.Subject != "tag" || r.Content != ok.Content || fmt.Sprint(r.Metadata["page"]) != "3" || r.Metadata["lang"] != "en" {
+		t.Fatalf("CaptureGet = %+v, %v", r, err)
+	}
+	ns, err := s.CaptureSearch(ctx, ok.Embedding, 1)
+	if err != nil || len(ns) != 1 || ns[0].ID != "v1" || ns[0].Subject != "tag" {
+		t.Fatalf("CaptureSearch = %+v, %v", ns, err)
+	}
+	if r, err := s.CaptureGet(ctx, "missing"); err != nil || r != nil {
+		t.Fatalf("CaptureGet(missing) = %+v, %v", r, err)
 	}
 }
