@@ -150,6 +150,7 @@ var adapterImports = map[string]string{
 	"postgres":   "github.com/amnesia-dev/amnesia/store/pgdoc",
 	"pgvector":   "github.com/amnesia-dev/amnesia/store/pgvector",
 	"chromem":    "github.com/amnesia-dev/amnesia/store/chromem",
+	"chroma":     "github.com/amnesia-dev/amnesia/store/chroma",
 	"file":       "github.com/amnesia-dev/amnesia/store/file",
 	"weaviate":   "github.com/amnesia-dev/amnesia/store/weaviate",
 	"pinecone":   "github.com/amnesia-dev/amnesia/store/pinecone",

@@ -9,6 +9,7 @@ import (
 	"github.com/amnesia-dev/amnesia/capture"
 	"github.com/amnesia-dev/amnesia/internal/demo"
 	"github.com/amnesia-dev/amnesia/store"
+	"github.com/amnesia-dev/amnesia/store/chroma"
 	"github.com/amnesia-dev/amnesia/store/pgvector"
 	"github.com/amnesia-dev/amnesia/store/sqlitedoc"
 	"github.com/amnesia-dev/amnesia/store/sqlitevec"
@@ -249,6 +250,9 @@ func ResidueTypes() []string {
 	}
 	if weaviateURL() != "" {
 		types = append(types, "weaviate") // target_weaviate.go
+	}
+	if chromaAvailable() {
+		types = append(types, chroma.Type)
 	}
 	return types
 }
