@@ -7,9 +7,9 @@ package main
 import (
 	_ "github.com/amnesia-dev/amnesia/lineage/pgledger"
 	_ "github.com/amnesia-dev/amnesia/lineage/sqliteledger"
+	_ "github.com/amnesia-dev/amnesia/store/chroma"
 	_ "github.com/amnesia-dev/amnesia/store/chromem"
 	_ "github.com/amnesia-dev/amnesia/store/file"
-	_ "github.com/amnesia-dev/amnesia/store/chroma"
 	_ "github.com/amnesia-dev/amnesia/store/pgdoc"
 	_ "github.com/amnesia-dev/amnesia/store/pgvector"
 	_ "github.com/amnesia-dev/amnesia/store/sqlitedoc"
