@@ -1,0 +1,265 @@
+package redis_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/amnesia-dev/amnesia/store"
+	redisstore "github.com/amnesia-dev/amnesia/store/redis"
+	"github.com/amnesia-dev/amnesia/store/storetest"
+)
+
+// put writes one record of the layout under key, as the framework would.
+func put(t *testing.T, s *redisstore.Store, layout, key, tag string, seed int) {
+	t.Helper()
+	ctx := context.Background()
+	c := s.Client()
+	var err error
+	switch layout {
+	case redisstore.LayoutChat:
+		err = c.LPush(ctx, key, redisstore.Message("human", text(layout, seed)), redisstore.Message("ai", "Noted: "+text(layout, seed+1000))).Err()
+	case redisstore.LayoutCache:
+		err = c.HSet(ctx, key, "0", redisstore.Generation(text(layout, seed))).Err()
+	default:
+		_, err = s.PutSemantic(ctx, redisstore.SemanticEntry{ID: strings.TrimPrefix(key, s.Prefix()), Prompt: "question " + text(layout, seed+2000), Answer: text(layout, seed), Vector: vector(seed), SubjectTag: tag})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRedisConformance runs the store contract for every layout against
+// the test server, with its data directory.
+func TestRedisConformance(t *testing.T) {
+	addr, dir := shared(t)
+	for i, layout := range redisstore.Layouts() {
+		t.Run(layout, func(t *testing.T) {
+			// Keys are the suite's own (rec-a, …): a database per layout,
+			// and keys emptied at each Open so that every store starts empty.
+			prefix := "rec-"
+			dsn := fmt.Sprintf("redis://%s/%d", addr, 10+i)
+			storetest.Run(t, storetest.Harness{
+				Open: func(t *testing.T) store.Store {
+					s := openStore(t, redisstore.Options{Name: "memory", Addr: dsn, Layout: layout, Prefix: prefix, DataDir: dir})
+					ctx := context.Background()
+					s.Client().Del(ctx, "rec-a", "rec-b", "rec-c", "rec-missing", s.IndexKey())
+					return s
+				},
+				Put: func(t *testing.T, s store.Store, key, tag string, seed int) {
+					put(t, s.(*redisstore.Store), layout, key, tag, seed)
+				},
+				NativeDelete: func(t *testing.T, s store.Store, key string) {
+					if err := s.(*redisstore.Store).Client().Del(context.Background(), key).Err(); err != nil {
+						t.Fatal(err)
+					}
+				},
+				NativeLeavesBytes: true,
+			})
+		})
+	}
+}
+
+// A native DEL leaves the values in the AOF and the RDB; amnesia's Delete
+// and Reclaim leave none, and a restart of the server brings nothing back.
+func TestRedisNativeDelLeavesBytesEraseLeavesNoneAcrossRestart(t *testing.T) {
+	ctx := context.Background()
+	srv := private(t)
+	for _, layout := range redisstore.Layouts() {
+		t.Run(layout, func(t *testing.T) {
+			o := redisstore.Options{Name: "memory", Addr: srv.addr(), Layout: layout, Prefix: layout + ":", DataDir: srv.dir}
+			s := openStore(t, o)
+			native, erased, live := s.Prefix()+"native", s.Prefix()+"erased", s.Prefix()+"live"
+			put(t, s, layout, native, "hmac:n", 1)
+			put(t, s, layout, erased, "hmac:e", 2)
+			put(t, s, layout, live, "hmac:l", 3)
+			// An RDB from before the deletes, as a periodic save would leave.
+			if err := s.Client().Save(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			ev, err := s.ReadEvidence(ctx, []string{native})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev2, err := s.ReadEvidence(ctx, []string{erased})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev3, err := s.ReadEvidence(ctx, []string{live})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev[erased], ev[live] = ev2[erased], ev3[live]
+			for k, e := range ev {
+				if e == nil || len(e.Needles) == 0 {
+					t.Fatalf("no needles for %s", k)
+				}
+			}
+			if err := s.Client().Del(ctx, native).Err(); err != nil {
+				t.Fatal(err)
+			}
+			rep := physical(t, s, ev)
+			if rep.Found[native] == 0 {
+				t.Errorf("after a native DEL the probe found none of %s's bytes: it has no power", native)
+			}
+			if err := s.Delete(ctx, []string{erased}); err != nil {
+				t.Fatal(err)
+			}
+			rc, err := s.Reclaim(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rc.State != "" {
+				t.Errorf("Reclaim state %q (%s), want none", rc.State, rc.Evidence)
+			}
+			rep = physical(t, s, ev)
+			if n := rep.Found[erased]; n != 0 {
+				t.Errorf("after Delete+Reclaim %d needles of the erased record remain", n)
+			}
+			if rep.Found[live] == 0 {
+				t.Errorf("the live record is no longer found: the scan went blind")
+			}
+			// Restart: the server loads its files again.
+			srv.stop()
+			srv.start()
+			s2 := openStore(t, o)
+			res, err := s2.ProbeLogical(ctx, []string{erased, live}, ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res[0].Found() {
+				t.Errorf("after a restart the erased record is back: %+v", res[0])
+			}
+			if !res[1].ByID {
+				t.Errorf("after a restart the live record is gone: the restart lost data, the test proves nothing")
+			}
+			rep = physical(t, s2, ev)
+			if n := rep.Found[erased]; n != 0 {
+				t.Errorf("after a restart %d needles of the erased record are in the files", n)
+			}
+		})
+	}
+}
+
+func physical(t *testing.T, s *redisstore.Store, ev map[string]*store.Evidence) store.ScanReport {
+	t.Helper()
+	rep, err := s.ProbePhysical(context.Background(), store.NewNeedleSet(ev))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Files == 0 || rep.Bytes == 0 {
+		t.Fatalf("the physical probe read nothing: %+v", rep)
+	}
+	return rep
+}
+
+// A semantic-cache hash left behind when its index entry was deleted is
+// no longer returned by the index, but the probe still finds it (EXISTS,
+// and the SCAN of the prefix for its subject tag).
+func TestRedisHashLeftBehindIndexEntryIsFound(t *testing.T) {
+	ctx := context.Background()
+	srv := private(t)
+	s := openStore(t, redisstore.Options{Name: "semantic", Addr: srv.addr(), Layout: redisstore.LayoutSemantic})
+	key, err := s.PutSemantic(ctx, redisstore.SemanticEntry{ID: "e1", Prompt: "q", Answer: text("x", 1), Vector: vector(1), SubjectTag: "hmac:abc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := s.ReadEvidence(ctx, []string{key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The index entry goes (as DEL of a RediSearch-less index, or
+	// FT.DROPINDEX without DD, would leave it), the hash stays.
+	if err := s.Client().Del(ctx, s.IndexKey()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	ns, err := s.Search(ctx, vector(1), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ns) != 0 {
+		t.Fatalf("the index still returns %v after its entry was deleted", ns)
+	}
+	res, err := s.ProbeLogical(ctx, []string{key}, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res[0].ByID || !res[0].ByFilter || res[0].BySimilarity {
+		t.Errorf("probe of a hash left behind its index entry = %+v, want found by id and by the subject scan, not by the index", res[0])
+	}
+	if err := s.Delete(ctx, []string{key}); err != nil {
+		t.Fatal(err)
+	}
+	res, err = s.ProbeLogical(ctx, []string{key}, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Found() {
+		t.Errorf("after Delete the hash is still found: %+v", res[0])
+	}
+}
+
+// With reclaim: delete-only nothing is rewritten and the state says so;
+// without data_dir the physical probe is not declared and Reclaim says why.
+func TestRedisReclaimStates(t *testing.T) {
+	ctx := context.Background()
+	srv := private(t)
+	s := openStore(t, redisstore.Options{Name: "c", Addr: srv.addr(), Layout: redisstore.LayoutCache, DeleteOnly: true, DataDir: srv.dir})
+	if s.Info().Has(store.CapReclaim) {
+		t.Errorf("delete-only store declares reclaim")
+	}
+	rc, err := s.Reclaim(ctx)
+	if err != nil || rc.State != redisstore.StateDeferred {
+		t.Errorf("delete-only Reclaim = %+v, %v; want %s", rc, err, redisstore.StateDeferred)
+	}
+	s2 := openStore(t, redisstore.Options{Name: "c", Addr: srv.addr(), Layout: redisstore.LayoutCache})
+	if s2.Info().Has(store.CapProbePhysical) {
+		t.Errorf("a store without data_dir declares the physical probe")
+	}
+	rc, err = s2.Reclaim(ctx)
+	if err != nil || rc.State != redisstore.StateNoDataDir || !strings.Contains(rc.Evidence, "data_dir") {
+		t.Errorf("Reclaim without data_dir = %+v, %v; want %s saying why", rc, err, redisstore.StateNoDataDir)
+	}
+}
+
+func TestRedisCheck(t *testing.T) {
+	ctx := context.Background()
+	srv := private(t)
+	c := store.Config{Name: "cache", Type: redisstore.Type, DSN: "redis://" + srv.addr() + "/0", Preset: redisstore.LayoutCache}
+	has := func(ps []store.Problem, sev store.Severity, key, sub string) bool {
+		for _, p := range ps {
+			if p.Severity == sev && p.Key == key && strings.Contains(p.Message, sub) {
+				return true
+			}
+		}
+		return false
+	}
+	if ps := store.Check(ctx, c); !has(ps, store.SeverityWarning, "data_dir", "UNVERIFIED") || len(store.Errors(ps)) > 0 {
+		t.Errorf("check without data_dir: %v", ps)
+	}
+	c.DataDir = srv.dir
+	if ps := store.Check(ctx, c); len(ps) != 0 {
+		t.Errorf("check of a ready store: %v", ps)
+	}
+	c.DataDir = t.TempDir()
+	if ps := store.Check(ctx, c); !has(ps, store.SeverityWarning, "data_dir", "writes its files to") {
+		t.Errorf("check with another directory as data_dir: %v", ps)
+	}
+	c.DataDir = ""
+	c.Preset = "nope"
+	if ps := store.Check(ctx, c); !has(ps, store.SeverityError, "", "not a Redis layout") {
+		t.Errorf("check with an unknown preset: %v", ps)
+	}
+	c.Preset = ""
+	c.DSN = "redis://:secretpw@127.0.0.1:1/0"
+	ps := store.Check(ctx, c)
+	if !has(ps, store.SeverityError, "dsn", "does not answer") {
+		t.Errorf("check of an unreachable server: %v", ps)
+	}
+	for _, p := range ps {
+		if strings.Contains(p.Message, "secretpw") {
+			t.Errorf("a problem names the password: %s", p.Message)
+		}
+	}
+}
