@@ -8,6 +8,7 @@ import (
 	_ "github.com/amnesia-dev/amnesia/lineage/sqliteledger"
 	_ "github.com/amnesia-dev/amnesia/store/pgdoc"
 	_ "github.com/amnesia-dev/amnesia/store/pgvector"
+	_ "github.com/amnesia-dev/amnesia/store/redis"
 	_ "github.com/amnesia-dev/amnesia/store/sqlitedoc"
 	_ "github.com/amnesia-dev/amnesia/store/sqlitevec"
 )

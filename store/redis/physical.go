@@ -3,14 +3,20 @@ package redis
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
+	"time"
 
 	"github.com/amnesia-dev/amnesia/store"
 )
+
+// aofFlushWait bounds how long the physical probe waits for the server to
+// write its AOF buffer.
+const aofFlushWait = 5 * time.Second
 
 // ProbePhysical implements store.PhysicalProber: every regular file of
 // data_dir and of its AOF directory (appendonlydir/: the manifest, the
@@ -21,11 +27,23 @@ func (s *Store) ProbePhysical(ctx context.Context, set *store.NeedleSet) (store.
 	if s.o.DataDir == "" {
 		return store.ScanReport{}, fmt.Errorf("physical probe: store %q has no data_dir: set it to the server's directory (CONFIG GET dir)", s.o.Name)
 	}
+	// With appendfsync everysec Redis may hold writes in its AOF buffer
+	// for up to two seconds while a background fsync runs: wait until the
+	// buffer is written, so that the scan sees what the server holds.
+	method := "every file of the Redis data directory and its AOF directory, raw; LZF-compressed strings of RDB images decompressed"
+	if _, err := s.waitFor(ctx, time.Now().Add(aofFlushWait), "the AOF buffer write", func(p persistence) bool {
+		return p["aof_enabled"] != "1" || p["aof_buffer_length"] == "0" || p["aof_buffer_length"] == ""
+	}); err != nil {
+		if !errors.Is(err, errTimeout) {
+			return store.ScanReport{}, fmt.Errorf("physical probe: %w", err)
+		}
+		method += "; the server's AOF buffer was not empty when the files were read"
+	}
 	files, err := s.files(ctx)
 	if err != nil {
 		return store.ScanReport{}, fmt.Errorf("physical probe: %w", err)
 	}
-	sc := store.NewScanner(set, "every file of the Redis data directory and its AOF directory, raw; LZF-compressed strings of RDB images decompressed")
+	sc := store.NewScanner(set, method)
 	for _, f := range files {
 		if err := sc.ScanFile(ctx, f); err != nil {
 			return store.ScanReport{}, fmt.Errorf("physical probe: %w", err)

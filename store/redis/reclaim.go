@@ -239,3 +239,15 @@ func historyFiles(dir string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// RewriteAOF runs BGREWRITEAOF and waits, within reclaim_wait, for it to
+// finish: the store's own compaction, without the RDB save that Reclaim
+// adds (the residue benchmark's baseline B1).
+func (s *Store) RewriteAOF(ctx context.Context) error {
+	deadline := time.Now().Add(s.o.ReclaimWait)
+	if err := s.startJob(ctx, deadline, "BGREWRITEAOF", func() error { return s.rdb.BgRewriteAOF(ctx).Err() }, aofIdle); err != nil {
+		return err
+	}
+	_, err := s.waitFor(ctx, deadline, "the AOF rewrite", aofIdle)
+	return err
+}

@@ -20,6 +20,7 @@
 package redis
 
 import (
+	"bytes"
 	"context"
 	"crypto/md5"
 	"encoding/binary"
@@ -261,13 +262,20 @@ func CacheKey(prefix, prompt, llmString string) string {
 	return prefix + hex.EncodeToString(h[:])
 }
 
-// Generation is the JSON LangChain's dumps() writes for a Generation.
+// jsonString encodes v as a JSON string literal the way Python's
+// json.dumps does for ASCII text (no HTML escaping).
+func jsonString(v string) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// Generation is the JSON LangChain's dumps() writes for a Generation
+// (json.dumps: ", " and ": " separators, keys in its order).
 func Generation(text string) string {
-	b, _ := json.Marshal(map[string]any{
-		"lc": 1, "type": "constructor", "id": []string{"langchain", "schema", "output", "Generation"},
-		"kwargs": map[string]any{"text": text, "type": "Generation"},
-	})
-	return string(b)
+	return `{"lc": 1, "type": "constructor", "id": ["langchain", "schema", "output", "Generation"], "kwargs": {"text": ` + jsonString(text) + `, "type": "Generation"}}`
 }
 
 // PutCache writes an exact-cache entry as LangChain's RedisCache does and
@@ -324,12 +332,11 @@ func (s *Store) PutSemantic(ctx context.Context, e SemanticEntry) (string, error
 	}
 	key := s.lay.prefix + e.ID
 	fields := map[string]any{s.lay.vector: string(store.Float32LE(e.Vector))}
-	meta, _ := json.Marshal(map[string]any{"prompt": e.Prompt, "return_val": []string{Generation(e.Answer)}})
 	switch s.lay.name {
 	case LayoutRedisVL:
 		fields["prompt"], fields["response"], fields["metadata"] = e.Prompt, e.Answer, "{}"
 	default:
-		fields["content"], fields["metadata"] = e.Prompt, string(meta)
+		fields["content"], fields["metadata"] = e.Prompt, semanticMetadata(e.Prompt, e.Answer)
 	}
 	if e.SubjectTag != "" && s.lay.subject != "" {
 		fields[s.lay.subject] = e.SubjectTag
@@ -416,13 +423,68 @@ func (s *Store) LookupSemantic(ctx context.Context, q []float32, threshold float
 	return m["metadata"], true, nil
 }
 
-// Message is the JSON LangChain's message_to_dict writes.
+// Message is the JSON LangChain's RedisChatMessageHistory writes for a
+// message: json.dumps(message_to_dict(message)).
 func Message(typ, content string) string {
-	b, _ := json.Marshal(map[string]any{"type": typ, "data": map[string]any{
-		"content": content, "additional_kwargs": map[string]any{}, "response_metadata": map[string]any{},
-		"type": typ, "name": nil, "id": nil, "example": false,
-	}})
-	return string(b)
+	return `{"type": ` + jsonString(typ) + `, "data": {"content": ` + jsonString(content) +
+		`, "additional_kwargs": {}, "response_metadata": {}, "type": ` + jsonString(typ) + `, "name": null, "id": null, "example": false}}`
+}
+
+// semanticMetadata is the metadata field of a LangChain semantic-cache
+// entry: the prompt and the serialized generations.
+func semanticMetadata(prompt, answer string) string {
+	return `{"llm_string": "", "prompt": ` + jsonString(prompt) + `, "return_val": [` + jsonString(Generation(answer)) + `]}`
+}
+
+// scaffold holds the bytes the layouts' writers put around content (JSON
+// keys, the Generation and message wrappers, plain and as nested JSON
+// strings): they are the same in every record and are no one's data, so a
+// window that lies wholly inside them is not a needle.
+var scaffold = func() [][]byte {
+	var out [][]byte
+	add := func(s string) {
+		out = append(out, []byte(s))
+		q := jsonString(s)
+		out = append(out, []byte(q[1:len(q)-1])) // the same, nested in a JSON string
+	}
+	add(Generation(""))
+	for _, t := range []string{"human", "ai", "system", "tool", "function", "chat"} {
+		add(Message(t, ""))
+	}
+	add(semanticMetadata("", ""))
+	return out
+}()
+
+// scaffoldSlack is how many bytes of content a window may hold and still
+// count as scaffolding: a window of 32 bytes that is scaffolding but for
+// its first or last few (the closing quote of a prompt, "." and the keys
+// after it) matches the same spot of any other record.
+const scaffoldSlack = 8
+
+// dropScaffold removes from e the needles that lie inside the layouts'
+// scaffolding (see scaffold) but for at most scaffoldSlack bytes at one
+// end. Like the windows Tile skips for too few distinct bytes, they carry
+// no information about the record; every other byte of content stays in
+// a needle (windows start every 8 bytes).
+func dropScaffold(e *store.Evidence) {
+	keep := e.Needles[:0]
+	for _, n := range e.Needles {
+		if !isScaffold(n) {
+			keep = append(keep, n)
+		}
+	}
+	e.Needles = keep
+}
+
+func isScaffold(n []byte) bool {
+	for i := 0; i <= scaffoldSlack && i < len(n); i++ {
+		for _, s := range scaffold {
+			if bytes.Contains(s, n[i:]) || bytes.Contains(s, n[:len(n)-i]) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // SessionKey is the chat-memory list key of a session.
@@ -588,6 +650,7 @@ func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*st
 				e.Vector = decodeFloat32([]byte(v.fields[s.lay.vector]))
 			}
 		}
+		dropScaffold(e)
 		out[k] = e
 	}
 	if len(out) == 0 {
