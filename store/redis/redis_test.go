@@ -263,3 +263,35 @@ func TestRedisCheck(t *testing.T) {
 		}
 	}
 }
+
+// The layouts' JSON scaffolding is the same in every record of every
+// store on the server: another store's live record must not make an
+// erased record look residual. (Before needles left it out, the window
+// `.", "return_val": ["{\"lc\": 1, …` of the erased entry matched the
+// other store's entry.)
+func TestRedisScaffoldingOfOtherStoresIsNotResidue(t *testing.T) {
+	ctx := context.Background()
+	srv := private(t)
+	a := openStore(t, redisstore.Options{Name: "a", Addr: srv.addr(), Layout: redisstore.LayoutSemantic, Prefix: "a:", DataDir: srv.dir})
+	b := openStore(t, redisstore.Options{Name: "b", Addr: "redis://" + srv.addr() + "/1", Layout: redisstore.LayoutSemantic, Prefix: "b:", DataDir: srv.dir})
+	key, err := a.PutSemantic(ctx, redisstore.SemanticEntry{ID: "1", Prompt: text("a", 1), Answer: text("a", 2), Vector: vector(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.PutSemantic(ctx, redisstore.SemanticEntry{ID: "1", Prompt: text("b", 1), Answer: text("b", 2), Vector: vector(2)}); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := a.ReadEvidence(ctx, []string{key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Delete(ctx, []string{key}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Reclaim(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := physical(t, a, ev).Found[key]; n != 0 {
+		t.Errorf("%d needles of the erased entry found after reclaim: the other store's scaffolding matched", n)
+	}
+}
