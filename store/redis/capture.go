@@ -112,7 +112,7 @@ func (s *Store) CaptureGet(ctx context.Context, id string) (*backend.Record, err
 		rec.Subject = v.fields[s.lay.subject]
 		rec.Text = v.fields["response"]
 		if rec.Text == "" {
-			rec.Text = v.fields["metadata"]
+			rec.Text = v.fields["return_val"]
 		}
 	}
 	return rec, nil

@@ -29,7 +29,7 @@ func TestRedisCacheDerivedFromErasedAnswerIsErasedThroughLineage(t *testing.T) {
 	cfg := state.DefaultConfig()
 	cfg.Stores = []state.StoreConfig{
 		{Name: "answers", Type: sqlitedoc.Type, Path: filepath.Join(dir, "answers.db")},
-		{Name: "cache", Type: redisstore.Type, DSN: srv.addr(), Preset: redisstore.LayoutCache, DataDir: srv.dir},
+		{Name: "cache", Type: redisstore.Type, DSN: srv.addr(), Preset: redisstore.LayoutCache, Table: "cache:", DataDir: srv.dir},
 		{Name: "semantic", Type: redisstore.Type, DSN: srv.addr(), Preset: redisstore.LayoutSemantic, DataDir: srv.dir},
 	}
 	sd, err := state.Init(filepath.Join(dir, "state"), cfg)

@@ -57,14 +57,18 @@ const (
 	// (message_to_dict: {"type": "human", "data": {"content": …}}), newest
 	// first (LPUSH).
 	LayoutChat = "chat"
-	// LayoutCache: LangChain's RedisCache (exact): one hash per prompt,
-	// key "redis:<md5(prompt+llm_string)>", fields "0", "1", … each a
-	// serialized Generation.
+	// LayoutCache: LangChain's RedisCache (langchain_community, exact): one
+	// hash per prompt, key the md5 hex of prompt+llm_string (LangChain
+	// writes no prefix: the default prefix is empty, so the adapter's scans
+	// cover the whole database; a prefix can be configured), fields "0",
+	// "1", … each a serialized Generation (dumps).
 	LayoutCache = "cache"
-	// LayoutSemantic: LangChain's RedisSemanticCache and langchaingo's
-	// redisvector: one hash per entry under "doc:cache:", fields
+	// LayoutSemantic: LangChain's RedisSemanticCache (langchain_community,
+	// over its Redis vector store; langchaingo's redisvector has the same
+	// content fields): one hash per entry under "doc:cache:", fields
 	// "content" (the prompt), "content_vector" (float32 little-endian
-	// bytes) and "metadata" (JSON holding the answer).
+	// bytes) and the metadata fields "llm_string", "prompt" and
+	// "return_val" (the serialized generations, a JSON list).
 	LayoutSemantic = "semantic-cache"
 	// LayoutRedisVL: langchain-redis's RedisSemanticCache (redisvl
 	// SemanticCache): hashes under "llmcache:", fields "prompt",
@@ -83,8 +87,8 @@ type layout struct {
 
 var layouts = map[string]layout{
 	LayoutChat:     {name: LayoutChat, prefix: "message_store:"},
-	LayoutCache:    {name: LayoutCache, prefix: "redis:"},
-	LayoutSemantic: {name: LayoutSemantic, prefix: "doc:cache:", content: []string{"content", "metadata"}, vector: "content_vector", subject: "subject"},
+	LayoutCache:    {name: LayoutCache, prefix: ""},
+	LayoutSemantic: {name: LayoutSemantic, prefix: "doc:cache:", content: []string{"content", "prompt", "return_val", "llm_string"}, vector: "content_vector", subject: "subject"},
 	LayoutRedisVL:  {name: LayoutRedisVL, prefix: "llmcache:", content: []string{"prompt", "response", "metadata"}, vector: "prompt_vector", subject: "subject"},
 }
 
@@ -184,7 +188,7 @@ func resolveLayout(o Options) (layout, error) {
 			return layout{}, errors.New("mapping: a Redis store reads only table (the key prefix), subject, content and vector: remove the other keys")
 		}
 	}
-	if l.prefix == "" {
+	if l.prefix == "" && l.name != LayoutCache {
 		return layout{}, errors.New("the key prefix is empty: set table: <prefix> (e.g. message_store:)")
 	}
 	return l, nil
@@ -315,6 +319,7 @@ type SemanticEntry struct {
 	Prompt     string
 	Answer     string
 	Vector     []float32
+	LLMString  string // the model and its settings (LangChain's llm_string)
 	SubjectTag string // optional; kept in the subject field
 }
 
@@ -336,7 +341,8 @@ func (s *Store) PutSemantic(ctx context.Context, e SemanticEntry) (string, error
 	case LayoutRedisVL:
 		fields["prompt"], fields["response"], fields["metadata"] = e.Prompt, e.Answer, "{}"
 	default:
-		fields["content"], fields["metadata"] = e.Prompt, semanticMetadata(e.Prompt, e.Answer)
+		fields["content"], fields["prompt"], fields["llm_string"] = e.Prompt, e.Prompt, e.LLMString
+		fields["return_val"] = "[" + Generation(e.Answer) + "]"
 	}
 	if e.SubjectTag != "" && s.lay.subject != "" {
 		fields[s.lay.subject] = e.SubjectTag
@@ -407,20 +413,15 @@ func (s *Store) LookupSemantic(ctx context.Context, q []float32, threshold float
 	if a, ok := m["response"]; ok {
 		return a, true, nil
 	}
-	var meta struct {
-		ReturnVal []string `json:"return_val"`
+	var gs []struct {
+		Kwargs struct {
+			Text string `json:"text"`
+		} `json:"kwargs"`
 	}
-	if json.Unmarshal([]byte(m["metadata"]), &meta) == nil && len(meta.ReturnVal) > 0 {
-		var g struct {
-			Kwargs struct {
-				Text string `json:"text"`
-			} `json:"kwargs"`
-		}
-		if json.Unmarshal([]byte(meta.ReturnVal[0]), &g) == nil {
-			return g.Kwargs.Text, true, nil
-		}
+	if json.Unmarshal([]byte(m["return_val"]), &gs) == nil && len(gs) > 0 {
+		return gs[0].Kwargs.Text, true, nil
 	}
-	return m["metadata"], true, nil
+	return m["return_val"], true, nil
 }
 
 // Message is the JSON LangChain's RedisChatMessageHistory writes for a
@@ -428,12 +429,6 @@ func (s *Store) LookupSemantic(ctx context.Context, q []float32, threshold float
 func Message(typ, content string) string {
 	return `{"type": ` + jsonString(typ) + `, "data": {"content": ` + jsonString(content) +
 		`, "additional_kwargs": {}, "response_metadata": {}, "type": ` + jsonString(typ) + `, "name": null, "id": null, "example": false}}`
-}
-
-// semanticMetadata is the metadata field of a LangChain semantic-cache
-// entry: the prompt and the serialized generations.
-func semanticMetadata(prompt, answer string) string {
-	return `{"llm_string": "", "prompt": ` + jsonString(prompt) + `, "return_val": [` + jsonString(Generation(answer)) + `]}`
 }
 
 // scaffold holds the bytes the layouts' writers put around content (JSON
@@ -451,7 +446,6 @@ var scaffold = func() [][]byte {
 	for _, t := range []string{"human", "ai", "system", "tool", "function", "chat"} {
 		add(Message(t, ""))
 	}
-	add(semanticMetadata("", ""))
 	return out
 }()
 
@@ -549,6 +543,10 @@ func (s *Store) Delete(ctx context.Context, keys []string) error {
 	return nil
 }
 
+// errUnsupported is read's error for a key of a type the adapter cannot
+// read (a stream, a module type such as RedisJSON).
+var errUnsupported = errors.New("unsupported key type")
+
 // value is what one key holds: its type and the byte strings it keeps.
 type value struct {
 	typ    string
@@ -590,7 +588,7 @@ func (s *Store) read(ctx context.Context, key string) (*value, error) {
 	case "zset":
 		v.elems, err = s.rdb.ZRange(ctx, key, 0, -1).Result()
 	default:
-		return nil, fmt.Errorf("key type %s is not supported (string, hash, list, set, zset are)", typ)
+		return nil, fmt.Errorf("%w: key type %s (string, hash, list, set, zset are)", errUnsupported, typ)
 	}
 	if err != nil {
 		return nil, err
@@ -662,6 +660,9 @@ func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*st
 				return nil
 			}
 			v, err := s.read(ctx, key)
+			if errors.Is(err, errUnsupported) {
+				return nil // not one of this store's records
+			}
 			if err != nil || v == nil {
 				return err
 			}

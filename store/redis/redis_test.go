@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/amnesia-dev/amnesia/store"
 	redisstore "github.com/amnesia-dev/amnesia/store/redis"
 	"github.com/amnesia-dev/amnesia/store/storetest"
@@ -293,5 +295,52 @@ func TestRedisScaffoldingOfOtherStoresIsNotResidue(t *testing.T) {
 	}
 	if n := physical(t, a, ev).Found[key]; n != 0 {
 		t.Errorf("%d needles of the erased entry found after reclaim: the other store's scaffolding matched", n)
+	}
+}
+
+// LangChain's RedisCache writes its keys without a prefix (the md5 hex of
+// prompt+llm_string): the cache layout's default prefix is empty, so the
+// scans cover the database, whatever other keys it holds.
+func TestRedisCacheWithoutPrefix(t *testing.T) {
+	ctx := context.Background()
+	srv := private(t)
+	s := openStore(t, redisstore.Options{Name: "cache", Addr: srv.addr(), Layout: redisstore.LayoutCache, DataDir: srv.dir})
+	key, err := s.PutCache(ctx, "what is my diagnosis?", "llm", text("cache", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(key) != 32 {
+		t.Fatalf("key %q is not LangChain's bare md5 hex", key)
+	}
+	other, err := s.PutCache(ctx, "what is my address?", "llm", text("cache", 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Keys of other kinds in the same database, one of a type the adapter
+	// does not read.
+	if err := s.Client().XAdd(ctx, &goredis.XAddArgs{Stream: "events", Values: []string{"k", "v"}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := s.ReadEvidence(ctx, []string{key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ev[key].Needles) == 0 {
+		t.Fatal("no needles")
+	}
+	if err := s.Delete(ctx, []string{key}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Reclaim(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := physical(t, s, ev).Found[key]; n != 0 {
+		t.Errorf("%d needles remain after Delete+Reclaim", n)
+	}
+	if _, hit, _ := s.LookupCache(ctx, "what is my diagnosis?", "llm"); hit {
+		t.Errorf("the erased prompt is still answered")
+	}
+	if a, hit, _ := s.LookupCache(ctx, "what is my address?", "llm"); !hit || a != text("cache", 2) {
+		t.Errorf("the other entry %s is lost: %q %v", other, a, hit)
 	}
 }
