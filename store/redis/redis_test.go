@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -342,5 +343,39 @@ func TestRedisCacheWithoutPrefix(t *testing.T) {
 	}
 	if a, hit, _ := s.LookupCache(ctx, "what is my address?", "llm"); !hit || a != text("cache", 2) {
 		t.Errorf("the other entry %s is lost: %q %v", other, a, hit)
+	}
+}
+
+// A rewrite that does not finish within reclaim_wait is reported as
+// PENDING with what remains, and running the reclaim again once the server
+// is done finishes it.
+func TestRedisReclaimWaitBound(t *testing.T) {
+	ctx := context.Background()
+	srv := private(t)
+	s := openStore(t, redisstore.Options{Name: "c", Addr: srv.addr(), Layout: redisstore.LayoutCache, Prefix: "c:", DataDir: srv.dir, ReclaimWait: 300 * time.Millisecond})
+	for i := 0; i < 10; i++ {
+		if _, err := s.PutCache(ctx, fmt.Sprint("prompt ", i), "llm", text("slow", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Redis's own debug setting: each key takes 200 ms to write in a
+	// rewrite or save.
+	if err := s.Client().ConfigSet(ctx, "rdb-key-save-delay", "200000").Err(); err != nil {
+		t.Skipf("this redis-server does not allow rdb-key-save-delay: %v", err)
+	}
+	rc, err := s.Reclaim(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc.State != redisstore.StateAOFPending || !strings.Contains(rc.Evidence, "reclaim_wait") {
+		t.Fatalf("Reclaim with a slow rewrite = %+v, want %s saying reclaim_wait passed", rc, redisstore.StateAOFPending)
+	}
+	if err := s.Client().ConfigSet(ctx, "rdb-key-save-delay", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	s2 := openStore(t, redisstore.Options{Name: "c", Addr: srv.addr(), Layout: redisstore.LayoutCache, Prefix: "c:", DataDir: srv.dir, ReclaimWait: 30 * time.Second})
+	rc, err = s2.Reclaim(ctx)
+	if err != nil || rc.State != "" {
+		t.Fatalf("Reclaim again = %+v, %v; want done", rc, err)
 	}
 }
