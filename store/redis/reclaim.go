@@ -139,12 +139,16 @@ func (s *Store) Reclaim(ctx context.Context) (store.ReclaimReport, error) {
 	} else {
 		rep.Steps = append(rep.Steps, "AOF off (aof_enabled:0): no AOF to rewrite")
 	}
+	if skip, why := s.noRDB(ctx); skip {
+		rep.Steps = append(rep.Steps, "no BGSAVE: "+why)
+		return s.finish(rep), nil
+	}
 	started := time.Now().Unix()
 	if err := s.startJob(ctx, deadline, "BGSAVE", func() error { return s.rdb.BgSave(ctx).Err() }, func(p persistence) bool { return rdbIdle(p) && aofIdle(p) }); err != nil {
 		return pending(StateRDBPending, "the RDB save", err)
 	}
 	p, err = s.waitFor(ctx, deadline, "the RDB save", func(p persistence) bool {
-		return rdbIdle(p) && p.int("rdb_last_save_time") >= started
+		return rdbIdle(p) && (p.int("rdb_last_save_time") >= started || p["rdb_last_bgsave_status"] != "ok")
 	})
 	if err != nil {
 		return pending(StateRDBPending, "the RDB save", err)
@@ -153,11 +157,39 @@ func (s *Store) Reclaim(ctx context.Context) (store.ReclaimReport, error) {
 		return store.ReclaimReport{}, fmt.Errorf("reclaim at %s: BGSAVE failed (rdb_last_bgsave_status:%s): see the server's log, then run the erasure again", s.loc, st)
 	}
 	rep.Steps = append(rep.Steps, "BGSAVE (done, rdb_last_bgsave_status:ok)")
+	return s.finish(rep), nil
+}
+
+// finish adds, without data_dir, the state saying the files were not read.
+func (s *Store) finish(rep store.ReclaimReport) store.ReclaimReport {
 	if s.o.DataDir == "" {
 		rep.State = StateNoDataDir
 		rep.Evidence = "the AOF and RDB were rewritten, but data_dir is not configured, so amnesia did not read them: the physical level is not measured (set data_dir to the server's directory, CONFIG GET dir, readable by amnesia)"
 	}
-	return rep, nil
+	return rep
+}
+
+// noRDB reports whether there is no RDB file to rewrite: snapshots are off
+// (CONFIG GET save is empty) and data_dir holds no file of the server's
+// dbfilename. BGSAVE would then write a new file, a copy of every live
+// record, where the operator keeps none. Without data_dir, or when the
+// server refuses CONFIG GET, an old file may exist, and BGSAVE runs.
+func (s *Store) noRDB(ctx context.Context) (bool, string) {
+	if s.o.DataDir == "" {
+		return false, ""
+	}
+	save, err := s.rdb.ConfigGet(ctx, "save").Result()
+	if err != nil || save["save"] != "" {
+		return false, ""
+	}
+	name := "dump.rdb"
+	if m, err := s.rdb.ConfigGet(ctx, "dbfilename").Result(); err == nil && m["dbfilename"] != "" {
+		name = m["dbfilename"]
+	}
+	if _, err := os.Stat(filepath.Join(s.o.DataDir, name)); !errors.Is(err, fs.ErrNotExist) {
+		return false, ""
+	}
+	return true, "snapshots are off (save \"\") and data_dir holds no " + name
 }
 
 // startJob asks for a background job until the server accepts it: while

@@ -3,6 +3,8 @@ package redis_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -377,5 +379,26 @@ func TestRedisReclaimWaitBound(t *testing.T) {
 	rc, err = s2.Reclaim(ctx)
 	if err != nil || rc.State != "" {
 		t.Fatalf("Reclaim again = %+v, %v; want done", rc, err)
+	}
+}
+
+// With snapshots off and no RDB file, Reclaim writes none: a new dump
+// would copy every live record to disk where the operator keeps none.
+func TestRedisReclaimWritesNoNewRDB(t *testing.T) {
+	ctx := context.Background()
+	srv := private(t) // --save ""
+	s := openStore(t, redisstore.Options{Name: "c", Addr: srv.addr(), Layout: redisstore.LayoutCache, Prefix: "c:", DataDir: srv.dir})
+	if _, err := s.PutCache(ctx, "p", "llm", text("rdb", 1)); err != nil {
+		t.Fatal(err)
+	}
+	rc, err := s.Reclaim(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(srv.dir, "dump.rdb")); err == nil {
+		t.Errorf("Reclaim wrote dump.rdb on a server with snapshots off (steps %v)", rc.Steps)
+	}
+	if !strings.Contains(strings.Join(rc.Steps, "; "), "no BGSAVE") {
+		t.Errorf("steps %v do not say why no BGSAVE ran", rc.Steps)
 	}
 }
