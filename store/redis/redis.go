@@ -80,16 +80,15 @@ const (
 type layout struct {
 	name    string
 	prefix  string
-	content []string // hash fields holding text
-	vector  string   // hash field holding the vector ("" for none)
-	subject string   // hash field holding the subject tag ("" for none)
+	vector  string // hash field holding the vector ("" for none)
+	subject string // hash field holding the subject tag ("" for none)
 }
 
 var layouts = map[string]layout{
 	LayoutChat:     {name: LayoutChat, prefix: "message_store:"},
 	LayoutCache:    {name: LayoutCache, prefix: ""},
-	LayoutSemantic: {name: LayoutSemantic, prefix: "doc:cache:", content: []string{"content", "prompt", "return_val", "llm_string"}, vector: "content_vector", subject: "subject"},
-	LayoutRedisVL:  {name: LayoutRedisVL, prefix: "llmcache:", content: []string{"prompt", "response", "metadata"}, vector: "prompt_vector", subject: "subject"},
+	LayoutSemantic: {name: LayoutSemantic, prefix: "doc:cache:", vector: "content_vector", subject: "subject"},
+	LayoutRedisVL:  {name: LayoutRedisVL, prefix: "llmcache:", vector: "prompt_vector", subject: "subject"},
 }
 
 // Layouts returns the preset names, sorted.
@@ -144,8 +143,9 @@ func parseAddr(addr string) (*goredis.Options, error) {
 		}
 		return o, nil
 	}
-	if _, _, err := net.SplitHostPort(addr); err != nil {
-		return nil, fmt.Errorf("dsn %q is neither a redis:// URL nor host:port", addr)
+	host, port, err := net.SplitHostPort(addr)
+	if n, perr := strconv.Atoi(port); err != nil || perr != nil || n <= 0 || n > 65535 || strings.ContainsAny(host, "@/") {
+		return nil, errors.New("dsn is neither a redis:// URL nor host:port")
 	}
 	return &goredis.Options{Addr: addr}, nil
 }
@@ -172,9 +172,6 @@ func resolveLayout(o Options) (layout, error) {
 		if m.Table != "" {
 			l.prefix = m.Table
 		}
-		if len(m.Content) > 0 {
-			l.content = append([]string(nil), m.Content...)
-		}
 		if m.Vector != "" {
 			l.vector = m.Vector
 		}
@@ -184,8 +181,8 @@ func resolveLayout(o Options) (layout, error) {
 			}
 			l.subject = m.Subject.Column
 		}
-		if m.Key != "" || m.Parent != nil || len(m.Collections) > 0 || m.CollectionTable != "" {
-			return layout{}, errors.New("mapping: a Redis store reads only table (the key prefix), subject, content and vector: remove the other keys")
+		if m.Key != "" || m.Parent != nil || len(m.Content) > 0 || len(m.Collections) > 0 || m.CollectionTable != "" {
+			return layout{}, errors.New("mapping: a Redis store reads only table (the key prefix), subject and vector (every field of a key is scanned, so there is no content to name): remove the other keys")
 		}
 	}
 	if l.prefix == "" && l.name != LayoutCache {

@@ -402,3 +402,34 @@ func TestRedisReclaimWritesNoNewRDB(t *testing.T) {
 		t.Errorf("steps %v do not say why no BGSAVE ran", rc.Steps)
 	}
 }
+
+func TestRedisValidate(t *testing.T) {
+	base := store.Config{Name: "c", Type: redisstore.Type, DSN: "redis://:pw-secret@127.0.0.1:6379/0", Preset: redisstore.LayoutChat}
+	if err := store.Validate(base); err != nil {
+		t.Fatalf("valid config: %v", err)
+	}
+	for name, c := range map[string]struct {
+		mod  func(*store.Config)
+		want string
+	}{
+		"no dsn":           {func(c *store.Config) { c.DSN = "" }, "dsn is required"},
+		"bad dsn":          {func(c *store.Config) { c.DSN = "user:pw-secret@nowhere" }, "neither a redis:// URL nor host:port"},
+		"bad preset":       {func(c *store.Config) { c.Preset = "vectors" }, "not a Redis layout"},
+		"bad reclaim":      {func(c *store.Config) { c.Reclaim = "later" }, "full (default) or delete-only"},
+		"bad reclaim_wait": {func(c *store.Config) { c.ReclaimWait = "soon" }, "reclaim_wait"},
+		"mapping content":  {func(c *store.Config) { c.Mapping = &store.Mapping{Content: []string{"text"}} }, "every field of a key is scanned"},
+	} {
+		cfg := base
+		c.mod(&cfg)
+		err := store.Validate(cfg)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", name, err, c.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "pw-secret") {
+			t.Errorf("%s: the error names the password: %v", name, err)
+		}
+	}
+	if loc, _ := store.Location(base); loc != "127.0.0.1:6379/0" {
+		t.Errorf("Location = %q", loc)
+	}
+}
