@@ -80,6 +80,7 @@ type RAGNative struct {
 // RAGAmnesia is what amnesia's certificate says of one store.
 type RAGAmnesia struct {
 	Records  int            `json:"records"`
+	Kinds    map[string]int `json:"kinds"`    // lineage kinds: source, chunk, embedding, cache, log, train`
 	Outcomes map[string]int `json:"outcomes"` // e.g. "VERIFIED(physical)": 3
 	Residue  string         `json:"residue"`
 	Evidence string         `json:"evidence"`
@@ -253,10 +254,11 @@ func RunRAG(ctx context.Context, dir string, o RAGOptions, w io.Writer) (*RAGRep
 	for _, a := range p.Artifacts {
 		x := amnesia[a.Store]
 		if x == nil {
-			x = &RAGAmnesia{Outcomes: map[string]int{}}
+			x = &RAGAmnesia{Outcomes: map[string]int{}, Kinds: map[string]int{}}
 			amnesia[a.Store] = x
 		}
 		x.Records++
+		x.Kinds[a.Kind]++
 		o := a.Outcome
 		if a.Level != "" {
 			o += "(" + a.Level + ")"
@@ -272,13 +274,13 @@ func RunRAG(ctx context.Context, dir string, o RAGOptions, w io.Writer) (*RAGRep
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(w, "\n   %-9s %-9s %-34s %s\n", "STORE", "RECORDS", "OUTCOME", "STORE RESIDUE")
+	fmt.Fprintf(w, "\n   %-9s %-20s %-9s %-24s %s\n", "STORE", "KINDS", "RECORDS", "OUTCOME", "STORE RESIDUE")
 	for _, name := range app.order {
 		x := amnesia[name]
 		if x == nil {
-			x = &RAGAmnesia{Outcomes: map[string]int{}, Residue: "NOT-TOUCHED"}
+			x = &RAGAmnesia{Outcomes: map[string]int{}, Kinds: map[string]int{}, Residue: "NOT-TOUCHED"}
 		}
-		fmt.Fprintf(w, "   %-9s %-9d %-34s %s\n", name, x.Records, outcomes(x.Outcomes), x.Residue)
+		fmt.Fprintf(w, "   %-9s %-20s %-9d %-24s %s\n", name, outcomes(x.Kinds), x.Records, outcomes(x.Outcomes), x.Residue)
 		rep.Stores = append(rep.Stores, RAGStore{Name: name, Type: app.stores[name].Info().Type, What: app.what[name], Native: natives[name], Amnesia: *x})
 	}
 	fmt.Fprintf(w, "   the caches still answer the person's own question: %v\n", rep.CacheAnswersAfterAmnesia)

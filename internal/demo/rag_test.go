@@ -52,6 +52,9 @@ func TestRAGDemo(t *testing.T) {
 		if !n.Measured {
 			t.Errorf("%s: the native delete's residue was not measured", name)
 		}
+		if (name == "cache" || name == "semcache") && s.Amnesia.Kinds["cache"] != s.Amnesia.Records {
+			t.Errorf("%s: kinds %v, want every record a cache entry found through lineage", name, s.Amnesia.Kinds)
+		}
 		switch name {
 		case "cache", "semcache", "log", "train":
 			// Not touched by the application: still answered, bytes there.
