@@ -3,6 +3,7 @@ package redis_test
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/amnesia-dev/amnesia/capture"
@@ -122,5 +123,49 @@ func TestRedisCacheDerivedFromErasedAnswerIsErasedThroughLineage(t *testing.T) {
 	}
 	if _, hit, _ := sem.LookupSemantic(ctx, vector(101), 0.99); !hit {
 		t.Errorf("the semantic cache lost bob's entry")
+	}
+}
+
+// capture.Docs over a Redis chat store: messages are pushed as LangChain
+// does, the session is one artifact, and a semantic store refuses a write
+// without its vector.
+func TestRedisCaptureDocs(t *testing.T) {
+	ctx := context.Background()
+	srv := private(t)
+	dir := t.TempDir()
+	sd, err := state.Init(filepath.Join(dir, "state"), state.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ledger, err := sqliteledger.Open(ctx, sd.LedgerPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ledger.Close()
+	rec := capture.New(ledger, sd.Keyer, sd.Config.Scope)
+	chat := openStore(t, redisstore.Options{Name: "chat", Addr: srv.addr(), Layout: redisstore.LayoutChat})
+	docs := rec.Docs(chat)
+	key := chat.SessionKey("s1")
+	if err := docs.Put(ctx, capture.Doc{ID: key, Kind: capture.KindChat, Subject: "alice@example.org", Text: "my address is 1 Elm St"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := docs.Put(ctx, capture.Doc{ID: key, Kind: capture.KindChat, Subject: "alice@example.org", Text: "noted", Metadata: map[string]any{"type": "ai"}}); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := chat.Messages(ctx, "s1")
+	if err != nil || len(ms) != 2 || ms[0] != "my address is 1 Elm St" || ms[1] != "noted" {
+		t.Fatalf("messages = %q, %v", ms, err)
+	}
+	raw, _ := chat.Client().LIndex(ctx, key, 0).Result()
+	if !strings.HasPrefix(raw, `{"type": "ai", "data": {"content": "noted", "additional_kwargs": {}`) {
+		t.Errorf("newest element %s is not LangChain's message_to_dict JSON", raw)
+	}
+	if err := docs.Put(ctx, capture.Doc{ID: "elsewhere:s2", Kind: capture.KindChat, Subject: "bob@example.org", Text: "x"}); err == nil || !strings.Contains(err.Error(), "must start with") {
+		t.Errorf("a key outside the prefix: %v", err)
+	}
+	sem := openStore(t, redisstore.Options{Name: "sem", Addr: srv.addr(), Layout: redisstore.LayoutSemantic})
+	err = rec.Docs(sem).Put(ctx, capture.Doc{ID: sem.Prefix() + "1", Kind: capture.KindDocument, Subject: "bob@example.org", Text: "answer"})
+	if err == nil || !strings.Contains(err.Error(), `Metadata["vector"]`) {
+		t.Errorf("a semantic entry without its vector: %v", err)
 	}
 }
