@@ -593,6 +593,57 @@ func (s *Store) read(ctx context.Context, key string) (*value, error) {
 	return v, nil
 }
 
+// readMany reads keys in two round trips (TYPE, then the reads), for the
+// scans over a prefix; a key of a type the adapter does not read, or gone
+// meanwhile, is nil.
+func (s *Store) readMany(ctx context.Context, keys []string) ([]*value, error) {
+	pipe := s.rdb.Pipeline()
+	types := make([]*goredis.StatusCmd, len(keys))
+	for i, k := range keys {
+		types[i] = pipe.Type(ctx, k)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, err
+	}
+	pipe = s.rdb.Pipeline()
+	cmds := make([]goredis.Cmder, len(keys))
+	for i, k := range keys {
+		switch types[i].Val() {
+		case "string":
+			cmds[i] = pipe.Get(ctx, k)
+		case "hash":
+			cmds[i] = pipe.HGetAll(ctx, k)
+		case "list":
+			cmds[i] = pipe.LRange(ctx, k, 0, -1)
+		case "set":
+			cmds[i] = pipe.SMembers(ctx, k)
+		case "zset":
+			cmds[i] = pipe.ZRange(ctx, k, 0, -1)
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, goredis.Nil) {
+		return nil, err
+	}
+	out := make([]*value, len(keys))
+	for i, c := range cmds {
+		switch c := c.(type) {
+		case *goredis.StringCmd:
+			if c.Err() == nil {
+				out[i] = &value{typ: "string", elems: []string{c.Val()}}
+			}
+		case *goredis.MapStringStringCmd:
+			if c.Err() == nil && len(c.Val()) > 0 {
+				out[i] = &value{typ: "hash", fields: c.Val()}
+			}
+		case *goredis.StringSliceCmd:
+			if c.Err() == nil && len(c.Val()) > 0 {
+				out[i] = &value{typ: types[i].Val(), elems: c.Val()}
+			}
+		}
+	}
+	return out, nil
+}
+
 // parts returns the byte strings a value keeps, each once, the subject tag
 // field left out (it is shared by the subject's records and is a digest).
 func (s *Store) parts(v *value) [][]byte {
@@ -652,24 +703,39 @@ func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*st
 		return out, nil
 	}
 	others := func(fn func(string, []byte) error) error {
-		return s.scanPrefix(ctx, func(key string) error {
+		var batchKeys []string
+		flush := func() error {
+			vs, err := s.readMany(ctx, batchKeys)
+			if err != nil {
+				return err
+			}
+			for i, v := range vs {
+				if v == nil {
+					continue // gone, or not of a type the adapter reads
+				}
+				for _, p := range s.parts(v) {
+					if err := fn(batchKeys[i], p); err != nil {
+						return err
+					}
+				}
+			}
+			batchKeys = batchKeys[:0]
+			return nil
+		}
+		err := s.scanPrefix(ctx, func(key string) error {
 			if batch[key] {
 				return nil
 			}
-			v, err := s.read(ctx, key)
-			if errors.Is(err, errUnsupported) {
-				return nil // not one of this store's records
-			}
-			if err != nil || v == nil {
-				return err
-			}
-			for _, p := range s.parts(v) {
-				if err := fn(key, p); err != nil {
-					return err
-				}
+			batchKeys = append(batchKeys, key)
+			if len(batchKeys) == 500 {
+				return flush()
 			}
 			return nil
 		})
+		if err != nil {
+			return err
+		}
+		return flush()
 	}
 	if err := store.DropShared(ctx, out, others); err != nil {
 		return nil, fmt.Errorf("read evidence: %w", err)

@@ -433,3 +433,41 @@ func TestRedisValidate(t *testing.T) {
 		t.Errorf("Location = %q", loc)
 	}
 }
+
+// Windows another key under the prefix also holds (here a system prompt
+// every session starts with) are set apart as shared, naming that key:
+// after the erasure they are still in the files, and are not residue.
+func TestRedisSharedWindowsNameTheOtherKey(t *testing.T) {
+	ctx := context.Background()
+	srv := private(t)
+	s := openStore(t, redisstore.Options{Name: "chat", Addr: srv.addr(), Layout: redisstore.LayoutChat, DataDir: srv.dir})
+	system := "You are the clinic's assistant. Never give medical advice; refer the patient to their doctor instead."
+	a, err := s.AddMessage(ctx, "a", "system", system)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AddMessage(ctx, "a", "human", text("shared", 1)); err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.AddMessage(ctx, "b", "system", system)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := s.ReadEvidence(ctx, []string{a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := ev[a]
+	if e.Shared == 0 || e.SharedWith[b] == 0 {
+		t.Fatalf("shared %d, shared with %v: the system prompt's windows were not set apart as %s's", e.Shared, e.SharedWith, b)
+	}
+	if err := s.Delete(ctx, []string{a}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Reclaim(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := physical(t, s, ev).Found[a]; n != 0 {
+		t.Errorf("%d needles of session a found after the erasure", n)
+	}
+}
