@@ -28,6 +28,9 @@ type Config struct {
 	StatementTimeout string   `yaml:"statement_timeout,omitempty"` // Go duration; default none
 	Retries          int      `yaml:"retries,omitempty"`           // reclaim retries with backoff; default 0
 	DataDir          string   `yaml:"data_dir,omitempty"`          // server's data directory, when the physical probe may read it
+	// ReclaimWait bounds how long a reclaim waits for the server's own
+	// background rewrite (redis: BGREWRITEAOF, BGSAVE); Go duration.
+	ReclaimWait string `yaml:"reclaim_wait,omitempty"`
 	// Docstore names the configured store that holds the texts of a
 	// vectors-only store (faiss), so that its certificate says where they
 	// are covered.
@@ -154,6 +157,7 @@ var adapterImports = map[string]string{
 	"file":       "github.com/amnesia-dev/amnesia/store/file",
 	"weaviate":   "github.com/amnesia-dev/amnesia/store/weaviate",
 	"pinecone":   "github.com/amnesia-dev/amnesia/store/pinecone",
+	"redis":      "github.com/amnesia-dev/amnesia/store/redis",
 }
 
 // unknownType is the error for a type no linked adapter registered: for one

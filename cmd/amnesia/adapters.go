@@ -13,6 +13,7 @@ import (
 	_ "github.com/amnesia-dev/amnesia/store/pgdoc"
 	_ "github.com/amnesia-dev/amnesia/store/pgvector"
 	_ "github.com/amnesia-dev/amnesia/store/pinecone"
+	_ "github.com/amnesia-dev/amnesia/store/redis"
 	_ "github.com/amnesia-dev/amnesia/store/sqlitedoc"
 	_ "github.com/amnesia-dev/amnesia/store/sqlitevec"
 	_ "github.com/amnesia-dev/amnesia/store/weaviate"

@@ -73,6 +73,25 @@ var Table = []Entry{
 			"NewPersistentDB); running the command again does not change this state (docs/stores.md).",
 	},
 	{
+		State: "UNVERIFIED-no-data-dir",
+		Meaning: "the records are gone from every query path amnesia ran, and Redis rewrote its AOF and RDB files, but " +
+			"amnesia was not given the server's data directory, so it could not read those files to show the bytes are gone.",
+		Action: "set data_dir for the store to the Redis server's directory (CONFIG GET dir), readable by amnesia, then " +
+			"run the same command again (docs/redis.md).",
+	},
+	{
+		State: "PENDING-aof-rewrite",
+		Meaning: "the records were deleted from Redis, but its append-only file was not rewritten within reclaim_wait " +
+			"(BGREWRITEAOF still running, or waiting for another background job), so the old file may still hold them.",
+		Action: "run the same command again once the server is less busy, or raise reclaim_wait (docs/redis.md).",
+	},
+	{
+		State: "PENDING-rdb-save",
+		Meaning: "the records were deleted from Redis, but its RDB snapshot was not written again within reclaim_wait " +
+			"(BGSAVE still running, or waiting for another background job), so the last snapshot may still hold them.",
+		Action: "run the same command again once the server is less busy, or raise reclaim_wait (docs/redis.md).",
+	},
+	{
 		State:   "UNVERIFIED-",
 		Meaning: "amnesia could not measure whether the bytes are gone from this store; the store's evidence says why.",
 		Action:  "act on what the evidence names, then run the same command again.",

@@ -1,0 +1,110 @@
+package redis
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/amnesia-dev/amnesia/store"
+)
+
+// aofFlushWait bounds how long the physical probe waits for the server to
+// write its AOF buffer.
+const aofFlushWait = 5 * time.Second
+
+// ProbePhysical implements store.PhysicalProber: every regular file of
+// data_dir and of its AOF directory (appendonlydir/: the manifest, the
+// base and the increments), raw; and, of each file that is an RDB image
+// (dump.rdb, an AOF base with the RDB preamble), every LZF-compressed
+// string decompressed.
+func (s *Store) ProbePhysical(ctx context.Context, set *store.NeedleSet) (store.ScanReport, error) {
+	if s.o.DataDir == "" {
+		return store.ScanReport{}, fmt.Errorf("physical probe: store %q has no data_dir: set it to the server's directory (CONFIG GET dir)", s.o.Name)
+	}
+	// With appendfsync everysec Redis may hold writes in its AOF buffer
+	// for up to two seconds while a background fsync runs: wait until the
+	// buffer is written, so that the scan sees what the server holds.
+	method := "every file of the Redis data directory and its AOF directory, raw; LZF-compressed strings of RDB images decompressed"
+	if _, err := s.waitFor(ctx, time.Now().Add(aofFlushWait), "the AOF buffer write", func(p persistence) bool {
+		return p["aof_enabled"] != "1" || p["aof_buffer_length"] == "0" || p["aof_buffer_length"] == ""
+	}); err != nil {
+		if !errors.Is(err, errTimeout) {
+			return store.ScanReport{}, fmt.Errorf("physical probe: %w", err)
+		}
+		method += "; the server's AOF buffer was not empty when the files were read"
+	}
+	files, err := s.files(ctx)
+	if err != nil {
+		return store.ScanReport{}, fmt.Errorf("physical probe: %w", err)
+	}
+	sc := store.NewScanner(set, method)
+	for _, f := range files {
+		if err := sc.ScanFile(ctx, f); err != nil {
+			return store.ScanReport{}, fmt.Errorf("physical probe: %w", err)
+		}
+		plain, err := rdbPlain(f)
+		if err != nil {
+			return store.ScanReport{}, fmt.Errorf("physical probe: %w", err)
+		}
+		if plain != nil {
+			if err := sc.Scan(ctx, bytes.NewReader(plain)); err != nil {
+				return store.ScanReport{}, fmt.Errorf("physical probe: %w", err)
+			}
+		}
+	}
+	return sc.Report(), nil
+}
+
+// files lists the regular files of data_dir and of its AOF directory.
+func (s *Store) files(ctx context.Context) ([]string, error) {
+	var out []string
+	for _, dir := range []string{s.o.DataDir, s.aofDir(ctx)} {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			if dir != s.o.DataDir && os.IsNotExist(err) {
+				continue
+			}
+			return nil, fmt.Errorf("read data_dir: %w", err)
+		}
+		for _, e := range ents {
+			if e.Type().IsRegular() {
+				out = append(out, filepath.Join(dir, e.Name()))
+			}
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// rdbPlain returns, for a file that starts with the RDB magic "REDIS", its
+// LZF-compressed strings decompressed and joined by a zero byte; nil for
+// any other file.
+func rdbPlain(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		if os.IsNotExist(err) || isNotExist(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	if !bytes.HasPrefix(b, []byte("REDIS")) {
+		return nil, nil
+	}
+	var out []byte
+	rdbLZFStrings(b, func(p []byte) {
+		out = append(out, p...)
+		out = append(out, 0)
+	})
+	if out == nil {
+		out = []byte{}
+	}
+	return out, nil
+}
+
+func isNotExist(err error) bool { return err != nil && (os.IsNotExist(err) || err == fs.ErrNotExist) }
