@@ -235,3 +235,46 @@ print("ok")`, path, hex.EncodeToString(pub))
 		t.Errorf("the Python verifier rejects the certificate: %v\n%s", err, out)
 	}
 }
+
+// Without nearby configured (the default), nothing is searched: no
+// candidate, no semantic section.
+func TestNearbyOffByDefault(t *testing.T) {
+	nf := newNearFixture(t)
+	f := nf.fixture
+	res, err := f.erase(t, f.trace(t, 0), map[string]store.Store{"docs": f.rawD, "vectors": f.rawV}, nil)
+	if err != nil && res == nil {
+		t.Fatal(err)
+	}
+	p := res.Statement.Predicate
+	if p.Semantic != nil {
+		t.Errorf("semantic section without nearby configured: %+v", p.Semantic)
+	}
+	for _, a := range p.Artifacts {
+		if a.Kind == certificate.KindNearDuplicate {
+			t.Errorf("candidate without nearby configured: %+v", a)
+		}
+	}
+}
+
+// The paraphrase search is bounded by max_records: the records over the
+// bound are counted as not searched.
+func TestNearbyBounded(t *testing.T) {
+	nf := newNearFixture(t)
+	f := nf.fixture
+	f.dir.Config.Stores[1].Nearby = &store.Nearby{Paraphrases: true, MaxRecords: 2}
+	tr := f.trace(t, 0)
+	vecs := 0
+	for _, a := range tr.Artifacts {
+		if a.Store == "vectors" {
+			vecs++
+		}
+	}
+	res, err := f.erase(t, tr, map[string]store.Store{"docs": f.rawD, "vectors": f.rawV}, nil)
+	if err != nil && res == nil {
+		t.Fatal(err)
+	}
+	s := res.Statement.Predicate.Semantic
+	if s == nil || len(s.Searches) != 1 || s.Searches[0].Records != 2 || s.Searches[0].NotSearched != vecs-2 || vecs < 3 || len(s.Drift) != 0 {
+		t.Fatalf("semantic %+v for %d vectors", s, vecs)
+	}
+}
