@@ -252,6 +252,9 @@ type NearSearch struct {
 	Similarity    float64 `json:"similarity,omitempty"`
 	QuoteFraction float64 `json:"quote_fraction,omitempty"`
 	Candidates    int     `json:"candidates"`
+	// Note says what could not be searched, and why, when something
+	// configured could not run (an adapter without a similarity search).
+	Note string `json:"note,omitempty"`
 }
 
 // Drift is retrieval drift measured in one store: the k nearest neighbours

@@ -326,7 +326,7 @@ func (r *runner) semantic(res *results, arts []certificate.Artifact) *certificat
 				Note: "similarity and retrieval-drift measurements: they prove neither that the subject's data is gone nor that it is present; candidates were not deleted"}
 		}
 		n := e.Near
-		ns := certificate.NearSearch{Store: st, Methods: []string{}, Records: n.Searched, NotSearched: n.NotSearched, Neighbours: n.Neighbours, Similarity: n.Similarity, QuoteFraction: n.QuoteFraction}
+		ns := certificate.NearSearch{Store: st, Methods: []string{}, Records: n.Searched, NotSearched: n.NotSearched, Neighbours: n.Neighbours, Similarity: n.Similarity, QuoteFraction: n.QuoteFraction, Note: n.Unsupported}
 		if n.Quotes {
 			ns.Methods = append(ns.Methods, certificate.NearQuote)
 		}
