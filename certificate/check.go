@@ -257,6 +257,8 @@ func checkSemantic(s *Semantic) error {
 			return fmt.Errorf("predicate.semantic.drift[%d] needs k of at least 1 and queries of at least 0", i)
 		case d.OverlapAtK < 0 || d.OverlapAtK > 1 || d.MinOverlapAtK < 0 || d.MinOverlapAtK > d.OverlapAtK:
 			return fmt.Errorf("predicate.semantic.drift[%d].overlap_at_k is not a fraction at least min_overlap_at_k", i)
+		case d.OverlapUnerasedAtK < 0 || d.OverlapUnerasedAtK > 1:
+			return fmt.Errorf("predicate.semantic.drift[%d].overlap_unerased_at_k is not a fraction", i)
 		}
 	}
 	return nil

@@ -119,7 +119,7 @@ failure, reporting it with the error named:
     false, near.method "quote" or "paraphrase", a non-empty near.of and
     near.similarity in (0, 1]; predicate.semantic, when present, has level
     "semantic" and drift entries with k ≥ 1 and 0 ≤ min_overlap_at_k ≤
-    overlap_at_k ≤ 1.
+    overlap_at_k ≤ 1 and overlap_unerased_at_k in [0, 1].
  9. predicate.out_of_scope is not empty and each entry names what it
     excludes.
  10. predicate.counts equals the counts recomputed from the artifacts

@@ -82,6 +82,7 @@ func TestNearSchemaChecks(t *testing.T) {
 		{"drift overlap over 1", withSemantic(func(s *Semantic) { s.Drift[0].OverlapAtK = 1.5 }), "drift[0].overlap_at_k"},
 		{"drift least over mean", withSemantic(func(s *Semantic) { s.Drift[0].MinOverlapAtK = 0.95 }), "drift[0].overlap_at_k"},
 		{"drift negative", withSemantic(func(s *Semantic) { s.Drift[0].MinOverlapAtK = -0.1 }), "drift[0].overlap_at_k"},
+		{"drift unerased over 1", withSemantic(func(s *Semantic) { s.Drift[0].OverlapUnerasedAtK = 1.1 }), "drift[0].overlap_unerased_at_k"},
 	}
 	for _, c := range bad {
 		t.Run(c.name, func(t *testing.T) {

@@ -270,8 +270,12 @@ type Drift struct {
 	MinOverlapAtK float64 `json:"min_overlap_at_k"`
 	// ErasedNeighbours counts the before-neighbours that were records this
 	// erasure deleted (their loss is expected).
-	ErasedNeighbours int    `json:"erased_neighbours"`
-	Method           string `json:"method"`
+	ErasedNeighbours int `json:"erased_neighbours"`
+	// OverlapUnerasedAtK is the mean overlap counted over the
+	// before-neighbours that this erasure did not delete: how much the
+	// neighbourhoods moved beyond the expected loss of the erased records.
+	OverlapUnerasedAtK float64 `json:"overlap_unerased_at_k"`
+	Method             string  `json:"method"`
 }
 
 // Counts sums the artifact outcomes.

@@ -73,6 +73,7 @@ type driftResult struct {
 	Overlap    float64 `json:"overlap"`
 	MinOverlap float64 `json:"min_overlap"`
 	Erased     int     `json:"erased"`
+	Unerased   float64 `json:"unerased"` // mean overlap over the before-neighbours not deleted
 }
 
 func (r *runner) nearbyConfig(st string) (store.Nearby, bool) {
@@ -211,8 +212,12 @@ func (r *runner) probeAndDrift(ctx context.Context, st string, res *results) (an
 	if err != nil {
 		return nil, fmt.Errorf("drift: %w", err)
 	}
+	inTrace := map[string]bool{}
+	for _, k := range r.keys[st] {
+		inTrace[k] = true
+	}
 	d := &driftResult{K: c.K, Erased: c.Erased, MinOverlap: 1}
-	sum := 0.0
+	sum, sumU, nU := 0.0, 0.0, 0
 	for _, k := range c.Keys {
 		before := c.Before[k]
 		if vecs[k] == nil || len(before) == 0 {
@@ -227,11 +232,21 @@ func (r *runner) probeAndDrift(ctx context.Context, st string, res *results) (an
 		for _, n := range ns {
 			after[n.Key] = true
 		}
-		kept := 0
+		kept, keptU, unerased := 0, 0, 0
 		for _, b := range before {
+			if !inTrace[b] {
+				unerased++
+			}
 			if after[b] {
 				kept++
+				if !inTrace[b] {
+					keptU++
+				}
 			}
+		}
+		if unerased > 0 {
+			sumU += float64(keptU) / float64(unerased)
+			nU++
 		}
 		o := float64(kept) / float64(len(before))
 		sum += o
@@ -242,6 +257,9 @@ func (r *runner) probeAndDrift(ctx context.Context, st string, res *results) (an
 		d.MinOverlap = 0
 	} else {
 		d.Overlap = round4(sum / float64(d.Queries))
+		if nU > 0 {
+			d.Unerased = round4(sumU / float64(nU))
+		}
 		d.MinOverlap = round4(d.MinOverlap)
 	}
 	pr.Drift = d
@@ -341,7 +359,7 @@ func (r *runner) semantic(res *results, arts []certificate.Artifact) *certificat
 		s.Searches = append(s.Searches, ns)
 		if pr := res.probe[st]; pr != nil && pr.Drift != nil {
 			d := pr.Drift
-			s.Drift = append(s.Drift, certificate.Drift{Store: st, Queries: d.Queries, K: d.K, OverlapAtK: d.Overlap, MinOverlapAtK: d.MinOverlap, ErasedNeighbours: d.Erased,
+			s.Drift = append(s.Drift, certificate.Drift{Store: st, Queries: d.Queries, K: d.K, OverlapAtK: d.Overlap, MinOverlapAtK: d.MinOverlap, ErasedNeighbours: d.Erased, OverlapUnerasedAtK: d.Unerased,
 				Method: fmt.Sprintf("the %d nearest neighbours of the vectors of %d other records (the lowest keys outside this subject's lineage), by the store's similarity search before deletion and after the erasure; %d control records gone since", d.K, d.Queries+d.Missing, d.Missing)})
 		}
 	}

@@ -169,7 +169,9 @@ func TestNearDuplicatesAreCandidates(t *testing.T) {
 
 	// Leak: no content, raw key or subject id in anything amnesia wrote.
 	secrets := []string{nf.text[210:250], nf.text[600:640], unrelatedText(60)[20:56], nf.alice, nf.bob, "bob-quote", "app-vec-17", "bob-other"}
-	leakFree(t, f.dir.Path, secrets, []string{"ledger.db"}, "bob-quote", "app-vec-17", "bob-other")
+	if n := leakFree(t, f.dir.Path, secrets, []string{"ledger.db"}, "bob-quote", "app-vec-17", "bob-other"); n < 3 {
+		t.Errorf("the leak scan read %d files: want the journal, the trace and the certificate at least", n)
+	}
 	cert, _ := certificate.Encode(res.Statement)
 	for _, sec := range secrets {
 		if bytes.Contains(cert, []byte(sec)) {
@@ -182,8 +184,9 @@ func TestNearDuplicatesAreCandidates(t *testing.T) {
 // skip are not read (the ledger holds store keys by design); keys (store
 // keys, which the journal keeps as SharedWith does) are allowed in the
 // journal only.
-func leakFree(t *testing.T, dir string, secrets, skip []string, keys ...string) {
+func leakFree(t *testing.T, dir string, secrets, skip []string, keys ...string) int {
 	t.Helper()
+	n := 0
 	isKey := map[string]bool{}
 	for _, k := range keys {
 		isKey[k] = true
@@ -201,6 +204,7 @@ func leakFree(t *testing.T, dir string, secrets, skip []string, keys ...string) 
 		if err != nil {
 			return err
 		}
+		n++
 		for _, s := range secrets {
 			if isKey[s] && strings.Contains(p, string(filepath.Separator)+"erasures"+string(filepath.Separator)) {
 				continue
@@ -211,6 +215,7 @@ func leakFree(t *testing.T, dir string, secrets, skip []string, keys ...string) 
 		}
 		return nil
 	})
+	return n
 }
 
 // pythonVerifies runs the Python offline verifier on bundle b.

@@ -403,6 +403,9 @@ def _check_semantic(s: Any) -> None:
         o, mn = d.get("overlap_at_k", 0), d.get("min_overlap_at_k", 0)
         if not (_is_num(o) and _is_num(mn)) or o < 0 or o > 1 or mn < 0 or mn > o:
             raise BadSchema(f"predicate.semantic.drift[{i}].overlap_at_k is not a fraction at least min_overlap_at_k")
+        u = d.get("overlap_unerased_at_k", 0)
+        if not _is_num(u) or u < 0 or u > 1:
+            raise BadSchema(f"predicate.semantic.drift[{i}].overlap_unerased_at_k is not a fraction")
 
 
 def _check_payload(body: bytes, kid: str) -> Dict[str, Any]:

@@ -132,12 +132,12 @@ def cases(raw: bytes) -> List[Tuple[str, bytes, int]]:
                 c["needs_human"] += 1
         return f
 
-    def semantic(level: str = "semantic", overlap: Any = 0.9, least: Any = 0.5) -> Callable[[Dict[str, Any]], None]:
+    def semantic(level: str = "semantic", overlap: Any = 0.9, least: Any = 0.5, unerased: Any = 1.0) -> Callable[[Dict[str, Any]], None]:
         def f(st: Dict[str, Any]) -> None:
             st["predicate"]["semantic"] = {"level": level, "note": "a measurement", "searches": [
                 {"store": "docs", "methods": ["quote"], "records": 0, "candidates": 0}],
                 "drift": [{"store": "docs", "queries": 4, "k": 10, "overlap_at_k": overlap, "min_overlap_at_k": least,
-                           "erased_neighbours": 1, "method": "m"}]}
+                           "erased_neighbours": 1, "overlap_unerased_at_k": unerased, "method": "m"}]}
         return f
 
     case("re-signed, near-duplicate VERIFIED", 10, lambda b: resign(b, near(outcome="VERIFIED")))
@@ -148,6 +148,7 @@ def cases(raw: bytes) -> List[Tuple[str, bytes, int]]:
     case("re-signed, semantic level", 10, lambda b: resign(b, semantic(level="physical")))
     case("re-signed, drift overlap over 1", 10, lambda b: resign(b, semantic(overlap=1.2)))
     case("re-signed, drift least over mean", 10, lambda b: resign(b, semantic(least=0.95)))
+    case("re-signed, drift unerased overlap negative", 10, lambda b: resign(b, semantic(unerased=-0.5)))
     case("re-signed, semantic valid (not in the log)", 13, lambda b: resign(b, semantic()))
     case("re-signed, complete flipped", 13, lambda b: resign(b, lambda st: st["predicate"].__setitem__("complete", True)))
     return out
