@@ -166,6 +166,13 @@ func TestNearDuplicatesAreCandidates(t *testing.T) {
 		t.Fatalf("certificate does not verify: %v", err)
 	}
 	pythonVerifies(t, b, f.dir.Key.Public().(ed25519.PublicKey))
+	if bin := os.Getenv("AMNESIA_BIN"); bin != "" {
+		// amnesia verify, the command (AMNESIA_BIN names a build of it).
+		out, err := osexec.Command(bin, "verify", res.CertificatePath, "--public-key", f.dir.PublicKeyPath()).CombinedOutput()
+		if err != nil {
+			t.Errorf("amnesia verify: %v\n%s", err, out)
+		}
+	}
 
 	// Leak: no content, raw key or subject id in anything amnesia wrote.
 	secrets := []string{nf.text[210:250], nf.text[600:640], unrelatedText(60)[20:56], nf.alice, nf.bob, "bob-quote", "app-vec-17", "bob-other"}
