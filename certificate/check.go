@@ -47,6 +47,9 @@ func checkStatement(st *Statement, keyID string) error {
 		if a.Via != "" && a.Via != ViaReconcile {
 			return fmt.Errorf("predicate.artifacts[%d].via is not %q", i, ViaReconcile)
 		}
+		if err := checkNear(i, a); err != nil {
+			return err
+		}
 		switch a.Outcome {
 		case Verified:
 			if a.Level != LevelPhysical && a.Level != LevelLogical {
@@ -77,6 +80,10 @@ func checkStatement(st *Statement, keyID string) error {
 		if !sh.KeyDestroyed && sh.Level == LevelPhysical {
 			return errors.New("predicate.crypto_shredding.level is physical but key_destroyed is false")
 		}
+	}
+
+	if err := checkSemantic(p.Semantic); err != nil {
+		return err
 	}
 
 	if len(p.OutOfScope) == 0 {
@@ -208,4 +215,54 @@ func physicalOf(a Artifact) *Physical {
 		return nil
 	}
 	return a.Measurement.Physical
+}
+
+// checkNear checks a near-duplicate candidate: it is left to a person,
+// never deleted, and its similarity is a fraction.
+func checkNear(i int, a Artifact) error {
+	var n *Near
+	if a.Measurement != nil {
+		n = a.Measurement.Near
+	}
+	switch {
+	case n == nil && a.Kind != KindNearDuplicate:
+		return nil
+	case n == nil:
+		return fmt.Errorf("predicate.artifacts[%d] is a %s without measurement.near", i, KindNearDuplicate)
+	case a.Kind != KindNearDuplicate:
+		return fmt.Errorf("predicate.artifacts[%d].measurement.near is set but kind is not %s", i, KindNearDuplicate)
+	case a.Outcome != NeedsHuman:
+		return fmt.Errorf("predicate.artifacts[%d] is a %s but its outcome is not %s", i, KindNearDuplicate, NeedsHuman)
+	case a.Measurement.Deleted:
+		return fmt.Errorf("predicate.artifacts[%d] is a %s but measurement.deleted is true", i, KindNearDuplicate)
+	case n.Method != NearQuote && n.Method != NearParaphrase:
+		return fmt.Errorf("predicate.artifacts[%d].measurement.near.method is not %s or %s", i, NearQuote, NearParaphrase)
+	case n.Of == "":
+		return fmt.Errorf("predicate.artifacts[%d].measurement.near.of is empty", i)
+	case !(n.Similarity > 0 && n.Similarity <= 1):
+		return fmt.Errorf("predicate.artifacts[%d].measurement.near.similarity is not more than 0 and at most 1", i)
+	}
+	return nil
+}
+
+// checkSemantic checks the semantic section: its level, and drift figures
+// that are fractions.
+func checkSemantic(s *Semantic) error {
+	if s == nil {
+		return nil
+	}
+	if s.Level != LevelSemantic {
+		return fmt.Errorf("predicate.semantic.level is not %s", LevelSemantic)
+	}
+	for i, d := range s.Drift {
+		switch {
+		case d.K < 1 || d.Queries < 0:
+			return fmt.Errorf("predicate.semantic.drift[%d] needs k of at least 1 and queries of at least 0", i)
+		case d.OverlapAtK < 0 || d.OverlapAtK > 1 || d.MinOverlapAtK < 0 || d.MinOverlapAtK > d.OverlapAtK:
+			return fmt.Errorf("predicate.semantic.drift[%d].overlap_at_k is not a fraction at least min_overlap_at_k", i)
+		case d.OverlapUnerasedAtK < 0 || d.OverlapUnerasedAtK > 1:
+			return fmt.Errorf("predicate.semantic.drift[%d].overlap_unerased_at_k is not a fraction", i)
+		}
+	}
+	return nil
 }

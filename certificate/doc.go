@@ -114,7 +114,12 @@ failure, reporting it with the error named:
     "logical" and lists no measurement.copies; a VERIFIED
     artifact of level "physical" whose measurement.physical.coverage is
     present has covered_bytes equal to record_bytes; any other outcome has
-    a non-empty reason.
+    a non-empty reason. An artifact of kind "near-duplicate" or with
+    measurement.near has both, is NEEDS_HUMAN with measurement.deleted
+    false, near.method "quote" or "paraphrase", a non-empty near.of and
+    near.similarity in (0, 1]; predicate.semantic, when present, has level
+    "semantic" and drift entries with k ≥ 1 and 0 ≤ min_overlap_at_k ≤
+    overlap_at_k ≤ 1 and overlap_unerased_at_k in [0, 1].
  9. predicate.out_of_scope is not empty and each entry names what it
     excludes.
  10. predicate.counts equals the counts recomputed from the artifacts

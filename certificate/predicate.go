@@ -78,6 +78,10 @@ type Predicate struct {
 	// (model.go): one outcome per model, at the model level. Absent
 	// otherwise.
 	Models []ModelOutcome `json:"models,omitempty"`
+	// Semantic is set when a configured store searched for near-duplicates
+	// or measured retrieval drift (docs/nearby.md): what was searched, with
+	// which bounds, and the drift measured. Measurements, never proof.
+	Semantic *Semantic `json:"semantic,omitempty"`
 }
 
 // ReverifyLink names an earlier certificate (the one a re-verification
@@ -159,6 +163,10 @@ type Measurement struct {
 	// CopiesUnlisted counts the others.
 	Copies         []Copy `json:"copies,omitempty"`
 	CopiesUnlisted int    `json:"copies_unlisted,omitempty"`
+	// Near is set on a near-duplicate candidate (an artifact of kind
+	// KindNearDuplicate, always NEEDS_HUMAN and never deleted): how it
+	// resembles an erased artifact.
+	Near *Near `json:"near,omitempty"`
 }
 
 // Logical records which query paths still returned the record (false = not returned).
@@ -199,6 +207,79 @@ type Copy struct {
 	Store   string `json:"store"`
 	Record  string `json:"record"`  // keyed id of the record's store key, as an artifact id is made (art:…), never the key
 	Windows int    `json:"windows"` // how many of the artifact's windows it holds
+}
+
+// KindNearDuplicate is Artifact.Kind of a near-duplicate candidate: a
+// record outside the subject's lineage that resembles an erased one.
+const KindNearDuplicate = "near-duplicate"
+
+// Near-duplicate methods (Near.Method).
+const (
+	NearQuote      = "quote"      // shares text windows with the erased record
+	NearParaphrase = "paraphrase" // its vector is close to the erased record's
+)
+
+// LevelSemantic is Semantic.Level.
+const LevelSemantic = "semantic"
+
+// Near says how a candidate resembles an erased artifact.
+type Near struct {
+	Method string `json:"method"` // quote or paraphrase
+	// Of is the id of the erased artifact it resembles.
+	Of string `json:"of"`
+	// Similarity: for a quote, the fraction of Of's windows the candidate
+	// holds; for a paraphrase, the cosine similarity of the two vectors.
+	Similarity float64 `json:"similarity"`
+	// Windows and OfWindows (quotes): windows of Of it holds, of how many.
+	Windows   int `json:"windows,omitempty"`
+	OfWindows int `json:"of_windows,omitempty"`
+}
+
+// Semantic is the semantic level of a certificate: near-duplicate searches
+// and retrieval drift, reported as measurements.
+type Semantic struct {
+	Level    string       `json:"level"` // always "semantic"
+	Note     string       `json:"note"`
+	Searches []NearSearch `json:"searches"`
+	Drift    []Drift      `json:"drift,omitempty"`
+}
+
+// NearSearch is what one store's near-duplicate search covered.
+type NearSearch struct {
+	Store   string   `json:"store"`
+	Methods []string `json:"methods"` // quote, paraphrase
+	// Records: erased records searched with their vector; NotSearched:
+	// those over the configured bound (paraphrases).
+	Records       int     `json:"records"`
+	NotSearched   int     `json:"not_searched,omitempty"`
+	Neighbours    int     `json:"neighbours,omitempty"`
+	Similarity    float64 `json:"similarity,omitempty"`
+	QuoteFraction float64 `json:"quote_fraction,omitempty"`
+	Candidates    int     `json:"candidates"`
+	// Note says what could not be searched, and why, when something
+	// configured could not run (an adapter without a similarity search).
+	Note string `json:"note,omitempty"`
+}
+
+// Drift is retrieval drift measured in one store: the k nearest neighbours
+// of fixed control queries (other records' vectors), before deletion and
+// after the erasure.
+type Drift struct {
+	Store   string `json:"store"`
+	Queries int    `json:"queries"` // control queries compared before and after
+	K       int    `json:"k"`
+	// OverlapAtK is the mean, over the queries, of |before ∩ after| / |before|;
+	// MinOverlapAtK the least.
+	OverlapAtK    float64 `json:"overlap_at_k"`
+	MinOverlapAtK float64 `json:"min_overlap_at_k"`
+	// ErasedNeighbours counts the before-neighbours that were records this
+	// erasure deleted (their loss is expected).
+	ErasedNeighbours int `json:"erased_neighbours"`
+	// OverlapUnerasedAtK is the mean overlap counted over the
+	// before-neighbours that this erasure did not delete: how much the
+	// neighbourhoods moved beyond the expected loss of the erased records.
+	OverlapUnerasedAtK float64 `json:"overlap_unerased_at_k"`
+	Method             string  `json:"method"`
 }
 
 // Counts sums the artifact outcomes.

@@ -63,6 +63,9 @@ type Config struct {
 	// erasures must cover: when it cannot be reached, certificates still
 	// list it as unreachable, but it does not make them incomplete.
 	OutOfScope bool `yaml:"out_of_scope,omitempty"`
+	// Nearby turns on the near-duplicate search and the retrieval-drift
+	// measurement for the store (similar.go, docs/nearby.md); any type.
+	Nearby *Nearby `yaml:"nearby,omitempty"`
 }
 
 // Opener opens a configured store. With create false, a store that does not
@@ -109,6 +112,9 @@ func Validate(c Config) error {
 	regMu.RUnlock()
 	if !ok {
 		return unknownType(c.Type)
+	}
+	if err := c.Nearby.Validate(); err != nil {
+		return err
 	}
 	if a.Validate != nil {
 		return a.Validate(c)

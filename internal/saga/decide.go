@@ -58,6 +58,8 @@ func (r *runner) decide(ctx context.Context, res *results) (*certificate.Predica
 			Reason: "holds data about this subject but belongs to " + a.Owner + "; a person must decide what to redact", Method: "not deleted: third-party mention"}
 		p.Artifacts = append(p.Artifacts, c)
 	}
+	p.Artifacts = append(p.Artifacts, r.nearArtifacts(res, p.Artifacts)...) // nearby.go
+	p.Semantic = r.semantic(res, p.Artifacts)
 	unconfigured := map[string]bool{}
 	for _, a := range p.Artifacts {
 		if a.Outcome == certificate.OutOfScope {

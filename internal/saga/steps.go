@@ -53,6 +53,7 @@ type evidenceResult struct {
 	Records  map[string]recordEvidence `json:"records"` // keys present in the store
 	Physical bool                      `json:"physical"`
 	Orphans  *orphanResult             `json:"orphans,omitempty"` // keys absent: orphans.go
+	Near     *nearResult               `json:"near,omitempty"`    // nearby.go
 }
 
 type deleteResult struct {
@@ -75,6 +76,7 @@ type probeResult struct {
 	Files    int                            `json:"files"`
 	Bytes    int64                          `json:"bytes"`
 	Orphans  *orphanResult                  `json:"orphans,omitempty"` // orphans.go
+	Drift    *driftResult                   `json:"drift,omitempty"`   // nearby.go
 }
 
 type certResult struct {
@@ -250,7 +252,7 @@ func (r *runner) after(ctx context.Context, res *results) (*certificate.Statemen
 			continue
 		}
 		out := &probeResult{}
-		err := r.storeStep("probe", st, out, func() (any, error) { return r.probe(ctx, st) })
+		err := r.storeStep("probe", st, out, func() (any, error) { return r.probeAndDrift(ctx, st, res) })
 		var pe *PendingError
 		if errors.As(err, &pe) {
 			if !r.AllowPartial {
@@ -353,6 +355,9 @@ func (r *runner) readEvidence(ctx context.Context, st string) (any, error) {
 	}
 	r.ev[st] = ev
 	if out.Orphans, err = r.probeOrphans(ctx, st, s, ev, "evidence"); err != nil {
+		return nil, err
+	}
+	if out.Near, err = r.nearby(ctx, st, s, ev, out.Records); err != nil {
 		return nil, err
 	}
 	return out, nil

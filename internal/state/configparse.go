@@ -178,6 +178,10 @@ func (p *configParser) walk(n *yaml.Node, t reflect.Type, path string) {
 			p.lines[sub] = item.Line
 			p.walk(item, t.Elem(), sub)
 		}
+	case reflect.Float64:
+		if n.Kind != yaml.ScalarNode || (n.Tag != "!!float" && n.Tag != "!!int") {
+			p.add(n, "%s: want a number, got %s", where, kindName(n))
+		}
 	case reflect.String:
 		if n.Kind != yaml.ScalarNode {
 			p.add(n, "%s: want a string, got %s", where, kindName(n))
@@ -213,6 +217,9 @@ func (p *configParser) storeTypes(root *yaml.Node) {
 		}
 		for j := 0; j+1 < len(item.Content); j += 2 {
 			k := item.Content[j]
+			if k.Value == "nearby" {
+				continue // read by the saga for every type (store/similar.go)
+			}
 			if _, known := yamlFields(reflect.TypeOf(store.Config{}))[k.Value]; known && !allowed[k.Value] {
 				p.add(k, "stores[%d]: key %s is not read by type %s (its keys: %s)", i, k.Value, typ.Value, strings.Join(keys, ", "))
 			}

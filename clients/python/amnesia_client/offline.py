@@ -355,6 +355,59 @@ def _obj(v: Any, where: str) -> Dict[str, Any]:
     return v
 
 
+def _is_num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _check_near(i: int, a: Dict[str, Any], m: Dict[str, Any]) -> None:
+    """A near-duplicate candidate is left to a person, never deleted, and
+    its similarity is a fraction (certificate/check.go checkNear)."""
+    n = m.get("near")
+    kind = a.get("kind")
+    if n is None and kind != "near-duplicate":
+        return
+    if n is None:
+        raise BadSchema(f"predicate.artifacts[{i}] is a near-duplicate without measurement.near")
+    n = _obj(n, f"predicate.artifacts[{i}].measurement.near")
+    if kind != "near-duplicate":
+        raise BadSchema(f"predicate.artifacts[{i}].measurement.near is set but kind is not near-duplicate")
+    if a.get("outcome") != "NEEDS_HUMAN":
+        raise BadSchema(f"predicate.artifacts[{i}] is a near-duplicate but its outcome is not NEEDS_HUMAN")
+    if m.get("deleted"):
+        raise BadSchema(f"predicate.artifacts[{i}] is a near-duplicate but measurement.deleted is true")
+    if n.get("method") not in ("quote", "paraphrase"):
+        raise BadSchema(f"predicate.artifacts[{i}].measurement.near.method is not quote or paraphrase")
+    if not n.get("of"):
+        raise BadSchema(f"predicate.artifacts[{i}].measurement.near.of is empty")
+    sim = n.get("similarity", 0)
+    if not (_is_num(sim) and 0 < sim <= 1):
+        raise BadSchema(f"predicate.artifacts[{i}].measurement.near.similarity is not more than 0 and at most 1")
+
+
+def _check_semantic(s: Any) -> None:
+    """The semantic section: its level, and drift figures that are
+    fractions (certificate/check.go checkSemantic)."""
+    if s is None:
+        return
+    s = _obj(s, "predicate.semantic")
+    if s.get("level") != "semantic":
+        raise BadSchema("predicate.semantic.level is not semantic")
+    drift = s.get("drift") or []
+    if not isinstance(drift, list):
+        raise BadSchema("payload field predicate.semantic.drift has the wrong JSON type")
+    for i, d in enumerate(drift):
+        d = _obj(d, f"predicate.semantic.drift[{i}]")
+        k, q = d.get("k", 0), d.get("queries", 0)
+        if not (_is_num(k) and _is_num(q)) or k < 1 or q < 0:
+            raise BadSchema(f"predicate.semantic.drift[{i}] needs k of at least 1 and queries of at least 0")
+        o, mn = d.get("overlap_at_k", 0), d.get("min_overlap_at_k", 0)
+        if not (_is_num(o) and _is_num(mn)) or o < 0 or o > 1 or mn < 0 or mn > o:
+            raise BadSchema(f"predicate.semantic.drift[{i}].overlap_at_k is not a fraction at least min_overlap_at_k")
+        u = d.get("overlap_unerased_at_k", 0)
+        if not _is_num(u) or u < 0 or u > 1:
+            raise BadSchema(f"predicate.semantic.drift[{i}].overlap_unerased_at_k is not a fraction")
+
+
 def _check_payload(body: bytes, kid: str) -> Dict[str, Any]:
     try:
         st = json.loads(body.decode("utf-8"))
@@ -425,6 +478,7 @@ def _check_payload(body: bytes, kid: str) -> Dict[str, Any]:
         m = _obj(a.get("measurement"), f"predicate.artifacts[{i}].measurement")
         if a.get("via", "") not in ("", "reconcile"):
             raise BadSchema(f'predicate.artifacts[{i}].via is not "reconcile"')
+        _check_near(i, a, m)
         if outcome == "VERIFIED":
             if level not in ("physical", "logical"):
                 raise BadSchema(f"predicate.artifacts[{i}].level is not physical or logical")
@@ -450,6 +504,7 @@ def _check_payload(body: bytes, kid: str) -> Dict[str, Any]:
             raise BadSchema("predicate.crypto_shredding needs evidence, covers and does_not_cover")
         if not sh.get("key_destroyed") and sh.get("level") == "physical":
             raise BadSchema("predicate.crypto_shredding.level is physical but key_destroyed is false")
+    _check_semantic(p.get("semantic"))
     oos = p.get("out_of_scope")
     if not isinstance(oos, list) or not oos:
         raise BadSchema("predicate.out_of_scope is empty")

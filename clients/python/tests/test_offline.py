@@ -114,6 +114,42 @@ def cases(raw: bytes) -> List[Tuple[str, bytes, int]]:
     case("re-signed, via unknown", 10, lambda b: resign(b, lambda st: st["predicate"]["artifacts"][0].__setitem__("via", "guess")))
     case("re-signed, crypto_shredding without evidence", 10, lambda b: resign(b, lambda st: st["predicate"].__setitem__("crypto_shredding", {"key_destroyed": True, "level": "physical", "evidence": "", "sealed_artifacts": 1, "covers": "c", "does_not_cover": "d"})))
     case("re-signed, crypto_shredding physical, key kept", 10, lambda b: resign(b, lambda st: st["predicate"].__setitem__("crypto_shredding", {"key_destroyed": False, "level": "physical", "evidence": "e", "sealed_artifacts": 1, "covers": "c", "does_not_cover": "d"})))
+    def near(outcome: str = "NEEDS_HUMAN", deleted: bool = False, sim: Any = 0.5, method: str = "quote") -> Callable[[Dict[str, Any]], None]:
+        def f(st: Dict[str, Any]) -> None:
+            a = {"id": "art:" + "0" * 20, "kind": "near-duplicate", "store": "docs", "outcome": outcome,
+                 "reason": "a person must decide", "method": "not deleted: near-duplicate candidate",
+                 "measurement": {"deleted": deleted, "near": {"method": method, "of": "art:" + "1" * 20, "similarity": sim}}}
+            if outcome == "VERIFIED":
+                a["level"] = "logical"
+            p = st["predicate"]
+            p["artifacts"].append(a)
+            c = p["counts"]
+            c["artifacts"] += 1
+            if outcome == "VERIFIED":
+                c["verified"] += 1
+                c["verified_logical"] += 1
+            else:
+                c["needs_human"] += 1
+        return f
+
+    def semantic(level: str = "semantic", overlap: Any = 0.9, least: Any = 0.5, unerased: Any = 1.0) -> Callable[[Dict[str, Any]], None]:
+        def f(st: Dict[str, Any]) -> None:
+            st["predicate"]["semantic"] = {"level": level, "note": "a measurement", "searches": [
+                {"store": "docs", "methods": ["quote"], "records": 0, "candidates": 0}],
+                "drift": [{"store": "docs", "queries": 4, "k": 10, "overlap_at_k": overlap, "min_overlap_at_k": least,
+                           "erased_neighbours": 1, "overlap_unerased_at_k": unerased, "method": "m"}]}
+        return f
+
+    case("re-signed, near-duplicate VERIFIED", 10, lambda b: resign(b, near(outcome="VERIFIED")))
+    case("re-signed, near-duplicate deleted", 10, lambda b: resign(b, near(deleted=True)))
+    case("re-signed, near similarity over 1", 10, lambda b: resign(b, near(sim=1.5)))
+    case("re-signed, near method unknown", 10, lambda b: resign(b, near(method="guess")))
+    case("re-signed, near-duplicate valid (not in the log)", 13, lambda b: resign(b, near()))
+    case("re-signed, semantic level", 10, lambda b: resign(b, semantic(level="physical")))
+    case("re-signed, drift overlap over 1", 10, lambda b: resign(b, semantic(overlap=1.2)))
+    case("re-signed, drift least over mean", 10, lambda b: resign(b, semantic(least=0.95)))
+    case("re-signed, drift unerased overlap negative", 10, lambda b: resign(b, semantic(unerased=-0.5)))
+    case("re-signed, semantic valid (not in the log)", 13, lambda b: resign(b, semantic()))
     case("re-signed, complete flipped", 13, lambda b: resign(b, lambda st: st["predicate"].__setitem__("complete", True)))
     return out
 
