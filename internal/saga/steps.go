@@ -284,15 +284,24 @@ func (r *runner) after(ctx context.Context, res *results) (*certificate.Statemen
 	pred.Journal = certificate.JournalRef{Head: head, Steps: steps}
 	st := certificate.NewStatement(*pred, t.ID)
 	// The certificate step signs and journals only the envelope's digest;
-	// publish signs again (Ed25519 is deterministic), checks the digest and
-	// writes the file. No certificate file exists before every step is done.
-	sign := func() ([]byte, error) { return certificate.Sign(ctx, st, r.Dir.Key) }
+	// publish uses the envelope signed there, or, when the certificate step
+	// was replayed from the journal, signs again (Ed25519 is deterministic),
+	// checks the digest and writes the file. No certificate file exists
+	// before every step is done.
+	var signed []byte // the envelope the certificate step signed in this run
+	sign := func() ([]byte, error) {
+		if signed != nil {
+			return signed, nil
+		}
+		return certificate.Sign(ctx, st, r.Dir.Key)
+	}
 	var cr certResult
 	if _, err := r.step("certificate", "", &cr, func() (any, error) {
 		env, err := sign()
 		if err != nil {
 			return nil, err
 		}
+		signed = env
 		sum := sha256.Sum256(env)
 		return certResult{SHA256: hex.EncodeToString(sum[:])}, nil
 	}); err != nil {
