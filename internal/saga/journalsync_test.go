@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/amnesia-dev/amnesia/internal/saga"
+	"github.com/amnesia-dev/amnesia/lineage"
+	"github.com/amnesia-dev/amnesia/lineage/sqliteledger"
 	"github.com/amnesia-dev/amnesia/store"
 )
 
@@ -97,5 +99,46 @@ func TestResumeAfterPowerLossKeepsEvidence(t *testing.T) {
 	}
 	if got, w := res.Statement.Predicate.Counts, want.Statement.Predicate.Counts; got != w || !res.Complete() {
 		t.Fatalf("resumed after a power loss: counts %+v (complete %v), an erasure without one: %+v", got, res.Complete(), w)
+	}
+}
+
+// countingLedger is the fixture's SQLite ledger, counting Lookup calls.
+type countingLedger struct {
+	*sqliteledger.Ledger
+	lookups map[string]int
+}
+
+func (l *countingLedger) Lookup(ctx context.Context, scope, st, key string) (*lineage.Artifact, error) {
+	l.lookups[st+"\x00"+key]++
+	return l.Ledger.Lookup(ctx, scope, st, key)
+}
+
+// Issue #13.2: the owners of the records that share a subject's windows
+// are looked up in the ledger once per record, not once per record of the
+// subject that shares with it; the certificate's evidence is unchanged.
+func TestSharedOwnersLookedUpOnce(t *testing.T) {
+	f := newFixture(t, 6, 6)
+	tr := f.trace(t, 1)
+	l := &countingLedger{Ledger: f.ledger, lookups: map[string]int{}}
+	res, err := saga.Run(context.Background(), &saga.Erasure{Dir: f.dir, Ledger: l, Stores: f.stores(), Trace: tr, Reason: "TICKET-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.lookups) == 0 {
+		t.Fatal("no record shared a window: the fixture does not exercise the lookup")
+	}
+	for k, n := range l.lookups {
+		if n > 1 {
+			t.Errorf("record %q looked up %d times in one erasure", k, n)
+		}
+	}
+	shared := 0
+	for _, e := range readJournal(t, filepath.Join(f.dir.ErasureDir(res.ID), "journal.jsonl")) {
+		if strings.HasPrefix(e.Step, "evidence:") && e.Phase == "done" && strings.Contains(string(e.Result), `"shared_owner"`) {
+			shared++
+		}
+	}
+	if shared == 0 {
+		t.Fatal("no evidence result names the owners of shared records")
 	}
 }
