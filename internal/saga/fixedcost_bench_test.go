@@ -2,6 +2,7 @@ package saga_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/amnesia-dev/amnesia/capture"
+	"github.com/amnesia-dev/amnesia/internal/bench/provenance"
 	"github.com/amnesia-dev/amnesia/internal/demo"
 	"github.com/amnesia-dev/amnesia/internal/saga"
 	"github.com/amnesia-dev/amnesia/internal/state"
@@ -89,7 +91,7 @@ func (f *docFixture) erase(tb testing.TB, person int, progress *stepTimes) {
 	}
 	e := &saga.Erasure{Dir: f.dir, Ledger: f.ledger, Stores: map[string]store.Store{"docs": f.raw}, Trace: tr, Reason: "BENCH"}
 	if progress != nil {
-		e.Progress = progress
+		e.Progress = progress // a nil *stepTimes in the interface would not be nil
 	}
 	res, err := saga.Run(ctx, e)
 	if err != nil {
@@ -121,22 +123,50 @@ func (s *stepTimes) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// BenchmarkErasureFixedCost measures one erasure (B4: trace, journaled
-// saga, certificate, transparency log) of one subject with one document on
-// a small sqlite-doc store, so that what the store's size costs (its
-// VACUUM, its scan) is small and the rest is the fixed cost per erasure.
-// AMNESIA_BENCH_STEPS=1 prints the time each step took, summed over the run.
+// fixedCostPaths is the code BenchmarkErasureFixedCost measures.
+var fixedCostPaths = append([]string{"transparency/", "certificate/", "internal/atomicfile/"}, provenance.ResiduePaths...)
+
+// FixedCostResult is bench/results/fixedcost-<store>-<people>x<docs>.json.
+type FixedCostResult struct {
+	Kind     string `json:"kind"` // "fixedcost"
+	Store    string `json:"store"`
+	Subjects int    `json:"corpus_subjects"`
+	DocsEach int    `json:"docs_each"`
+	provenance.Provenance
+	Erasures     int     `json:"erasures"`
+	MeanMs       float64 `json:"mean_ms"` // per erasure: trace, then saga.Run
+	MedianMs     float64 `json:"median_ms"`
+	P95Ms        float64 `json:"p95_ms"`
+	JournalSyncs float64 `json:"journal_fsyncs_per_erasure"`
+	// StepsMs is the time each kind of step took per erasure, from the
+	// saga's progress lines (rounded to the millisecond per step, so a
+	// step under half a millisecond counts as 0); the rest of MeanMs is the
+	// trace, the journal and the lock.
+	StepsMs map[string]float64 `json:"steps_ms"`
+}
+
+// BenchmarkErasureFixedCost measures one erasure (B4: trace, journaled saga,
+// certificate, transparency log) of one subject at a time on a sqlite-doc
+// store with a SQLite ledger: on a small store (50 subjects of 1 document),
+// where what the store's size costs (its VACUUM, its scans) is small and the
+// rest is the fixed cost per erasure, and on the residue benchmark's default
+// corpus (200 subjects of 15 documents; skipped with -short). A run with
+// b.N ≥ 20 writes bench/results/fixedcost-<store>-<people>x<docs>.json:
+//
+//	go test -run '^$' -bench ErasureFixedCost -benchtime 100x ./internal/saga/
 func BenchmarkErasureFixedCost(b *testing.B) {
 	for _, size := range []struct{ people, docs int }{{50, 1}, {200, 15}} {
-		b.Run(fmt.Sprintf("sqlite-doc-%dx%d", size.people, size.docs), func(b *testing.B) {
+		name := fmt.Sprintf("sqlite-doc-%dx%d", size.people, size.docs)
+		b.Run(name, func(b *testing.B) {
 			if size.docs > 1 && testing.Short() {
 				b.Skip("the default corpus takes a while to build")
 			}
-			var steps *stepTimes
-			if os.Getenv("AMNESIA_BENCH_STEPS") != "" {
-				steps = &stepTimes{d: map[string]time.Duration{}}
-			}
+			prov := provenance.Capture(fixedCostPaths)
+			steps := &stepTimes{d: map[string]time.Duration{}}
+			synced, stop := saga.JournalSyncs()
+			defer stop()
 			var f *docFixture
+			var walls []float64
 			next := size.people
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -149,21 +179,38 @@ func BenchmarkErasureFixedCost(b *testing.B) {
 					next = 0
 					b.StartTimer()
 				}
+				t0 := time.Now()
 				f.erase(b, next, steps)
+				walls = append(walls, float64(time.Since(t0).Microseconds())/1000)
 				next++
 			}
 			b.StopTimer()
 			f.close()
-			if steps != nil {
-				names := make([]string, 0, len(steps.d))
-				for n := range steps.d {
-					names = append(names, n)
-				}
-				sort.Strings(names)
-				for _, n := range names {
-					b.Logf("%-12s %8.2f ms/erasure", n, float64(steps.d[n].Microseconds())/1000/float64(b.N))
-				}
+			syncs := float64(len(synced())) / float64(b.N)
+			b.ReportMetric(syncs, "journal-fsyncs/op")
+			if b.N < 20 {
+				return
 			}
+			res := FixedCostResult{Kind: "fixedcost", Store: "sqlite-doc", Subjects: size.people, DocsEach: size.docs, Provenance: prov,
+				Erasures: b.N, JournalSyncs: syncs, StepsMs: map[string]float64{}}
+			sum := 0.0
+			for _, w := range walls {
+				sum += w
+			}
+			sort.Float64s(walls)
+			res.MeanMs, res.MedianMs, res.P95Ms = sum/float64(b.N), walls[len(walls)/2], walls[int(0.95*float64(len(walls)-1))]
+			for n, d := range steps.d {
+				res.StepsMs[n] = float64(d.Microseconds()) / 1000 / float64(b.N)
+			}
+			out, err := json.MarshalIndent(res, "", "  ")
+			if err != nil {
+				b.Fatal(err)
+			}
+			path := filepath.Join("..", "..", "bench", "results", "fixedcost-"+name+".json")
+			if err := os.WriteFile(path, append(out, '\n'), 0o644); err != nil {
+				b.Fatal(err)
+			}
+			b.Logf("wrote %s", path)
 		})
 	}
 }
