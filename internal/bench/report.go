@@ -45,6 +45,9 @@ func (f *File) Rerun() string {
 		}
 		return "go run ./cmd/amnesia-bench residue --store " + f.Store
 	}
+	if f.Kind == "fixedcost" {
+		return "go test -run '^$' -bench ErasureFixedCost -benchtime 100x ./internal/saga/"
+	}
 	return "go run ./cmd/amnesia-bench " + f.Kind
 }
 
@@ -160,8 +163,9 @@ func Load(dir string) (*Results, error) {
 			}
 		case "serve-capture":
 			// Capture through amnesia serve's API: reported in docs/serve.md.
-		case "trace", "capture":
-			// Trace latency and capture overhead (issue #13): reported in bench/README.md.
+		case "trace", "capture", "fixedcost":
+			// Trace latency, capture overhead and the fixed cost per
+			// erasure (issue #13): reported in bench/README.md.
 		case "model":
 			r.Model = &ModelResult{}
 			if err := json.Unmarshal(b, r.Model); err != nil {

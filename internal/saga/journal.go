@@ -40,6 +40,7 @@ type journal struct {
 	f       *os.File
 	entries []JournalEntry
 	appends int
+	dirty   bool // written since the last fsync
 	now     func() time.Time
 	release func() // the subject's erasure lock (lock.go), released by close
 }
@@ -91,8 +92,22 @@ func openJournal(path string, now func() time.Time) (*journal, error) {
 	return j, nil
 }
 
-// append writes one entry and fsyncs it.
+// append writes one entry and fsyncs the journal.
 func (j *journal) append(step, phase string, result any, stepErr error) error {
+	if err := j.write(step, phase, result, stepErr); err != nil {
+		return err
+	}
+	return j.sync()
+}
+
+// write appends one entry without fsyncing it: it reaches the disk with the
+// next sync (or the next append). A process that is killed loses nothing
+// written; a power loss can lose the entries written since the last sync,
+// all of them after the last synced one (the file is append-only, so what
+// survives is a prefix, its last line perhaps torn: openJournal truncates
+// it). The saga syncs before every step whose effect would make an earlier
+// step, run again, give a different result (runner.step, durableBefore).
+func (j *journal) write(step, phase string, result any, stepErr error) error {
 	e := JournalEntry{Seq: len(j.entries) + 1, Step: step, Phase: phase, At: j.now().UTC().Format(time.RFC3339Nano)}
 	if len(j.entries) > 0 {
 		e.Prev = j.entries[len(j.entries)-1].Hash
@@ -112,14 +127,38 @@ func (j *journal) append(step, phase string, result any, stepErr error) error {
 	if _, err := j.f.Write(append(line, '\n')); err != nil {
 		return fmt.Errorf("journal %s: %w", step, err)
 	}
-	if err := j.f.Sync(); err != nil {
-		return fmt.Errorf("journal %s: %w", step, err)
-	}
 	j.entries = append(j.entries, e)
 	j.appends++
+	j.dirty = true
 	afterJournalAppend(j.appends) // test hook: testhooks.go
 	return nil
 }
+
+// sync fsyncs what was written since the last sync, if anything.
+func (j *journal) sync() error {
+	if !j.dirty {
+		return nil
+	}
+	if err := j.f.Sync(); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	j.dirty = false
+	if onJournalSync != nil {
+		onJournalSync(j.entries[len(j.entries)-1]) // tests: export_test.go
+	}
+	if onJournalSyncFile != nil {
+		onJournalSyncFile(j.path)
+	}
+	return nil
+}
+
+// onJournalSync, when set (by tests), is called after each fsync of a
+// journal with its last entry.
+var onJournalSync func(last JournalEntry)
+
+// onJournalSyncFile, when set (by tests), is called after each fsync of a
+// journal with its path.
+var onJournalSyncFile func(path string)
 
 // final returns the finished entry (done or failed) of a step, if any.
 func (j *journal) final(step string) *JournalEntry {

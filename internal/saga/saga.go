@@ -311,8 +311,14 @@ func (r *runner) step(kind, st string, out any, fn func() (any, error)) (stepErr
 		r.progress("  %-28s done (journal)", name)
 		return nil, nil
 	}
-	if err := r.j.append(name, phaseBegin, nil, nil); err != nil {
+	if err := r.j.write(name, phaseBegin, nil, nil); err != nil {
 		return nil, err
+	}
+	if durableBefore[kind] {
+		// Every entry so far reaches the disk before this step's effect.
+		if err := r.j.sync(); err != nil {
+			return nil, err
+		}
 	}
 	start := r.Now()
 	res, ferr := fn()
@@ -330,7 +336,7 @@ func (r *runner) step(kind, st string, out any, fn func() (any, error)) (stepErr
 		}
 		r.Log.Warn("step failed", "erasure", r.id, "step", name, "err", ferr)
 		r.progress("  %-28s FAILED: %v", name, ferr)
-		return &StepError{Step: kind, Store: st, Err: ferr}, r.j.append(name, phaseFailed, nil, ferr)
+		return &StepError{Step: kind, Store: st, Err: ferr}, r.j.write(name, phaseFailed, nil, ferr)
 	}
 	if out != nil && res != nil {
 		b, _ := json.Marshal(res)
@@ -339,8 +345,31 @@ func (r *runner) step(kind, st string, out any, fn func() (any, error)) (stepErr
 		}
 	}
 	r.progress("  %-28s done (%s)", name, r.Now().Sub(start).Round(time.Millisecond))
-	return nil, r.j.append(name, phaseDone, res, nil)
+	return nil, r.j.write(name, phaseDone, res, nil)
 }
+
+// durableBefore are the kinds of step before whose effect the journal is
+// fsynced (one fsync for every entry written since the last one), instead
+// of an fsync per entry. An entry that a power loss takes away only makes
+// its step run again on resume, as a crash between a step's effect and its
+// done entry always could (every step is idempotent); what must not happen
+// is an effect that makes an earlier step, run again, give another result
+// while that step's result is not yet on disk:
+//
+//   - suppress: the first change to the ledger; from here the journal file
+//     must exist, or a rerun would take the suppressed subject for a new
+//     erasure with a stale trace.
+//   - delete: the evidence read before deletion cannot be read again after
+//     it.
+//   - publish: the certificate file carries decide's issue time and the
+//     digest the certificate step journaled.
+//
+// The other steps read (plan, evidence, probe, certificate), or have an
+// effect that running them again repeats with the same result (reclaim,
+// shred, decide: the ledger marks are idempotent). The entries written after
+// publish's sync (publish done) are not fsynced: losing them makes a rerun
+// publish the same certificate again (publish is idempotent).
+var durableBefore = map[string]bool{"suppress": true, "delete": true, "publish": true}
 
 // storeStep runs a per-store step unless the store already failed; a
 // failure marks the store failed (r.failed) and the erasure goes on.

@@ -290,15 +290,24 @@ func (r *runner) after(ctx context.Context, res *results) (*certificate.Statemen
 	pred.Journal = certificate.JournalRef{Head: head, Steps: steps}
 	st := certificate.NewStatement(*pred, t.ID)
 	// The certificate step signs and journals only the envelope's digest;
-	// publish signs again (Ed25519 is deterministic), checks the digest and
-	// writes the file. No certificate file exists before every step is done.
-	sign := func() ([]byte, error) { return certificate.Sign(ctx, st, r.Dir.Key) }
+	// publish uses the envelope signed there, or, when the certificate step
+	// was replayed from the journal, signs again (Ed25519 is deterministic),
+	// checks the digest and writes the file. No certificate file exists
+	// before every step is done.
+	var signed []byte // the envelope the certificate step signed in this run
+	sign := func() ([]byte, error) {
+		if signed != nil {
+			return signed, nil
+		}
+		return certificate.Sign(ctx, st, r.Dir.Key)
+	}
 	var cr certResult
 	if _, err := r.step("certificate", "", &cr, func() (any, error) {
 		env, err := sign()
 		if err != nil {
 			return nil, err
 		}
+		signed = env
 		sum := sha256.Sum256(env)
 		return certResult{SHA256: hex.EncodeToString(sum[:])}, nil
 	}); err != nil {
@@ -342,8 +351,9 @@ func (r *runner) readEvidence(ctx context.Context, st string) (any, error) {
 		}
 		found, out.Physical = rep.Found, true
 	}
+	looked := map[string]string{} // key -> owner, "" when the ledger does not know it: one lookup per key
 	for k, e := range ev {
-		owners, err := r.sharedOwners(ctx, st, e.SharedWith)
+		owners, err := r.sharedOwners(ctx, st, e.SharedWith, looked)
 		if err != nil {
 			return nil, err
 		}
@@ -364,8 +374,10 @@ func (r *runner) readEvidence(ctx context.Context, st string) (any, error) {
 }
 
 // sharedOwners numbers the owners of the records in with (see
-// recordEvidence.SharedOwner), looking each up in the ledger.
-func (r *runner) sharedOwners(ctx context.Context, st string, with map[string]int) (map[string]int, error) {
+// recordEvidence.SharedOwner), looking each up in the ledger once per
+// erasure step: looked keeps the owners already looked up ("" for a record
+// the ledger does not know).
+func (r *runner) sharedOwners(ctx context.Context, st string, with map[string]int, looked map[string]string) (map[string]int, error) {
 	if len(with) == 0 {
 		return nil, nil
 	}
@@ -377,18 +389,26 @@ func (r *runner) sharedOwners(ctx context.Context, st string, with map[string]in
 	num := map[string]int{}
 	out := map[string]int{}
 	for _, k := range keys {
-		a, err := r.Ledger.Lookup(ctx, r.Trace.Scope, st, k)
-		if errors.Is(err, lineage.ErrNotFound) {
+		owner, ok := looked[k]
+		if !ok {
+			a, err := r.Ledger.Lookup(ctx, r.Trace.Scope, st, k)
+			switch {
+			case errors.Is(err, lineage.ErrNotFound):
+			case err != nil:
+				return nil, fmt.Errorf("look up the records that share windows: %w", err)
+			default:
+				owner = a.Subject.String()
+			}
+			looked[k] = owner
+		}
+		if owner == "" {
 			out[k] = 0
 			continue
 		}
-		if err != nil {
-			return nil, fmt.Errorf("look up the records that share windows: %w", err)
+		if _, ok := num[owner]; !ok {
+			num[owner] = len(num) + 1
 		}
-		if _, ok := num[a.Subject.String()]; !ok {
-			num[a.Subject.String()] = len(num) + 1
-		}
-		out[k] = num[a.Subject.String()]
+		out[k] = num[owner]
 	}
 	return out, nil
 }
@@ -483,13 +503,14 @@ func (r *runner) publish(ctx context.Context, env []byte, sum string) error {
 	}
 	for _, st := range r.stores {
 		for _, p := range []string{r.evidencePath(st), r.orphanPath(st)} {
-			// The file was only ever ciphertext (seal.go).
+			// The file was only ever ciphertext (seal.go). Shred fsyncs
+			// the directory after the unlink.
 			if err := atomicfile.Shred(p); err != nil {
 				return fmt.Errorf("publish: destroy evidence: %w", err)
 			}
 		}
 	}
-	return state.SyncDir(r.dir)
+	return nil
 }
 
 // physical returns the store's physical prober when it has one and declares

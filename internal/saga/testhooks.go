@@ -14,7 +14,8 @@ const TestHooks = true
 
 // afterJournalAppend is a crash point for tests: with
 // AMNESIA_CRASH_AFTER_JOURNAL=k, the process SIGKILLs itself right after a
-// journal's k-th append is fsynced. Only a binary built with the tag
+// journal's k-th entry is written (the page cache
+// keeps it; fsyncs are in journal.sync). Only a binary built with the tag
 // amnesia_testhooks reads the variable (cmd/amnesia's tests build one).
 func afterJournalAppend(n int) {
 	k, _ := strconv.Atoi(os.Getenv("AMNESIA_CRASH_AFTER_JOURNAL"))

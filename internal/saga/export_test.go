@@ -1,0 +1,26 @@
+package saga
+
+import "sync"
+
+// JournalSyncs records, from now until stop is called, the last entry
+// (step and phase) of each journal fsync.
+func JournalSyncs() (synced func() []string, stop func()) {
+	var mu sync.Mutex
+	var got []string
+	onJournalSync = func(e JournalEntry) {
+		mu.Lock()
+		got = append(got, e.Phase+" "+e.Step)
+		mu.Unlock()
+	}
+	return func() []string {
+			mu.Lock()
+			defer mu.Unlock()
+			return append([]string(nil), got...)
+		}, func() {
+			onJournalSync = nil
+			onJournalSyncFile = nil
+		}
+}
+
+// OnJournalSyncFile calls fn with the journal's path after each fsync.
+func OnJournalSyncFile(fn func(path string)) { onJournalSyncFile = fn }

@@ -1,0 +1,144 @@
+package saga_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/amnesia-dev/amnesia/internal/saga"
+	"github.com/amnesia-dev/amnesia/lineage"
+	"github.com/amnesia-dev/amnesia/lineage/sqliteledger"
+	"github.com/amnesia-dev/amnesia/store"
+)
+
+// Issue #13.7: the journal is fsynced once before each step whose effect
+// must find the earlier results on disk (suppress, each delete, publish),
+// not after each of its entries.
+func TestJournalSyncsOnlyBeforeEffects(t *testing.T) {
+	f := newFixture(t, 4, 3)
+	tr := f.trace(t, 1)
+	synced, stop := saga.JournalSyncs()
+	defer stop()
+	res, err := f.erase(t, tr, f.stores(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Complete() {
+		t.Fatalf("erasure incomplete: %+v", res.Statement.Predicate.Counts)
+	}
+	want := []string{"begin suppress", "begin delete:docs", "begin delete:vectors", "begin publish"}
+	if got := synced(); !slices.Equal(got, want) {
+		t.Fatalf("journal fsyncs after %q, want %q", got, want)
+	}
+	j := readJournal(t, filepath.Join(f.dir.ErasureDir(res.ID), "journal.jsonl"))
+	if n := len(j); n != 28 {
+		t.Fatalf("journal holds %d entries, want every step's begin and done (28)", n)
+	}
+}
+
+// panicAt is a progress writer that panics when a step's done line is
+// written: the process stops after the step's effect, before its done entry.
+type panicAt string
+
+func (p panicAt) Write(b []byte) (int, error) {
+	if strings.Contains(string(b), string(p)) && strings.Contains(string(b), " done (") {
+		panic("stop: " + string(p))
+	}
+	return len(b), nil
+}
+
+// A power loss keeps only what the journal had at its last fsync. Stopped
+// after the last probe (records deleted, store reclaimed and probed, none of
+// it fsynced) with the journal put back as it was at its last fsync, the
+// erasure resumes to a complete certificate: the evidence read before
+// deletion was on disk before the delete.
+func TestResumeAfterPowerLossKeepsEvidence(t *testing.T) {
+	f := newFixture(t, 4, 3)
+	tr := f.trace(t, 1)
+	ref := newFixture(t, 4, 3)
+	want, err := ref.erase(t, ref.trace(t, 1), ref.stores(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var path string
+	var onDisk []byte
+	synced, stop := saga.JournalSyncs()
+	defer stop()
+	saga.OnJournalSyncFile(func(p string) {
+		path = p
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Error(err)
+		}
+		onDisk = b
+	})
+	func() {
+		defer func() {
+			if r := recover(); r == nil {
+				t.Fatal("the erasure did not stop at probe:vectors")
+			}
+		}()
+		saga.Run(context.Background(), &saga.Erasure{Dir: f.dir, Ledger: f.ledger, Stores: f.stores(), Trace: tr, Reason: "TICKET-1", Progress: panicAt("probe:vectors")})
+	}()
+	if got := synced(); len(got) == 0 || got[len(got)-1] != "begin delete:vectors" {
+		t.Fatalf("last fsync after %q, want after begin delete:vectors", got)
+	}
+	if err := os.WriteFile(path, onDisk, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	res, err := saga.Run(context.Background(), &saga.Erasure{Dir: f.dir, Ledger: f.ledger, Stores: map[string]store.Store{"docs": f.rawD, "vectors": f.rawV}, Trace: tr, Reason: "TICKET-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Resumed {
+		t.Fatal("the second run did not resume the erasure")
+	}
+	if got, w := res.Statement.Predicate.Counts, want.Statement.Predicate.Counts; got != w || !res.Complete() {
+		t.Fatalf("resumed after a power loss: counts %+v (complete %v), an erasure without one: %+v", got, res.Complete(), w)
+	}
+}
+
+// countingLedger is the fixture's SQLite ledger, counting Lookup calls.
+type countingLedger struct {
+	*sqliteledger.Ledger
+	lookups map[string]int
+}
+
+func (l *countingLedger) Lookup(ctx context.Context, scope, st, key string) (*lineage.Artifact, error) {
+	l.lookups[st+"\x00"+key]++
+	return l.Ledger.Lookup(ctx, scope, st, key)
+}
+
+// Issue #13.2: the owners of the records that share a subject's windows
+// are looked up in the ledger once per record, not once per record of the
+// subject that shares with it; the certificate's evidence is unchanged.
+func TestSharedOwnersLookedUpOnce(t *testing.T) {
+	f := newFixture(t, 6, 6)
+	tr := f.trace(t, 1)
+	l := &countingLedger{Ledger: f.ledger, lookups: map[string]int{}}
+	res, err := saga.Run(context.Background(), &saga.Erasure{Dir: f.dir, Ledger: l, Stores: f.stores(), Trace: tr, Reason: "TICKET-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.lookups) == 0 {
+		t.Fatal("no record shared a window: the fixture does not exercise the lookup")
+	}
+	for k, n := range l.lookups {
+		if n > 1 {
+			t.Errorf("record %q looked up %d times in one erasure", k, n)
+		}
+	}
+	shared := 0
+	for _, e := range readJournal(t, filepath.Join(f.dir.ErasureDir(res.ID), "journal.jsonl")) {
+		if strings.HasPrefix(e.Step, "evidence:") && e.Phase == "done" && strings.Contains(string(e.Result), `"shared_owner"`) {
+			shared++
+		}
+	}
+	if shared == 0 {
+		t.Fatal("no evidence result names the owners of shared records")
+	}
+}
