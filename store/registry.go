@@ -60,6 +60,11 @@ type Config struct {
 	// erasures must cover: when it cannot be reached, certificates still
 	// list it as unreachable, but it does not make them incomplete.
 	OutOfScope bool `yaml:"out_of_scope,omitempty"`
+	// Owner is the host whose disk holds a store in files (sqlite-doc,
+	// sqlite-vec, faiss, chromem, file): the queue routes its erasures to
+	// the worker started with --host <owner>. amnesia.yaml's parser allows
+	// it only for types that read a path.
+	Owner string `yaml:"owner,omitempty"`
 }
 
 // Opener opens a configured store. With create false, a store that does not

@@ -27,6 +27,7 @@ import (
 type serveOptions struct {
 	listen   string
 	noWorker bool
+	host     string
 	lease    time.Duration
 	poll     time.Duration
 	grace    time.Duration
@@ -66,6 +67,7 @@ claim, here or in another serve process. See docs/serve.md.`,
 	cmd.Flags().DurationVar(&o.poll, "poll", time.Second, "how often the worker loop looks for work and updates the requests")
 	cmd.Flags().DurationVar(&o.grace, "grace", 30*time.Second, "how long shutdown waits for requests in flight")
 	cmd.Flags().StringVar(&o.id, "id", "", "worker name in the queue (default serve:host:pid)")
+	cmd.Flags().StringVar(&o.host, "host", "", "this host's name: its worker erases only the stores in files whose owner: it is (and server stores); required when stores have owners")
 	return cmd
 }
 
@@ -90,7 +92,7 @@ func runServe(ctx context.Context, g *globalOptions, o *serveOptions, out, errw 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	svc, err := service.Open(ctx, g.stateDir, service.Options{
-		Log: log, Registerer: reg, Lease: o.lease, PollInterval: o.poll, WorkerID: o.id, NoWorker: o.noWorker,
+		Log: log, Registerer: reg, Lease: o.lease, PollInterval: o.poll, WorkerID: o.id, Host: o.host, NoWorker: o.noWorker,
 	})
 	if err != nil {
 		return err
