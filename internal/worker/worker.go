@@ -55,13 +55,13 @@ var TestBarrier func(worker string)
 type Worker struct {
 	Env   *erasure.Env
 	Queue lineage.Queue
-	ID    string        // the worker's name in the queue and the log
+	ID    string // the worker's name in the queue and the log
 	// Host is the host this worker runs on (--host). When set, the worker
 	// claims only erasures bound to this host or to none
 	// (lineage.RoutedQueue.ClaimOn): the stores in files whose owner: is
 	// another host are erased there. An installation whose stores have
 	// owners requires it.
-	Host string
+	Host  string
 	Lease time.Duration // how long a claim lasts without renewal; renewed every third of it
 	Poll  time.Duration // how often an idle worker looks for work
 	Once  bool          // run at most one erasure; Run returns its error
