@@ -159,6 +159,8 @@ func Load(dir string) (*Results, error) {
 			}
 		case "serve-capture":
 			// Capture through amnesia serve's API: reported in docs/serve.md.
+		case "workers":
+			// Erasures per minute with 1, 2 and 4 workers (issue #18): reported in docs/scale.md.
 		case "trace", "capture":
 			// Trace latency and capture overhead (issue #13): reported in bench/README.md.
 		default:
