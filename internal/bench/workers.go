@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -42,6 +43,10 @@ type WorkersRun struct {
 	Complete  int     `json:"complete"` // certificates that say complete (every artifact verified)
 	Seconds   float64 `json:"seconds"`
 	PerMinute float64 `json:"erasures_per_minute"`
+	// CompletePerMinute counts only the erasures whose certificate says
+	// complete; the others (RESIDUAL or UNVERIFIED entries) finished and
+	// need a follow-up erasure.
+	CompletePerMinute float64 `json:"complete_erasures_per_minute"`
 	// PerWorkerPerMinute is PerMinute / Workers.
 	PerWorkerPerMinute float64 `json:"erasures_per_minute_per_worker"`
 	// Ledger growth per erasure (the erasures' own writes, captures not
@@ -51,6 +56,10 @@ type WorkersRun struct {
 	EventsPerErasure      float64 `json:"events_per_erasure"`
 	LogLeavesPerErasure   float64 `json:"log_leaves_per_erasure"`
 	LedgerBytesPerErasure float64 `json:"database_bytes_per_erasure"`
+	// LogLeafBytes is the mean size of a transparency-log leaf (its data
+	// column); CertificateBytes the mean size of a certificate file.
+	LogLeafBytes     float64 `json:"log_leaf_bytes_mean"`
+	CertificateBytes float64 `json:"certificate_bytes_mean"`
 }
 
 // WorkersResult is bench/results/workers.json.
@@ -218,14 +227,29 @@ func workersRun(ctx context.Context, o WorkersOptions, n int) (*WorkersRun, erro
 	e := float64(run.Erasures)
 	run.PerMinute = e / elapsed.Minutes()
 	run.PerWorkerPerMinute = run.PerMinute / float64(n)
+	run.CompletePerMinute = float64(run.Complete) / elapsed.Minutes()
 	run.EventsPerErasure = float64(after.events-before.events) / e
 	run.LogLeavesPerErasure = float64(after.leaves-before.leaves) / e
 	run.LedgerBytesPerErasure = float64(after.bytes-before.bytes) / e
-	progress(o.Progress, "workers=%d: %d erasures in %.1fs: %.1f per minute\n", n, run.Erasures, run.Seconds, run.PerMinute)
+	run.LogLeafBytes = after.leafBytes
+	certs, _ := filepath.Glob(filepath.Join(statePath, "certificates", "*.dsse.json"))
+	var total int64
+	for _, c := range certs {
+		if fi, err := os.Stat(c); err == nil {
+			total += fi.Size()
+		}
+	}
+	if len(certs) > 0 {
+		run.CertificateBytes = float64(total) / float64(len(certs))
+	}
+	progress(o.Progress, "workers=%d: %d erasures (%d complete) in %.1fs: %.1f per minute\n", n, run.Erasures, run.Complete, run.Seconds, run.PerMinute)
 	return run, nil
 }
 
-type counts struct{ events, leaves, bytes int64 }
+type counts struct {
+	events, leaves, bytes int64
+	leafBytes             float64
+}
 
 func ledgerCounts(ctx context.Context, dsn string) (counts, error) {
 	var c counts
@@ -234,7 +258,8 @@ func ledgerCounts(ctx context.Context, dsn string) (counts, error) {
 		return c, err
 	}
 	defer conn.Close(ctx)
-	err = conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM events), (SELECT count(*) FROM tlog_leaves), pg_database_size(current_database())`).Scan(&c.events, &c.leaves, &c.bytes)
+	err = conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM events), (SELECT count(*) FROM tlog_leaves), pg_database_size(current_database()),
+		(SELECT coalesce(avg(length(data)), 0)::float8 FROM tlog_leaves)`).Scan(&c.events, &c.leaves, &c.bytes, &c.leafBytes)
 	return c, err
 }
 
