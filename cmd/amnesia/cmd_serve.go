@@ -82,6 +82,12 @@ func runServe(ctx context.Context, g *globalOptions, o *serveOptions, out, errw 
 	if err != nil {
 		return err
 	}
+	if o.host != "" && !state.ValidHostName(o.host) {
+		return withCode(exitUsage, fmt.Errorf("--host %q: want a host name (letters, digits, '.', '-', '_'), as in the stores' owner: keys", o.host))
+	}
+	if o.host == "" && !o.noWorker && dir.Config.HasOwners() {
+		return withCode(exitUsage, errors.New("this installation's stores in files have owners (owner: in amnesia.yaml): start serve with --host NAME, the name of this host, or with --no-worker"))
+	}
 	sc := dir.Config.Serve
 	logFile, err := os.OpenFile(dir.LogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {

@@ -21,9 +21,9 @@ func TestStoreOwners(t *testing.T) {
 		t.Fatalf("owners %v", o)
 	}
 	for yaml, want := range map[string]string{
-		"stores:\n  - {name: p, type: postgres, dsn: 'postgres://db/x', table: docs, owner: h}\n":                        "line 3: stores[0]: key owner is not read by type postgres",
+		"stores:\n  - {name: p, type: postgres, dsn: 'postgres://db/x', table: docs, owner: h}\n":                       "line 3: stores[0]: key owner is not read by type postgres",
 		"stores:\n  - {name: a, type: sqlite-doc, path: a.db, owner: h}\n  - {name: b, type: sqlite-doc, path: b.db}\n": `store "a" has an owner but store "b", also in files, has none`,
-		"stores:\n  - {name: a, type: sqlite-doc, path: a.db, owner: 'h a'}\n":                                        "want a host name",
+		"stores:\n  - {name: a, type: sqlite-doc, path: a.db, owner: 'h a'}\n":                                          "want a host name",
 	} {
 		p := filepath.Join(t.TempDir(), "amnesia.yaml")
 		os.WriteFile(p, []byte("version: 1\n"+yaml), 0o600)
