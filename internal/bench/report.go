@@ -293,6 +293,9 @@ func (r *Results) filesTable() string {
 		if f.Kind == "serve-capture" {
 			b.WriteString("\n`serve-capture.json` (capture through `amnesia serve`'s API) is reported in [docs/serve.md](docs/serve.md).\n")
 		}
+		if f.Kind == "workers" {
+			b.WriteString("\n`workers.json` (erasures per minute with 1, 2 and 4 workers on one PostgreSQL ledger) is reported in [docs/scale.md](docs/scale.md).\n")
+		}
 	}
 	return b.String()
 }
