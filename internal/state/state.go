@@ -6,6 +6,8 @@
 //	amnesia.yaml           configuration (stores, scope, certificate validity)
 //	pepper                 32 random bytes: the key of every subject digest
 //	signing-key.pem        the current Ed25519 signing key, PKCS#8 PEM
+//	                       (pepper and signing-key.pem are absent when amnesia.yaml's
+//	                       secrets: names another source: secretsconfig.go, docs/scale.md)
 //	signing-key.pub.pem    its public key, PEM SubjectPublicKeyInfo ("BEGIN PUBLIC KEY")
 //	keyring.json           every signing key's public key, id, creation and retirement
 //	                       time (a trust file, see keyring.go and docs/keys.md)
