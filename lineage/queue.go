@@ -40,6 +40,10 @@ type Job struct {
 	LeaseUntil  time.Time // end of the current claim's lease
 	Certificate string    // done: what the worker reported (amnesia: sha256 of the envelope)
 	Error       string    // failed: why
+	// Owner is the host that must run the erasure (its trace has artifacts
+	// in a store that lives in files on that host: owner: in amnesia.yaml),
+	// "" for any host. Set at enqueue (RoutedQueue.EnqueueFor).
+	Owner string
 }
 
 // Queue is the erasure work queue kept in the ledger, implemented by

@@ -66,6 +66,11 @@ type Config struct {
 	// Nearby turns on the near-duplicate search and the retrieval-drift
 	// measurement for the store (similar.go, docs/nearby.md); any type.
 	Nearby *Nearby `yaml:"nearby,omitempty"`
+	// Owner is the host whose disk holds a store in files (sqlite-doc,
+	// sqlite-vec, faiss, chromem, file): the queue routes its erasures to
+	// the worker started with --host <owner>. amnesia.yaml's parser allows
+	// it only for types that read a path.
+	Owner string `yaml:"owner,omitempty"`
 }
 
 // Opener opens a configured store. With create false, a store that does not

@@ -11,6 +11,7 @@
 //	go run ./cmd/amnesia-bench pgvector [--vectors 100000 --dim 384 --subjects 1000 --batch 100 --dsn $AMNESIA_TEST_PG_DSN]
 //	go run ./cmd/amnesia-bench serve-capture [--dsn $AMNESIA_TEST_PG_DSN --clients 8 --duration 10s]
 //	go run ./cmd/amnesia-bench model [--shards 4 --people 40 --rows-each 5 --erasures 5 --references 99]
+//	go run ./cmd/amnesia-bench workers [--pg $AMNESIA_TEST_PG_DSN --workers 1,2,4 --erasures 200 --docs-each 5]
 //	go run ./cmd/amnesia-bench report
 package main
 
@@ -31,7 +32,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: amnesia-bench residue|scale|trace|capture|pgvector|serve-capture|model|report [flags]")
+		fmt.Fprintln(os.Stderr, "usage: amnesia-bench residue|scale|trace|capture|pgvector|serve-capture|model|workers|report [flags]")
 		os.Exit(2)
 	}
 	ctx := context.Background()
@@ -157,6 +158,28 @@ func main() {
 	case "ngram-train":
 		// The model benchmark's retrain command: ngram-train <shard.jsonl> <output>.
 		_, err = bench.RunNgramTrain(os.Args)
+	case "workers":
+		o := bench.WorkersOptions{Progress: os.Stderr}
+		fs.StringVar(&o.PG, "pg", os.Getenv("AMNESIA_TEST_PG_DSN"), "PostgreSQL server (a role that may CREATE DATABASE; default $AMNESIA_TEST_PG_DSN)")
+		counts := fs.String("workers", "1,2,4", "worker counts, one run each")
+		fs.IntVar(&o.Erasures, "erasures", 200, "erasures queued per run")
+		fs.IntVar(&o.DocsEach, "docs-each", 5, "documents per subject (each with 2 chunks)")
+		fs.Parse(os.Args[2:])
+		o.Work = scratch(*work)
+		for _, c := range strings.Split(*counts, ",") {
+			n, cerr := strconv.Atoi(strings.TrimSpace(c))
+			if cerr != nil || n < 1 {
+				err = fmt.Errorf("--workers %q: want positive counts such as 1,2,4", *counts)
+				break
+			}
+			o.Counts = append(o.Counts, n)
+		}
+		if err == nil {
+			var r *bench.WorkersResult
+			if r, err = bench.Workers(ctx, o); err == nil {
+				err = write(filepath.Join(*out, "workers.json"), r)
+			}
+		}
 	case "report":
 		fs.Parse(os.Args[2:])
 		err = report(*out)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/amnesia-dev/amnesia/certificate"
 	"github.com/amnesia-dev/amnesia/internal/saga"
 	"github.com/amnesia-dev/amnesia/internal/state"
+	"github.com/amnesia-dev/amnesia/lineage"
 )
 
 func newKeysCommand(g *globalOptions) *cobra.Command {
@@ -96,6 +98,10 @@ signed still verify. Its private key is overwritten and deleted.
 Rotate refuses while an erasure has signed its certificate but not published
 it (resuming it must sign with the same key): finish those first. Restart
 running workers after a rotation: a process keeps the key it started with.
+The ledger records the new key's id: a host that starts with another key is
+refused (exit code 23). With secrets.signing_key: dir:PATH the new key is
+written there as the next version, for every host to read; a file: or env:
+source is not written: rotation is refused.
 Then export the trust file again (amnesia keys export) for verifiers.`,
 		Args: usageArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -110,9 +116,26 @@ Then export the trust file again (amnesia keys export) for verifiers.`,
 			if len(pending) > 0 {
 				return fmt.Errorf("rotate: %d erasure(s) signed a certificate that is not published yet (%s); resuming must sign with the same key: finish them first (amnesia forget or amnesia worker resumes them)", len(pending), strings.Join(pending, ", "))
 			}
+			// The ledger records the current key's id, which every host
+			// compares at start (state.Dir.CheckSecrets): opened first, so
+			// that only a host holding the current key rotates.
+			l, err := dir.OpenLedger(cmd.Context(), state.LedgerChecked)
+			switch {
+			case errors.Is(err, lineage.ErrNoLedger):
+				l = nil // no ledger yet: its first open records the key
+			case err != nil:
+				return err
+			default:
+				defer l.Close()
+			}
 			nk, ok, err := dir.RotateKey(time.Now())
 			if err != nil {
 				return err
+			}
+			if l != nil {
+				if err := dir.RecordSigningKey(cmd.Context(), l); err != nil {
+					return fmt.Errorf("rotated to %s, but the ledger still expects the earlier key: %w (run 'amnesia keys rotate' again)", nk.ID, err)
+				}
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "rotated\n  current key:  %s (%s)\n  earlier key:  %s, still trusted; its private key is destroyed\n  retire it:    amnesia keys retire %s --from <time>\n  verifiers:    amnesia keys export --out trust.json\n",
 				nk.ID, dir.PublicKeyPath(), ok.ID, ok.ID)

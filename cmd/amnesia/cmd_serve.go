@@ -27,6 +27,7 @@ import (
 type serveOptions struct {
 	listen   string
 	noWorker bool
+	host     string
 	lease    time.Duration
 	poll     time.Duration
 	grace    time.Duration
@@ -66,6 +67,7 @@ claim, here or in another serve process. See docs/serve.md.`,
 	cmd.Flags().DurationVar(&o.poll, "poll", time.Second, "how often the worker loop looks for work and updates the requests")
 	cmd.Flags().DurationVar(&o.grace, "grace", 30*time.Second, "how long shutdown waits for requests in flight")
 	cmd.Flags().StringVar(&o.id, "id", "", "worker name in the queue (default serve:host:pid)")
+	cmd.Flags().StringVar(&o.host, "host", "", "this host's name: its worker erases only the stores in files whose owner: it is (and server stores); required when stores have owners")
 	return cmd
 }
 
@@ -80,6 +82,12 @@ func runServe(ctx context.Context, g *globalOptions, o *serveOptions, out, errw 
 	if err != nil {
 		return err
 	}
+	if o.host != "" && !state.ValidHostName(o.host) {
+		return withCode(exitUsage, fmt.Errorf("--host %q: want a host name (letters, digits, '.', '-', '_'), as in the stores' owner: keys", o.host))
+	}
+	if o.host == "" && !o.noWorker && dir.Config.HasOwners() {
+		return withCode(exitUsage, errors.New("this installation's stores in files have owners (owner: in amnesia.yaml): start serve with --host NAME, the name of this host, or with --no-worker"))
+	}
 	sc := dir.Config.Serve
 	logFile, err := os.OpenFile(dir.LogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -90,7 +98,7 @@ func runServe(ctx context.Context, g *globalOptions, o *serveOptions, out, errw 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	svc, err := service.Open(ctx, g.stateDir, service.Options{
-		Log: log, Registerer: reg, Lease: o.lease, PollInterval: o.poll, WorkerID: o.id, NoWorker: o.noWorker,
+		Log: log, Registerer: reg, Lease: o.lease, PollInterval: o.poll, WorkerID: o.id, Host: o.host, NoWorker: o.noWorker,
 	})
 	if err != nil {
 		return err

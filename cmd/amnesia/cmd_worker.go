@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/amnesia-dev/amnesia/internal/saga"
+	"github.com/amnesia-dev/amnesia/internal/state"
 	"github.com/amnesia-dev/amnesia/internal/worker"
 	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/subject"
@@ -23,6 +24,7 @@ type workerOptions struct {
 	lease time.Duration
 	poll  time.Duration
 	id    string
+	host  string
 }
 
 func newWorkerCommand(g *globalOptions) *cobra.Command {
@@ -40,6 +42,10 @@ journals, certificates, pepper and signing key live there). With file-based
 stores (SQLite, sqlite-vec) the workers of one state directory run their
 erasures one at a time (flock on <state>/worker.lock). See docs/ledger.md.
 
+Several hosts: give each store in files its owner: (the host whose disk holds
+it) in amnesia.yaml and start each worker with --host NAME: it claims only the
+erasures of its own stores in files, and those of server stores (docs/scale.md).
+
 --once runs at most one erasure; --drain exits when nothing is waiting;
 otherwise the worker polls until it is stopped (SIGINT/SIGTERM hand the
 current erasure back to the queue).`,
@@ -50,6 +56,9 @@ current erasure back to the queue).`,
 			}
 			if err := subject.CheckFreeText("--id", o.id); err != nil {
 				return err // the worker name goes into the queue and the log
+			}
+			if o.host != "" && !state.ValidHostName(o.host) {
+				return withCode(exitUsage, fmt.Errorf("--host %q: want a host name (letters, digits, '.', '-', '_'), as in the stores' owner: keys", o.host))
 			}
 			a, err := openApp(cmd.Context(), g)
 			if err != nil {
@@ -66,7 +75,7 @@ current erasure back to the queue).`,
 			}
 			out, progress := cmd.OutOrStdout(), cmd.ErrOrStderr()
 			w := &worker.Worker{
-				Env: a.env(), Queue: q, ID: o.id, Lease: o.lease, Poll: o.poll,
+				Env: a.env(), Queue: q, ID: o.id, Host: o.host, Lease: o.lease, Poll: o.poll,
 				Once: o.once, Drain: o.drain, Progress: progress,
 				Claimed: func(j *lineage.Job) {
 					fmt.Fprintf(out, "worker %s: erasure %s (trace %s, attempt %d)\n", j.Worker, saga.ID(j.ID), j.ID, j.Attempts)
@@ -85,6 +94,7 @@ current erasure back to the queue).`,
 	cmd.Flags().DurationVar(&o.lease, "lease", 10*time.Minute, "how long a claim lasts without renewal (renewed every third of it)")
 	cmd.Flags().DurationVar(&o.poll, "poll", 5*time.Second, "how often an idle worker looks for work")
 	cmd.Flags().StringVar(&o.id, "id", "", "worker name in the queue (default host:pid)")
+	cmd.Flags().StringVar(&o.host, "host", "", "this host's name: claim only erasures of the stores in files whose owner: it is, and of server stores (required when stores have owners)")
 	return cmd
 }
 

@@ -51,6 +51,9 @@ const (
 	// exitSubjectErased: a capture of an erased subject without new consent
 	// (lineage.ErrSubjectErased).
 	exitSubjectErased = 22
+	// exitSecretsMismatch: this host's pepper or signing key is not the one
+	// the ledger expects (state.ErrSecretsMismatch).
+	exitSecretsMismatch = 23
 )
 
 const exitCodesHelp = `Exit codes:
@@ -83,6 +86,8 @@ const exitCodesHelp = `Exit codes:
       or run the same command again later
   22  capture refused: the subject's data was erased and the write is not marked as new consent
       ('amnesia consent', capture.WithNewConsent, "new_consent" in the lineage API)
+  23  this host's pepper or signing key is not the installation's (the ledger holds their check values,
+      recorded at init): give the host the installation's secrets (docs/scale.md); nothing was changed
 `
 
 // exitError carries an exit code through cobra.
@@ -117,6 +122,8 @@ func exitCode(err error) int {
 		return exitBusy
 	case errors.Is(err, lineage.ErrSubjectErased):
 		return exitSubjectErased
+	case errors.Is(err, state.ErrSecretsMismatch):
+		return exitSecretsMismatch
 	case errors.Is(err, saga.ErrStaleTrace):
 		return exitStaleTrace
 	case errors.Is(err, saga.ErrNotReverifiable):

@@ -163,6 +163,8 @@ func Load(dir string) (*Results, error) {
 			}
 		case "serve-capture":
 			// Capture through amnesia serve's API: reported in docs/serve.md.
+		case "workers":
+			// Erasures per minute with 1, 2 and 4 workers (issue #18): reported in docs/scale.md.
 		case "trace", "capture", "fixedcost":
 			// Trace latency, capture overhead and the fixed cost per
 			// erasure (issue #13): reported in bench/README.md.
@@ -301,6 +303,9 @@ func (r *Results) filesTable() string {
 	for _, f := range r.Files {
 		if f.Kind == "serve-capture" {
 			b.WriteString("\n`serve-capture.json` (capture through `amnesia serve`'s API) is reported in [docs/serve.md](docs/serve.md).\n")
+		}
+		if f.Kind == "workers" {
+			b.WriteString("\n`workers.json` (erasures per minute with 1, 2 and 4 workers on one PostgreSQL ledger) is reported in [docs/scale.md](docs/scale.md).\n")
 		}
 	}
 	return b.String()

@@ -40,7 +40,7 @@ func (s *Service) Run(ctx context.Context) error {
 	if !s.opts.NoWorker {
 		var started sync.Map // trace id -> time claimed
 		w := &worker.Worker{
-			Env: s.env, Queue: s.queue, ID: s.opts.WorkerID, Lease: s.opts.Lease, Poll: s.opts.PollInterval,
+			Env: s.env, Queue: s.queue, ID: s.opts.WorkerID, Host: s.opts.Host, Lease: s.opts.Lease, Poll: s.opts.PollInterval,
 			Claimed: func(j *lineage.Job) {
 				started.Store(j.ID, time.Now())
 				s.setByTrace(ctx, j.ID, func(d *reqDoc) bool {

@@ -78,6 +78,9 @@ type Options struct {
 	Now func() time.Time
 	// WorkerID names this process in queue claims (default host-pid).
 	WorkerID string
+	// Host is the host name its worker claims for (worker.Worker.Host):
+	// required when stores in files have owners.
+	Host string
 	// PollInterval of the worker loop and of the request bookkeeping
 	// (default 1s).
 	PollInterval time.Duration

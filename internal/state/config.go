@@ -43,6 +43,9 @@ type Config struct {
 	// process holds up (a busy SQLite WAL, a lock or a long transaction on
 	// PostgreSQL) before it pauses as PENDING (Go duration; default 30s).
 	ReclaimWait string `yaml:"reclaim_wait,omitempty"`
+	// Secrets says where the pepper and the signing key are read from
+	// (secretsconfig.go); by default from the state directory.
+	Secrets SecretsConfig `yaml:"secrets,omitempty"`
 	// Serve configures `amnesia serve` (serveconfig.go).
 	Serve ServeConfig `yaml:"serve,omitempty"`
 	// Reverify schedules re-verification (reverifyconfig.go).
@@ -140,6 +143,12 @@ func (c *Config) Validate() error {
 		if !lineage.IsPostgresDSN(c.Ledger) {
 			return fieldErr("ledger", "ledger: a PostgreSQL ledger is a URL: postgres://user@host/dbname")
 		}
+	}
+	if err := c.Secrets.validate(); err != nil {
+		return err
+	}
+	if err := c.validateOwners(); err != nil {
+		return err
 	}
 	if err := c.Serve.validate(); err != nil {
 		return err

@@ -215,6 +215,9 @@ func (p *configParser) storeTypes(root *yaml.Node) {
 		for _, k := range keys {
 			allowed[k] = true
 		}
+		// owner: is read by every store that lives in files (its type
+		// reads a path); validateOwners says why elsewhere.
+		allowed["owner"] = allowed["path"]
 		for j := 0; j+1 < len(item.Content); j += 2 {
 			k := item.Content[j]
 			if k.Value == "nearby" {

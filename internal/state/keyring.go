@@ -1,6 +1,7 @@
 package state
 
 import (
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/amnesia-dev/amnesia/certificate"
 	"github.com/amnesia-dev/amnesia/internal/atomicfile"
+	"github.com/amnesia-dev/amnesia/internal/secrets"
 )
 
 // The keyring (certificate.Keyring: its format and rules). signing-key.pem
@@ -90,6 +92,14 @@ func (d *Dir) lockKeyring() (func(), error) {
 // reloadKey reads signing-key.pem again, so that a change by another
 // process under the lock is seen.
 func (d *Dir) reloadKey() error {
+	if d.keySrc != nil {
+		k, v, err := loadKey(context.Background(), d.Path, d.keySrc)
+		if err != nil {
+			return err
+		}
+		d.Key, d.KeyVersion = k, v
+		return nil
+	}
 	b, err := os.ReadFile(d.privateKeyPath())
 	if err != nil {
 		return fmt.Errorf("signing key: %w", err)
@@ -149,9 +159,29 @@ func (d *Dir) RotateKey(now time.Time) (newKey, oldKey certificate.KeyInfo, err 
 	if err != nil {
 		return newKey, oldKey, fmt.Errorf("rotate: %w", err)
 	}
+	var rot secrets.Rotator
+	if d.keySrc != nil {
+		var ok bool
+		if rot, ok = d.keySrc.(secrets.Rotator); !ok {
+			return newKey, oldKey, fmt.Errorf("rotate: the signing key is read from %s: put the new key there (and update every host), or use a dir: source, which rotate writes", d.keySrc.Describe())
+		}
+	}
 	next, newKey, oldKey := ks.Rotated(pub, now)
 	if err := d.writeKeyring(next); err != nil {
 		return newKey, oldKey, fmt.Errorf("rotate: %w", err)
+	}
+	if rot != nil {
+		// The new key is the source's next version; earlier versions stay
+		// in the source until the operator removes them.
+		s, err := rot.Put(context.Background(), privPEM)
+		if err != nil {
+			return newKey, oldKey, fmt.Errorf("rotate: %w", err)
+		}
+		d.Key, d.KeyVersion = priv, s.Version
+		if err := WriteFileAtomic(d.PublicKeyPath(), pubPEM); err != nil {
+			return newKey, oldKey, fmt.Errorf("rotate: %w", err)
+		}
+		return newKey, oldKey, nil
 	}
 	// Keep a second link to the earlier private key while signing-key.pem
 	// is replaced, so that its bytes can be overwritten after.

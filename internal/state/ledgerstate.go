@@ -139,6 +139,8 @@ func (d *Dir) lost(found, evidence string) error {
 // ledger whose log is smaller than the last signed checkpoint (or a
 // certificate's), or does not hash to the same root at that size, is
 // ErrLedgerLost too. A state directory without ledger-state.json gets one.
+// Every mode checks this host's pepper and signing key against the ledger
+// (CheckSecrets): ErrSecretsMismatch.
 func (d *Dir) OpenLedger(ctx context.Context, mode LedgerMode) (lineage.Ledger, error) {
 	spec := d.LedgerSpec()
 	s, err := d.LedgerState()
@@ -158,6 +160,10 @@ func (d *Dir) OpenLedger(ctx context.Context, mode LedgerMode) (lineage.Ledger, 
 		return nil, err
 	}
 	if err != nil {
+		return nil, err
+	}
+	if err := d.CheckSecrets(ctx, l); err != nil {
+		l.Close()
 		return nil, err
 	}
 	if mode == LedgerUnchecked {

@@ -6,6 +6,8 @@
 //	amnesia.yaml           configuration (stores, scope, certificate validity)
 //	pepper                 32 random bytes: the key of every subject digest
 //	signing-key.pem        the current Ed25519 signing key, PKCS#8 PEM
+//	                       (pepper and signing-key.pem are absent when amnesia.yaml's
+//	                       secrets: names another source: secretsconfig.go, docs/scale.md)
 //	signing-key.pub.pem    its public key, PEM SubjectPublicKeyInfo ("BEGIN PUBLIC KEY")
 //	keyring.json           every signing key's public key, id, creation and retirement
 //	                       time (a trust file, see keyring.go and docs/keys.md)
@@ -20,6 +22,7 @@
 package state
 
 import (
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
@@ -31,6 +34,7 @@ import (
 
 	"github.com/amnesia-dev/amnesia/certificate"
 	"github.com/amnesia-dev/amnesia/internal/atomicfile"
+	"github.com/amnesia-dev/amnesia/internal/secrets"
 	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/subject"
 )
@@ -47,6 +51,11 @@ type Dir struct {
 	Config *Config
 	Keyer  *subject.Keyer
 	Key    ed25519.PrivateKey
+	// KeyVersion is the signing key's version in its source (a dir:
+	// source), "" otherwise.
+	KeyVersion string
+	// keySrc is the signing key's source; nil: signing-key.pem.
+	keySrc secrets.Provider
 }
 
 // Paths inside a state directory.
@@ -95,6 +104,16 @@ func Init(path string, cfg *Config) (*Dir, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("init %s: %w", path, err)
 	}
+	if cfg.Secrets.external() {
+		if _, err := os.Stat(filepath.Join(path, "amnesia.yaml")); err == nil {
+			return nil, fmt.Errorf("init %s: already initialised (amnesia.yaml exists)", path)
+		}
+	}
+	ctx := context.Background()
+	pepperSrc, keySrc, err := sources(path, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("init %s: %w", path, err)
+	}
 	for _, sub := range []string{"", "traces", "erasures", "certificates"} {
 		if err := os.MkdirAll(filepath.Join(path, sub), 0o700); err != nil {
 			return nil, fmt.Errorf("init %s: %w", path, err)
@@ -104,6 +123,17 @@ func Init(path string, cfg *Config) (*Dir, error) {
 	if _, err := rand.Read(pepper); err != nil {
 		return nil, fmt.Errorf("init: %w", err)
 	}
+	if pepperSrc != nil {
+		// Another host may have made it already: the same pepper joins
+		// this state directory to that installation.
+		b, err := initSecret(ctx, pepperSrc, "pepper", "32 random bytes, e.g. `head -c 32 /dev/urandom | base64`", newPepper)
+		if err != nil {
+			return nil, fmt.Errorf("init: %w", err)
+		}
+		if pepper, err = decodePepper(b, pepperSrc.Describe()); err != nil {
+			return nil, fmt.Errorf("init: %w", err)
+		}
+	}
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("init: %w", err)
@@ -111,6 +141,16 @@ func Init(path string, cfg *Config) (*Dir, error) {
 	privPEM, err := certificate.EncodePrivateKeyPEM(priv)
 	if err != nil {
 		return nil, fmt.Errorf("init: %w", err)
+	}
+	if keySrc != nil {
+		b, err := initSecret(ctx, keySrc, "signing key", "a PKCS#8 PEM Ed25519 key, e.g. `openssl genpkey -algorithm ed25519`", func() ([]byte, error) { return privPEM, nil })
+		if err != nil {
+			return nil, fmt.Errorf("init: %w", err)
+		}
+		if priv, err = certificate.ParsePrivateKeyPEM(b); err != nil {
+			return nil, fmt.Errorf("init: signing key from %s: %w", keySrc.Describe(), err)
+		}
+		pub = priv.Public().(ed25519.PublicKey)
 	}
 	pubPEM, err := certificate.EncodePublicKeyPEM(pub)
 	if err != nil {
@@ -124,15 +164,28 @@ func Init(path string, cfg *Config) (*Dir, error) {
 	if err != nil {
 		return nil, fmt.Errorf("init: %w", err)
 	}
-	files := []struct {
+	type file struct {
 		name string
 		data []byte
-	}{
+	}
+	files := []file{
 		{"amnesia.yaml", cfgBytes},
 		{"signing-key.pem", privPEM},
 		{"signing-key.pub.pem", pubPEM},
 		{"keyring.json", ring},
 		{"pepper", pepper}, // last: its presence marks a complete installation
+	}
+	if cfg.Secrets.external() {
+		// Secrets from their sources are never copied into the state
+		// directory; amnesia.yaml, last, marks a complete installation.
+		files = []file{{"signing-key.pub.pem", pubPEM}, {"keyring.json", ring}}
+		if pepperSrc == nil {
+			files = append(files, file{"pepper", pepper})
+		}
+		if keySrc == nil {
+			files = append(files, file{"signing-key.pem", privPEM})
+		}
+		files = append(files, file{"amnesia.yaml", cfgBytes})
 	}
 	for _, f := range files {
 		if err := WriteFileAtomic(filepath.Join(path, f.name), f.data); err != nil {
@@ -142,12 +195,23 @@ func Init(path string, cfg *Config) (*Dir, error) {
 	return Open(path)
 }
 
-// Open opens an existing state directory.
+// Open opens an existing state directory. The pepper and the signing key
+// are read from the sources amnesia.yaml names (secrets:), by default from
+// the directory itself.
 func Open(path string) (*Dir, error) {
-	pepper, err := os.ReadFile(filepath.Join(path, "pepper"))
+	cfg, err := LoadConfig(filepath.Join(path, "amnesia.yaml"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("open state %s: %w", path, ErrNotInitialized)
 	}
+	if err != nil {
+		return nil, fmt.Errorf("open state %s: %w", path, err)
+	}
+	ctx := context.Background()
+	pepperSrc, keySrc, err := sources(path, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open state %s: %w", path, err)
+	}
+	pepper, err := loadPepper(ctx, path, pepperSrc)
 	if err != nil {
 		return nil, fmt.Errorf("open state %s: %w", path, err)
 	}
@@ -155,15 +219,7 @@ func Open(path string) (*Dir, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open state %s: %w", path, err)
 	}
-	privPEM, err := os.ReadFile(filepath.Join(path, "signing-key.pem"))
-	if err != nil {
-		return nil, fmt.Errorf("open state %s: %w", path, err)
-	}
-	priv, err := certificate.ParsePrivateKeyPEM(privPEM)
-	if err != nil {
-		return nil, fmt.Errorf("open state %s: signing key: %w", path, err)
-	}
-	cfg, err := LoadConfig(filepath.Join(path, "amnesia.yaml"))
+	priv, version, err := loadKey(ctx, path, keySrc)
 	if err != nil {
 		return nil, fmt.Errorf("open state %s: %w", path, err)
 	}
@@ -172,7 +228,7 @@ func Open(path string) (*Dir, error) {
 			return nil, fmt.Errorf("open state %s: %w", path, err)
 		}
 	}
-	return &Dir{Path: path, Config: cfg, Keyer: keyer, Key: priv}, nil
+	return &Dir{Path: path, Config: cfg, Keyer: keyer, Key: priv, KeyVersion: version, keySrc: keySrc}, nil
 }
 
 // WriteFileAtomic writes data to path with mode 0600 so that readers see the

@@ -36,6 +36,7 @@ import (
 
 	"github.com/amnesia-dev/amnesia/internal/erasure"
 	"github.com/amnesia-dev/amnesia/internal/saga"
+	"github.com/amnesia-dev/amnesia/internal/state"
 	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/subject"
 )
@@ -54,7 +55,13 @@ var TestBarrier func(worker string)
 type Worker struct {
 	Env   *erasure.Env
 	Queue lineage.Queue
-	ID    string        // the worker's name in the queue and the log
+	ID    string // the worker's name in the queue and the log
+	// Host is the host this worker runs on (--host). When set, the worker
+	// claims only erasures bound to this host or to none
+	// (lineage.RoutedQueue.ClaimOn): the stores in files whose owner: is
+	// another host are erased there. An installation whose stores have
+	// owners requires it.
+	Host  string
 	Lease time.Duration // how long a claim lasts without renewal; renewed every third of it
 	Poll  time.Duration // how often an idle worker looks for work
 	Once  bool          // run at most one erasure; Run returns its error
@@ -89,9 +96,23 @@ func QueueOf(l lineage.Ledger) (lineage.Queue, error) {
 // Drain, when nothing is waiting (returning an error when an erasure of
 // this run did not finish).
 func (w *Worker) Run(ctx context.Context) error {
+	claim := func(ctx context.Context) (*lineage.Job, error) { return w.Queue.Claim(ctx, w.ID, w.Lease) }
+	switch {
+	case w.Host != "":
+		rq, ok := w.Queue.(lineage.RoutedQueue)
+		if !ok {
+			return fmt.Errorf("worker --host %s: the ledger's queue %T cannot route erasures to hosts", w.Host, w.Queue)
+		}
+		claim = func(ctx context.Context) (*lineage.Job, error) { return rq.ClaimOn(ctx, w.ID, w.Host, w.Lease) }
+		if !w.Env.Dir.Config.OwnsAny(w.Host) && w.Env.Dir.Config.HasOwners() {
+			w.log().Warn("worker: no store in files names this host as its owner; it erases only server stores", "worker", w.ID, "host", w.Host)
+		}
+	case w.Env.Dir.Config.HasOwners():
+		return errors.New("this installation's stores in files have owners (owner: in amnesia.yaml): start the worker with --host NAME, the name of the host it runs on, so that it erases only the stores in files this host holds")
+	}
 	failed, first := 0, true
 	for {
-		j, err := w.Queue.Claim(ctx, w.ID, w.Lease)
+		j, err := claim(ctx)
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return nil // stopped
@@ -167,6 +188,16 @@ func (w *Worker) runJob(ctx context.Context, j *lineage.Job, claimed func()) err
 	}
 	if err != nil {
 		err = &badTraceError{err}
+	}
+	if err == nil && w.Host != "" {
+		// A job queued before its stores had owners carries none: check
+		// the trace against this host's configuration all the same.
+		if owner, oerr := OwnerOf(w.Env.Dir.Config, t); oerr != nil {
+			err = &badTraceError{oerr}
+		} else if owner != "" && owner != w.Host {
+			err = fmt.Errorf("erasure %s erases stores in files held by host %s, not by this host (%s): released for that host's worker", id, owner, w.Host)
+			w.log().Warn("worker: erasure of another host's stores", "worker", j.Worker, "erasure", id, "owner", owner, "host", w.Host)
+		}
 	}
 	if err == nil {
 		if _, err = w.Env.Preflight(runCtx, w.Progress, t, false); err != nil {
@@ -297,11 +328,56 @@ func Enqueue(ctx context.Context, env *erasure.Env, t *lineage.Trace, reason str
 			return err
 		}
 	}
-	if err := q.Enqueue(ctx, t.ID, t.Subject, t.Scope, reason); err != nil {
+	owner, err := OwnerOf(env.Dir.Config, t)
+	if err != nil {
+		return err
+	}
+	if owner == "" {
+		err = q.Enqueue(ctx, t.ID, t.Subject, t.Scope, reason)
+	} else if rq, ok := q.(lineage.RoutedQueue); ok {
+		err = rq.EnqueueFor(ctx, t.ID, t.Subject, t.Scope, reason, owner)
+	} else {
+		err = fmt.Errorf("enqueue erasure: the ledger's queue %T cannot route erasures to host %s", q, owner)
+	}
+	if err != nil {
 		return err
 	}
 	env.Logger().Info("erasure queued", "erasure", saga.ID(t.ID), "trace", t.ID, "subject", t.SubjectRef)
 	return nil
+}
+
+// OwnerOf returns the host that must run the erasure of t: the owner of
+// the stores in files its artifacts are in (owner: in amnesia.yaml), "" when
+// it has none there. A trace whose stores in files have two owners cannot be
+// erased by one worker: an error that says so.
+func OwnerOf(cfg *state.Config, t *lineage.Trace) (string, error) {
+	owners := cfg.Owners()
+	if len(owners) == 0 {
+		return "", nil
+	}
+	owner, from := "", ""
+	see := func(storeName string) error {
+		o := owners[storeName]
+		switch {
+		case o == "" || o == owner:
+		case owner == "":
+			owner, from = o, storeName
+		default:
+			return fmt.Errorf("trace %s has artifacts in store %q (owner %s) and in store %q (owner %s): one erasure runs on one host: give these stores one owner", t.ID, from, owner, storeName, o)
+		}
+		return nil
+	}
+	for _, a := range t.Artifacts {
+		if err := see(a.Store); err != nil {
+			return "", err
+		}
+	}
+	for _, p := range t.Plan {
+		if err := see(p.Store); err != nil {
+			return "", err
+		}
+	}
+	return owner, nil
 }
 
 // fileDigest returns "sha256:<hex>" of a file.

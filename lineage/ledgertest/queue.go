@@ -26,6 +26,11 @@ func RunQueue(t *testing.T, open PairOpener) {
 	t.Run("FencedFinish", func(t *testing.T) { testFinish(t, queues) })
 	t.Run("LeaseExpiryAndRenew", func(t *testing.T) { testLease(t, queues) })
 	t.Run("ConcurrentClaimsNeverShareAJob", func(t *testing.T) { testConcurrentClaims(t, queues) })
+	t.Run("RoutedToOwnerHost", func(t *testing.T) { testRouted(t, queues) })
+	t.Run("InstallationValues", func(t *testing.T) {
+		a, b := open(t)
+		testInstallation(t, a, b)
+	})
 }
 
 // Subject returns a valid keyed subject digest for queue tests.

@@ -150,6 +150,9 @@ func (l *Ledger) initSchema(ctx context.Context, create bool) error {
 		if _, err := tx.Exec(ctx, pgLogSchema+pgRequestsSchema+pgAdoptSchema+pgKeysSchema); err != nil {
 			return err
 		}
+		if err := pgQueueOwner(ctx, tx); err != nil {
+			return err
+		}
 		return initConsent(ctx, tx)
 	})
 }

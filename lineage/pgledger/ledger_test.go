@@ -107,6 +107,24 @@ func TestPostgresSchemaChecks(t *testing.T) {
 			t.Errorf("open of a v0 ledger = %v, want a schema version error", err)
 		}
 	})
+	t.Run("QueueGetsOwnerColumn", func(t *testing.T) {
+		dsn := ledgertest.PostgresDSN(t)
+		l := openPostgres(t, dsn)
+		if err := l.Enqueue(ctx, "old-job", ledgertest.Subject(t, "old"), "default", "T-1"); err != nil {
+			t.Fatal(err)
+		}
+		l.Close()
+		exec(t, dsn, `ALTER TABLE queue DROP COLUMN owner`)
+		l2 := openPostgres(t, dsn)
+		if err := l2.EnqueueFor(ctx, "new-job", ledgertest.Subject(t, "new"), "default", "T-2", "host-a"); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"old-job", "new-job"} {
+			if j, err := l2.ClaimOn(ctx, "w", "host-a", time.Minute); err != nil || j.ID != want {
+				t.Fatalf("claim on host-a = %+v, %v; want %s", j, err, want)
+			}
+		}
+	})
 	t.Run("ForeignTablesRefused", func(t *testing.T) {
 		dsn := ledgertest.PostgresDSN(t)
 		exec(t, dsn, `CREATE TABLE events (id serial PRIMARY KEY, payload jsonb)`)

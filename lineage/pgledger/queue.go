@@ -26,17 +26,18 @@ CREATE TABLE queue (
 	lease_until  TIMESTAMPTZ,
 	finished_at  TIMESTAMPTZ,
 	certificate  TEXT NOT NULL DEFAULT '',
-	error        TEXT NOT NULL DEFAULT ''
+	error        TEXT NOT NULL DEFAULT '',
+	owner        TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX queue_open ON queue (n) WHERE state IN ('pending', 'claimed');
 `
 
-const pgJobColumns = `id, subject, scope, reason, state, worker, attempts, lease_until, certificate, error`
+const pgJobColumns = `id, subject, scope, reason, state, worker, attempts, lease_until, certificate, error, owner`
 
 func scanPgJob(r pgx.Row) (*lineage.Job, error) {
 	var j lineage.Job
 	var lease *time.Time
-	if err := r.Scan(&j.ID, &j.Subject, &j.Scope, &j.Reason, &j.State, &j.Worker, &j.Attempts, &lease, &j.Certificate, &j.Error); err != nil {
+	if err := r.Scan(&j.ID, &j.Subject, &j.Scope, &j.Reason, &j.State, &j.Worker, &j.Attempts, &lease, &j.Certificate, &j.Error, &j.Owner); err != nil {
 		return nil, err
 	}
 	if lease != nil {
@@ -45,14 +46,32 @@ func scanPgJob(r pgx.Row) (*lineage.Job, error) {
 	return &j, nil
 }
 
+// pgQueueOwner adds the owner column to a queue made before it existed.
+func pgQueueOwner(ctx context.Context, tx pgx.Tx) error {
+	var has bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM information_schema.columns
+		WHERE table_schema = current_schema() AND table_name = 'queue' AND column_name = 'owner')`).Scan(&has); err != nil || has {
+		return err
+	}
+	_, err := tx.Exec(ctx, `ALTER TABLE queue ADD COLUMN owner TEXT NOT NULL DEFAULT ''`)
+	return err
+}
+
+var _ lineage.RoutedQueue = (*Ledger)(nil)
+
 // Enqueue implements lineage.Queue.
 func (l *Ledger) Enqueue(ctx context.Context, traceID, subjectKeyHex, scope, reason string) error {
+	return l.EnqueueFor(ctx, traceID, subjectKeyHex, scope, reason, "")
+}
+
+// EnqueueFor implements lineage.RoutedQueue.
+func (l *Ledger) EnqueueFor(ctx context.Context, traceID, subjectKeyHex, scope, reason, owner string) error {
 	if err := lineage.CheckEnqueue(traceID, subjectKeyHex, reason); err != nil {
 		return err
 	}
 	err := l.pool.with(ctx, func(c *pgx.Conn) error {
-		_, err := c.Exec(ctx, `INSERT INTO queue (id, subject, scope, reason) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING`,
-			traceID, subjectKeyHex, scope, reason)
+		_, err := c.Exec(ctx, `INSERT INTO queue (id, subject, scope, reason, owner) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING`,
+			traceID, subjectKeyHex, scope, reason, owner)
 		return err
 	})
 	if err != nil {
@@ -65,6 +84,19 @@ func (l *Ledger) Enqueue(ctx context.Context, traceID, subjectKeyHex, scope, rea
 // SKIP LOCKED: a concurrent Claim skips it instead of waiting for it, and
 // claims the next one.
 func (l *Ledger) Claim(ctx context.Context, worker string, lease time.Duration) (*lineage.Job, error) {
+	return l.claim(ctx, worker, "", true, lease)
+}
+
+// ClaimOn implements lineage.RoutedQueue: Claim restricted to the jobs
+// bound to host or to no host.
+func (l *Ledger) ClaimOn(ctx context.Context, worker, host string, lease time.Duration) (*lineage.Job, error) {
+	if host == "" {
+		return nil, errors.New("claim erasure: a host name is required")
+	}
+	return l.claim(ctx, worker, host, false, lease)
+}
+
+func (l *Ledger) claim(ctx context.Context, worker, host string, anyHost bool, lease time.Duration) (*lineage.Job, error) {
 	if err := lineage.CheckClaim(worker, lease); err != nil {
 		return nil, err
 	}
@@ -75,11 +107,12 @@ func (l *Ledger) Claim(ctx context.Context, worker string, lease time.Duration) 
 			UPDATE queue q SET state = 'claimed', worker = $1, attempts = q.attempts + 1,
 				lease_until = now() + $2::float8 * interval '1 second'
 			FROM (SELECT id FROM queue
-				WHERE (state = 'pending' AND available_at <= now()) OR (state = 'claimed' AND lease_until <= now())
+				WHERE ((state = 'pending' AND available_at <= now()) OR (state = 'claimed' AND lease_until <= now()))
+					AND ($3 OR owner = '' OR owner = $4)
 				ORDER BY n LIMIT 1 FOR UPDATE SKIP LOCKED) c
 			WHERE q.id = c.id
-			RETURNING q.id, q.subject, q.scope, q.reason, q.state, q.worker, q.attempts, q.lease_until, q.certificate, q.error`,
-			worker, lease.Seconds()))
+			RETURNING q.id, q.subject, q.scope, q.reason, q.state, q.worker, q.attempts, q.lease_until, q.certificate, q.error, q.owner`,
+			worker, lease.Seconds(), anyHost, host))
 		return err
 	})
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -158,6 +158,10 @@ func open(ctx context.Context, path string, create bool) (*Ledger, error) {
 		db.Close()
 		return nil, fmt.Errorf("open ledger %s: %w", path, err)
 	}
+	if err := sqliteQueueOwner(ctx, db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open ledger %s: %w", path, err)
+	}
 	if err := initConsent(ctx, db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open ledger %s: %w", path, err)

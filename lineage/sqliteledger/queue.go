@@ -26,7 +26,8 @@ CREATE TABLE IF NOT EXISTS queue (
 	lease_until  INTEGER,
 	finished_at  INTEGER,
 	certificate  TEXT NOT NULL DEFAULT '',
-	error        TEXT NOT NULL DEFAULT ''
+	error        TEXT NOT NULL DEFAULT '',
+	owner        TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS queue_open ON queue (state, n);
 `
@@ -36,12 +37,12 @@ var (
 	_ lineage.EventLog = (*Ledger)(nil)
 )
 
-const sqliteJobColumns = `id, subject, scope, reason, state, worker, attempts, lease_until, certificate, error`
+const sqliteJobColumns = `id, subject, scope, reason, state, worker, attempts, lease_until, certificate, error, owner`
 
 func scanSQLiteJob(r scanner) (*lineage.Job, error) {
 	var j lineage.Job
 	var lease sql.NullInt64
-	if err := r.Scan(&j.ID, &j.Subject, &j.Scope, &j.Reason, &j.State, &j.Worker, &j.Attempts, &lease, &j.Certificate, &j.Error); err != nil {
+	if err := r.Scan(&j.ID, &j.Subject, &j.Scope, &j.Reason, &j.State, &j.Worker, &j.Attempts, &lease, &j.Certificate, &j.Error, &j.Owner); err != nil {
 		return nil, err
 	}
 	if lease.Valid {
@@ -52,14 +53,31 @@ func scanSQLiteJob(r scanner) (*lineage.Job, error) {
 
 func nowMilli() int64 { return time.Now().UnixMilli() }
 
+// sqliteQueueOwner adds the owner column to a queue made before it existed.
+func sqliteQueueOwner(ctx context.Context, db *sql.DB) error {
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('queue') WHERE name = 'owner'`).Scan(&n); err != nil || n > 0 {
+		return err
+	}
+	_, err := db.ExecContext(ctx, `ALTER TABLE queue ADD COLUMN owner TEXT NOT NULL DEFAULT ''`)
+	return err
+}
+
+var _ lineage.RoutedQueue = (*Ledger)(nil)
+
 // Enqueue implements lineage.Queue.
 func (l *Ledger) Enqueue(ctx context.Context, traceID, subjectKeyHex, scope, reason string) error {
+	return l.EnqueueFor(ctx, traceID, subjectKeyHex, scope, reason, "")
+}
+
+// EnqueueFor implements lineage.RoutedQueue.
+func (l *Ledger) EnqueueFor(ctx context.Context, traceID, subjectKeyHex, scope, reason, owner string) error {
 	if err := lineage.CheckEnqueue(traceID, subjectKeyHex, reason); err != nil {
 		return err
 	}
 	now := nowMilli()
-	if _, err := l.db.ExecContext(ctx, `INSERT INTO queue (id, subject, scope, reason, enqueued_at, available_at) VALUES (?, ?, ?, ?, ?, ?)
-		ON CONFLICT (id) DO NOTHING`, traceID, subjectKeyHex, scope, reason, now, now); err != nil {
+	if _, err := l.db.ExecContext(ctx, `INSERT INTO queue (id, subject, scope, reason, enqueued_at, available_at, owner) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO NOTHING`, traceID, subjectKeyHex, scope, reason, now, now, owner); err != nil {
 		return fmt.Errorf("enqueue erasure: %w", err)
 	}
 	return nil
@@ -68,6 +86,19 @@ func (l *Ledger) Enqueue(ctx context.Context, traceID, subjectKeyHex, scope, rea
 // Claim implements lineage.Queue. One UPDATE statement: SQLite's write lock makes it
 // atomic against every other process that opened the file.
 func (l *Ledger) Claim(ctx context.Context, worker string, lease time.Duration) (*lineage.Job, error) {
+	return l.claim(ctx, worker, "", true, lease)
+}
+
+// ClaimOn implements lineage.RoutedQueue: Claim restricted to the jobs
+// bound to host or to no host.
+func (l *Ledger) ClaimOn(ctx context.Context, worker, host string, lease time.Duration) (*lineage.Job, error) {
+	if host == "" {
+		return nil, errors.New("claim erasure: a host name is required")
+	}
+	return l.claim(ctx, worker, host, false, lease)
+}
+
+func (l *Ledger) claim(ctx context.Context, worker, host string, anyHost bool, lease time.Duration) (*lineage.Job, error) {
 	if err := lineage.CheckClaim(worker, lease); err != nil {
 		return nil, err
 	}
@@ -75,9 +106,10 @@ func (l *Ledger) Claim(ctx context.Context, worker string, lease time.Duration) 
 	j, err := scanSQLiteJob(l.db.QueryRowContext(ctx, `
 		UPDATE queue SET state = 'claimed', worker = ?, attempts = attempts + 1, lease_until = ?
 		WHERE n = (SELECT n FROM queue
-			WHERE (state = 'pending' AND available_at <= ?) OR (state = 'claimed' AND lease_until <= ?)
+			WHERE ((state = 'pending' AND available_at <= ?) OR (state = 'claimed' AND lease_until <= ?))
+				AND (? OR owner = '' OR owner = ?)
 			ORDER BY n LIMIT 1)
-		RETURNING `+sqliteJobColumns, worker, now+lease.Milliseconds(), now, now))
+		RETURNING `+sqliteJobColumns, worker, now+lease.Milliseconds(), now, now, anyHost, host))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, lineage.ErrNoJob
 	}
