@@ -1,0 +1,339 @@
+package store
+
+import (
+	"math"
+	"math/bits"
+	"sort"
+)
+
+// The search index of a NeedleSet.
+//
+// Every needle of a set is at least gramLen bytes long, and a needle of m
+// bytes that occurs at offset s of the scanned bytes covers the positions
+// s .. s+m-gramLen at which a gramLen-byte gram of it starts. The scan
+// reads a gram only at every k-th position (0, k, 2k, …): among the
+// m-gramLen+1 gram starts of an occurrence there is one such position when
+// k ≤ m-gramLen+1, and it lies at offset r of the needle for the r in
+// [0, k) with s+r ≡ 0 (mod k). So a needle is indexed under k grams, one per
+// residue r, each at an offset ≡ r (mod k) that the needle has room for;
+// the scan looks each sampled gram up in a two-bit-per-gram bloom filter
+// (one 64-bit word per lookup) and, on a hit, in a hash table of the grams,
+// whose entries name the needle and the offset to compare it from. This is
+// the sampling form of skip search: a scan of b bytes does b/k lookups,
+// about 1/24 of the positions for the 32-byte windows of Tile, and reads
+// each byte of the data once.
+//
+// Needles are grouped into tiers by k. A needle takes the largest k of
+// strideLadder its length allows, unless
+//   - some residue has only grams with fewer than minGramDistinct distinct
+//     byte values to choose from (zero runs in vectors, repeated
+//     characters): such a gram is common in the scanned data (every
+//     position of a zero page matches an all-zero gram), and every match
+//     costs a comparison per needle indexed under it; a smaller k gives each
+//     residue more grams to choose from, and k = 1 takes the needle's most
+//     varied gram, as a single anchor did before;
+//   - the set is so large that k grams per needle would exceed indexBudget
+//     entries: k is capped so that the index stays within memory.
+//
+// Within a residue the gram with the most distinct byte values is taken
+// (the first such) among the offsets below 64.
+const (
+	gramLen         = 8
+	minGramDistinct = 4
+	indexBudget     = 2 << 20 // index entries (gram, needle, offset) for a whole set
+	// maxGramShare is the most (needle, offset) pairs of the set that may
+	// share the gram a residue takes at a stride above 1. Windows tiled every
+	// WindowStride bytes hold each gram of their record up to
+	// WindowSize/WindowStride times; a gram shared more widely is text
+	// many records have in common (a template, a greeting), and likely common
+	// in the scanned bytes too, where each occurrence would be compared with
+	// every needle indexed under it.
+	maxGramShare = 16
+)
+
+// strideLadder lists the sampling strides a tier may have, ascending.
+var strideLadder = []int{1, 4, 8, 24, 48}
+
+// tier indexes the needles sampled every k bytes.
+type tier struct {
+	k      int
+	maxOff int      // largest offset of an indexed gram in its needle
+	bloom  []uint64 // two bits per gram in one word
+	bshift uint     // 64 - log2(len(bloom))
+	slots  []slot   // open addressing on the gram
+	tshift uint     // 64 - log2(len(slots))
+	ents   []uint32 // needle index << 6 | offset, grouped by gram
+}
+
+type slot struct {
+	gram  uint64
+	lo, n uint32 // ents[lo : lo+n]; n == 0: empty slot
+}
+
+const (
+	bloomMul = 0x9E3779B97F4A7C15
+	slotMul  = 0xD6E8FEB86659FD93
+	offBits  = 6 // offsets < max(strideLadder) ≤ 63 fit in the low bits of an entry
+)
+
+// bloomBits returns the word index and the mask of a gram's two bits.
+func bloomBits(g uint64, bshift uint) (uint64, uint64) {
+	h := g * bloomMul
+	return h >> bshift, 1<<((h>>(bshift-6))&63) | 1<<((h>>(bshift-12))&63)
+}
+
+// lookup returns the entries indexed under gram g.
+func (t *tier) lookup(g uint64) []uint32 {
+	mask := uint64(len(t.slots) - 1)
+	for i := (g * slotMul) >> t.tshift; ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		if s.n == 0 {
+			return nil
+		}
+		if s.gram == g {
+			return t.ents[s.lo : s.lo+s.n]
+		}
+	}
+}
+
+// gramDistinct returns, for every gram start of n, the number of distinct
+// byte values of the gram.
+func gramDistinct(n []byte) []uint8 {
+	out := make([]uint8, len(n)-gramLen+1)
+	for a := range out {
+		var seen [4]uint64
+		d := 0
+		for _, c := range n[a : a+gramLen] {
+			w, b := c>>6, uint64(1)<<(c&63)
+			if seen[w]&b == 0 {
+				seen[w] |= b
+				d++
+			}
+		}
+		out[a] = uint8(d)
+	}
+	return out
+}
+
+// gramCounts is a count sketch of how many (needle, offset) pairs of a set
+// hold each gram: saturating counters indexed by a hash of the gram, so a
+// count may be too high (two grams share a counter), never too low.
+type gramCounts struct {
+	c     []uint16
+	shift uint
+}
+
+func newGramCounts(needles [][]byte) *gramCounts {
+	total := 0
+	for _, n := range needles {
+		total += min(len(n)-gramLen+1, 1<<offBits)
+	}
+	b := max(10, min(22, bits.Len(uint(4*total))))
+	gc := &gramCounts{c: make([]uint16, 1<<b), shift: uint(64 - b)}
+	for _, n := range needles {
+		for o := 0; o < min(len(n)-gramLen+1, 1<<offBits); o++ {
+			if i := (le64(n[o:]) * slotMul) >> gc.shift; gc.c[i] < math.MaxUint16 {
+				gc.c[i]++
+			}
+		}
+	}
+	return gc
+}
+
+func (gc *gramCounts) of(g uint64) int { return int(gc.c[(g*slotMul)>>gc.shift]) }
+
+// byteRarity weighs a byte by how rarely it occurs in the bytes stores keep:
+// 0 for zero (padding, empty pages), 1 for lower-case letters, space and
+// common punctuation (most of any text), 3 for everything else (digits,
+// capitals, other symbols, binary and float bytes).
+var byteRarity = func() (w [256]uint8) {
+	for c := range w {
+		w[c] = 3
+	}
+	w[0] = 0
+	for c := 'a'; c <= 'z'; c++ {
+		w[c] = 1
+	}
+	for _, c := range " \n\t.,;:'\"-" {
+		w[c] = 1
+	}
+	return w
+}()
+
+// minRarity is the least total byteRarity a gram taken at a stride above 1
+// must have: a gram of common text bytes only (8) is likely template text,
+// common in the scanned bytes, where each occurrence would be looked up and
+// compared with every needle indexed under it.
+const minRarity = 12
+
+// gramCost ranks the gram at offset o of a needle, lower is better: how
+// many grams of the set share it, far more for a gram with fewer than
+// minGramDistinct distinct byte values, more for one whose bytes are common
+// in text (see minRarity).
+func gramCost(n []byte, o int, dist []uint8, gc *gramCounts) int {
+	c := gc.of(le64(n[o:]))
+	if dist[o] < minGramDistinct {
+		c += 1 << 20
+	}
+	r := 0
+	for _, b := range n[o : o+gramLen] {
+		r += int(byteRarity[b])
+	}
+	if r < minRarity {
+		c += 1 << 10
+	}
+	return c
+}
+
+// pickOffsets returns, for stride k, the offset of the gram taken for each
+// residue (the cheapest of the offsets ≡ r mod k below 64; the first on a
+// tie), or nil when some residue has no gram within maxCost (k > 1) or the
+// needle has no room for k grams.
+func pickOffsets(n []byte, dist []uint8, cost []int, k, maxCost int) []int {
+	if k > len(dist) {
+		return nil
+	}
+	offs := make([]int, k)
+	for r := 0; r < k; r++ {
+		best := r
+		for o := r + k; o < min(len(dist), 1<<offBits); o += k {
+			if cost[o] < cost[best] || cost[o] == cost[best] && dist[o] > dist[best] {
+				best = o
+			}
+		}
+		if k > 1 && cost[best] > maxCost {
+			return nil
+		}
+		offs[r] = best
+	}
+	return offs
+}
+
+// maxCost is the highest gramCost a residue may take at a stride: at the
+// largest strides only grams shared by at most maxGramShare pairs and rare
+// enough (minRarity), at 8 and below any gram with minGramDistinct distinct
+// values (each stride is one more pass over the data, so fewer strides are
+// better than grams that are rarer still).
+var maxCost = map[int]int{48: maxGramShare, 24: maxGramShare, 8: maxGramShare, 4: 1<<20 - 1}
+
+type gramEnt struct {
+	gram uint64
+	ent  uint32
+}
+
+// buildTiers indexes needles (each at least gramLen bytes).
+func buildTiers(needles [][]byte) []*tier {
+	kcap := strideLadder[len(strideLadder)-1]
+	if len(needles) > 0 {
+		kcap = max(1, indexBudget/len(needles))
+	}
+	gc := newGramCounts(needles)
+	// Each needle's stride and offsets: the largest stride at which every
+	// residue has a gram within maxCost.
+	ks := make([]int, len(needles))
+	offs := make([][]int, len(needles))
+	costs := make([][]int, len(needles))
+	dists := make([][]uint8, len(needles))
+	count := map[int]int{}
+	for i, n := range needles {
+		dist := gramDistinct(n)
+		cost := make([]int, min(len(dist), 1<<offBits))
+		for o := range cost {
+			cost[o] = gramCost(n, o, dist, gc)
+		}
+		for j := len(strideLadder) - 1; j >= 0 && offs[i] == nil; j-- {
+			if k := strideLadder[j]; k <= kcap || k == 1 {
+				offs[i] = pickOffsets(n, dist, cost, k, maxCost[k])
+			}
+		}
+		ks[i], costs[i], dists[i] = len(offs[i]), cost, dist
+		count[ks[i]]++
+	}
+	// Each stride is a pass over the data: a stride that few needles take
+	// costs as much as one that many take. Their needles go to the largest
+	// stride in use that they have room for, with any grams but degenerate
+	// ones (the zero runs that every page of a store is full of).
+	top := 0
+	for k := range count {
+		top = max(top, k)
+	}
+	for i, n := range needles {
+		if k := ks[i]; k < top && count[k] < max(16, len(needles)/64) {
+			for j := len(strideLadder) - 1; j >= 0; j-- {
+				k2 := strideLadder[j]
+				if k2 <= k || count[k2] == 0 {
+					continue
+				}
+				if o := pickOffsets(n, dists[i], costs[i], k2, 1<<20-1); o != nil {
+					count[k]--
+					count[k2]++
+					ks[i], offs[i] = k2, o
+					break
+				}
+			}
+		}
+	}
+	byK := map[int][]gramEnt{}
+	maxOff := map[int]int{}
+	for i, n := range needles {
+		k := ks[i]
+		for _, o := range offs[i] {
+			byK[k] = append(byK[k], gramEnt{le64(n[o:]), uint32(i)<<offBits | uint32(o)})
+			maxOff[k] = max(maxOff[k], o)
+		}
+	}
+	dists, costs = nil, nil
+	strides := make([]int, 0, len(byK))
+	for k := range byK {
+		strides = append(strides, k)
+	}
+	sort.Sort(sort.Reverse(sort.IntSlice(strides)))
+	tiers := make([]*tier, 0, len(strides))
+	for _, k := range strides {
+		tiers = append(tiers, newTier(k, maxOff[k], byK[k]))
+	}
+	return tiers
+}
+
+func newTier(k, maxOff int, ge []gramEnt) *tier {
+	t := &tier{k: k, maxOff: maxOff}
+	// Bloom: about 32 bits per entry (at least 64 words, at most 2^22).
+	wb := max(6, min(22, bits.Len(uint(len(ge)/2))))
+	t.bloom = make([]uint64, 1<<wb)
+	t.bshift = uint(64 - wb)
+	// Hash table: at least twice as many slots as entries.
+	sb := max(4, bits.Len(uint(2*len(ge))))
+	t.slots = make([]slot, 1<<sb)
+	t.tshift = uint(64 - sb)
+	mask := uint64(len(t.slots) - 1)
+	find := func(g uint64) uint64 {
+		for i := (g * slotMul) >> t.tshift; ; i = (i + 1) & mask {
+			if s := &t.slots[i]; s.n == 0 || s.gram == g {
+				return i
+			}
+		}
+	}
+	// Count the entries of each gram, then lay them out contiguously.
+	for _, e := range ge {
+		s := &t.slots[find(e.gram)]
+		s.gram = e.gram
+		s.n++
+		w, m := bloomBits(e.gram, t.bshift)
+		t.bloom[w] |= m
+	}
+	var lo uint32
+	for i := range t.slots {
+		if s := &t.slots[i]; s.n > 0 {
+			s.lo = lo
+			lo += s.n
+		}
+	}
+	t.ents = make([]uint32, len(ge))
+	placed := make([]uint32, len(t.slots))
+	for _, e := range ge {
+		i := find(e.gram)
+		t.ents[t.slots[i].lo+placed[i]] = e.ent
+		placed[i]++
+	}
+	return t
+}
