@@ -21,6 +21,7 @@ type NeedleSet struct {
 	needles [][]byte
 	owner   []string // key that owns needles[i]
 	tiers   []*tier  // by descending sampling stride
+	chkOff  []uint8  // per needle: where the 4 bytes its entries check start
 	maxLen  int
 }
 
@@ -33,17 +34,19 @@ func NewNeedleSet(ev map[string]*Evidence) *NeedleSet {
 	}
 	sort.Strings(keys)
 	s := &NeedleSet{}
-	for _, k := range keys {
+	var owners []int32
+	for i, k := range keys {
 		for _, n := range ev[k].Needles {
 			if len(n) < gramLen {
 				continue
 			}
 			s.needles = append(s.needles, n)
 			s.owner = append(s.owner, k)
+			owners = append(owners, int32(i))
 			s.maxLen = max(s.maxLen, len(n))
 		}
 	}
-	s.tiers = buildTiers(s.needles)
+	s.tiers, s.chkOff = buildTiers(s.needles, owners)
 	return s
 }
 
@@ -282,10 +285,14 @@ func (sc *Scanner) search(b []byte, limit int, track bool) {
 				continue
 			}
 			for _, e := range t.lookup(g) {
-				idx := int(e >> offBits)
-				start := p - int(e&(1<<offBits-1))
+				idx := int(e.ent >> offBits)
+				start := p - int(e.ent&(1<<offBits-1))
+				c := start + int(s.chkOff[idx])
+				if start < 0 || start >= limit || c+4 > len(b) || le32(b[c:]) != e.chk {
+					continue
+				}
 				n := s.needles[idx]
-				if start < 0 || start >= limit || start+len(n) > len(b) {
+				if start+len(n) > len(b) {
 					continue
 				}
 				w, bit := &sc.hit[idx>>6], uint64(1)<<(idx&63)
@@ -305,6 +312,8 @@ func (sc *Scanner) search(b []byte, limit int, track bool) {
 func (sc *Scanner) unhit(i int) { sc.hit[i>>6] &^= 1 << (i & 63) }
 
 func le64(b []byte) uint64 { return binary.LittleEndian.Uint64(b) }
+
+func le32(b []byte) uint32 { return binary.LittleEndian.Uint32(b) }
 
 // ScanFile scans one file. A file that does not exist is skipped (a -wal or
 // -journal file is often absent) and not counted. The file is read through a

@@ -23,32 +23,37 @@ import (
 // about 1/24 of the positions for the 32-byte windows of Tile, and reads
 // each byte of the data once.
 //
-// Needles are grouped into tiers by k. A needle takes the largest k of
-// strideLadder its length allows, unless
-//   - some residue has only grams with fewer than minGramDistinct distinct
-//     byte values to choose from (zero runs in vectors, repeated
-//     characters): such a gram is common in the scanned data (every
-//     position of a zero page matches an all-zero gram), and every match
-//     costs a comparison per needle indexed under it; a smaller k gives each
-//     residue more grams to choose from, and k = 1 takes the needle's most
-//     varied gram, as a single anchor did before;
-//   - the set is so large that k grams per needle would exceed indexBudget
-//     entries: k is capped so that the index stays within memory.
+// Needles are grouped into tiers by k, each tier one pass over the data. A
+// needle takes the largest k of strideLadder at which every residue has a
+// gram within maxCost of that stride (see gramCost):
+//   - at 8 and above, a gram no other record of the set has (maxGramShare)
+//     and not made of common text bytes only (minRarity): a gram that many
+//     records share (a template line, a greeting) is common in the scanned
+//     bytes too, and every occurrence at a probed position costs a lookup
+//     and a check per needle indexed under it;
+//   - at 4, any gram with at least minGramDistinct distinct byte values:
+//     fewer (zero runs in vectors, repeated characters) would match at
+//     every position of a zero page;
+//   - at 1, the needle's cheapest gram, whatever it is (the single anchor
+//     of the scanner this replaced).
 //
-// Within a residue the gram with the most distinct byte values is taken
-// (the first such) among the offsets below 64.
+// Within a residue the cheapest gram is taken among the offsets below 64
+// (the first on a tie). A stride that few needles take would cost a whole
+// pass for them: they go to a larger stride in use with any non-degenerate
+// gram. A set so large that k entries per needle would exceed indexBudget
+// has k capped. Each entry also carries 4 bytes of its needle (at the
+// needle's cheapest gram), checked against the data before the needle is
+// compared.
 const (
 	gramLen         = 8
 	minGramDistinct = 4
 	indexBudget     = 2 << 20 // index entries (gram, needle, offset) for a whole set
-	// maxGramShare is the most (needle, offset) pairs of the set that may
-	// share the gram a residue takes at a stride above 1. Windows tiled every
-	// WindowStride bytes hold each gram of their record up to
-	// WindowSize/WindowStride times; a gram shared more widely is text
-	// many records have in common (a template, a greeting), and likely common
-	// in the scanned bytes too, where each occurrence would be compared with
-	// every needle indexed under it.
-	maxGramShare = 16
+	// maxGramShare is the most records of the set whose needles may hold
+	// the gram a residue takes at the larger strides: a gram more records
+	// share is text many records have in common (a template, a greeting),
+	// likely common in the scanned bytes too, where each occurrence would
+	// be looked up and compared with every needle indexed under it.
+	maxGramShare = 1
 )
 
 // strideLadder lists the sampling strides a tier may have, ascending.
@@ -62,7 +67,17 @@ type tier struct {
 	bshift uint     // 64 - log2(len(bloom))
 	slots  []slot   // open addressing on the gram
 	tshift uint     // 64 - log2(len(slots))
-	ents   []uint32 // needle index << 6 | offset, grouped by gram
+	ents   []entry  // grouped by gram
+}
+
+// entry is one needle indexed under a gram: the needle's index and the
+// gram's offset in it, and the needle's 4 bytes at its check offset (see
+// NeedleSet.chkOff), compared with the data before the needle is: a gram
+// many needles share (template text) is rejected for most of them without
+// reading them.
+type entry struct {
+	ent uint32 // needle index << offBits | offset
+	chk uint32
 }
 
 type slot struct {
@@ -83,7 +98,7 @@ func bloomBits(g uint64, bshift uint) (uint64, uint64) {
 }
 
 // lookup returns the entries indexed under gram g.
-func (t *tier) lookup(g uint64) []uint32 {
+func (t *tier) lookup(g uint64) []entry {
 	mask := uint64(len(t.slots) - 1)
 	for i := (g * slotMul) >> t.tshift; ; i = (i + 1) & mask {
 		s := &t.slots[i]
@@ -115,25 +130,34 @@ func gramDistinct(n []byte) []uint8 {
 	return out
 }
 
-// gramCounts is a count sketch of how many (needle, offset) pairs of a set
-// hold each gram: saturating counters indexed by a hash of the gram, so a
-// count may be too high (two grams share a counter), never too low.
+// gramCounts is a count sketch of how many records (owners) of a set have
+// each gram in their needles: saturating counters indexed by a hash of the
+// gram, so a count may be too high (two grams share a counter), never too
+// low. A gram of one record's content is in its overlapping windows several
+// times but counts once; a gram of text that many records share (a
+// template, a greeting, boilerplate) counts once per record, and is likely
+// as common in the scanned bytes.
 type gramCounts struct {
 	c     []uint16
+	last  []int32 // owner that last counted this counter
 	shift uint
 }
 
-func newGramCounts(needles [][]byte) *gramCounts {
+func newGramCounts(needles [][]byte, owners []int32) *gramCounts {
 	total := 0
 	for _, n := range needles {
 		total += min(len(n)-gramLen+1, 1<<offBits)
 	}
 	b := max(10, min(22, bits.Len(uint(4*total))))
-	gc := &gramCounts{c: make([]uint16, 1<<b), shift: uint(64 - b)}
-	for _, n := range needles {
+	gc := &gramCounts{c: make([]uint16, 1<<b), last: make([]int32, 1<<b), shift: uint(64 - b)}
+	for i := range gc.last {
+		gc.last[i] = -1
+	}
+	for j, n := range needles {
 		for o := 0; o < min(len(n)-gramLen+1, 1<<offBits); o++ {
-			if i := (le64(n[o:]) * slotMul) >> gc.shift; gc.c[i] < math.MaxUint16 {
+			if i := (le64(n[o:]) * slotMul) >> gc.shift; gc.last[i] != owners[j] && gc.c[i] < math.MaxUint16 {
 				gc.c[i]++
+				gc.last[i] = owners[j]
 			}
 		}
 	}
@@ -167,7 +191,7 @@ var byteRarity = func() (w [256]uint8) {
 const minRarity = 12
 
 // gramCost ranks the gram at offset o of a needle, lower is better: how
-// many grams of the set share it, far more for a gram with fewer than
+// many records of the set have it, far more for a gram with fewer than
 // minGramDistinct distinct byte values, more for one whose bytes are common
 // in text (see minRarity).
 func gramCost(n []byte, o int, dist []uint8, gc *gramCounts) int {
@@ -218,16 +242,18 @@ var maxCost = map[int]int{48: maxGramShare, 24: maxGramShare, 8: maxGramShare, 4
 
 type gramEnt struct {
 	gram uint64
-	ent  uint32
+	entry
 }
 
-// buildTiers indexes needles (each at least gramLen bytes).
-func buildTiers(needles [][]byte) []*tier {
+// buildTiers indexes needles (each at least gramLen bytes). chkOff[i] is
+// where needles[i]'s check bytes start: the start of its cheapest gram (the
+// one shared with the fewest others), clamped so 4 bytes fit.
+func buildTiers(needles [][]byte, owners []int32) (tiers []*tier, chkOff []uint8) {
 	kcap := strideLadder[len(strideLadder)-1]
 	if len(needles) > 0 {
 		kcap = max(1, indexBudget/len(needles))
 	}
-	gc := newGramCounts(needles)
+	gc := newGramCounts(needles, owners)
 	// Each needle's stride and offsets: the largest stride at which every
 	// residue has a gram within maxCost.
 	ks := make([]int, len(needles))
@@ -235,11 +261,15 @@ func buildTiers(needles [][]byte) []*tier {
 	costs := make([][]int, len(needles))
 	dists := make([][]uint8, len(needles))
 	count := map[int]int{}
+	chkOff = make([]uint8, len(needles))
 	for i, n := range needles {
 		dist := gramDistinct(n)
 		cost := make([]int, min(len(dist), 1<<offBits))
 		for o := range cost {
 			cost[o] = gramCost(n, o, dist, gc)
+			if cost[o] < cost[chkOff[i]] {
+				chkOff[i] = uint8(o)
+			}
 		}
 		for j := len(strideLadder) - 1; j >= 0 && offs[i] == nil; j-- {
 			if k := strideLadder[j]; k <= kcap || k == 1 {
@@ -278,7 +308,7 @@ func buildTiers(needles [][]byte) []*tier {
 	for i, n := range needles {
 		k := ks[i]
 		for _, o := range offs[i] {
-			byK[k] = append(byK[k], gramEnt{le64(n[o:]), uint32(i)<<offBits | uint32(o)})
+			byK[k] = append(byK[k], gramEnt{le64(n[o:]), entry{uint32(i)<<offBits | uint32(o), le32(n[chkOff[i]:])}})
 			maxOff[k] = max(maxOff[k], o)
 		}
 	}
@@ -288,11 +318,11 @@ func buildTiers(needles [][]byte) []*tier {
 		strides = append(strides, k)
 	}
 	sort.Sort(sort.Reverse(sort.IntSlice(strides)))
-	tiers := make([]*tier, 0, len(strides))
+	tiers = make([]*tier, 0, len(strides))
 	for _, k := range strides {
 		tiers = append(tiers, newTier(k, maxOff[k], byK[k]))
 	}
-	return tiers
+	return tiers, chkOff
 }
 
 func newTier(k, maxOff int, ge []gramEnt) *tier {
@@ -328,11 +358,11 @@ func newTier(k, maxOff int, ge []gramEnt) *tier {
 			lo += s.n
 		}
 	}
-	t.ents = make([]uint32, len(ge))
+	t.ents = make([]entry, len(ge))
 	placed := make([]uint32, len(t.slots))
 	for _, e := range ge {
 		i := find(e.gram)
-		t.ents[t.slots[i].lo+placed[i]] = e.ent
+		t.ents[t.slots[i].lo+placed[i]] = e.entry
 		placed[i]++
 	}
 	return t
