@@ -156,8 +156,8 @@ func Load(dir string) (*Results, error) {
 			}
 		case "serve-capture":
 			// Capture through amnesia serve's API: reported in docs/serve.md.
-		case "trace", "capture":
-			// Trace latency and capture overhead (issue #13): reported in bench/README.md.
+		case "trace", "capture", "scanner":
+			// Trace latency, capture overhead and the byte scanner (issue #13): reported in bench/README.md.
 		default:
 			return nil, fmt.Errorf("%s: unknown kind %q", p, head.Kind)
 		}
