@@ -108,7 +108,7 @@ type Scanner struct {
 // inputs of at least parallelMin bytes are searched by up to GOMAXPROCS
 // workers. Tests lower them to put needles across read boundaries.
 var (
-	readSize    = 1 << 20
+	readSize    = 256 << 10
 	parallelMin = 4 << 20
 )
 

@@ -26,7 +26,8 @@ import (
 // Needles are grouped into tiers by k, each tier one pass over the data. A
 // needle takes the largest k of strideLadder at which every residue has a
 // gram within maxCost of that stride (see gramCost):
-//   - at 8 and above, a gram no other record of the set has (maxGramShare)
+//   - at 8 and above, a gram at most one other record of the set has
+//     (maxGramShare)
 //     and not made of common text bytes only (minRarity): a gram that many
 //     records share (a template line, a greeting) is common in the scanned
 //     bytes too, and every occurrence at a probed position costs a lookup
@@ -53,7 +54,7 @@ const (
 	// share is text many records have in common (a template, a greeting),
 	// likely common in the scanned bytes too, where each occurrence would
 	// be looked up and compared with every needle indexed under it.
-	maxGramShare = 1
+	maxGramShare = 2
 )
 
 // strideLadder lists the sampling strides a tier may have, ascending.
@@ -130,18 +131,21 @@ func gramDistinct(n []byte) []uint8 {
 	return out
 }
 
-// gramCounts is a count sketch of how many records (owners) of a set have
-// each gram in their needles: saturating counters indexed by a hash of the
-// gram, so a count may be too high (two grams share a counter), never too
-// low. A gram of one record's content is in its overlapping windows several
-// times but counts once; a gram of text that many records share (a
-// template, a greeting, boilerplate) counts once per record, and is likely
-// as common in the scanned bytes.
+// gramCounts is a count-min sketch of how many records (owners) of a set
+// have each gram in their needles: two rows of saturating counters indexed
+// by two hashes of the gram, the count being the smaller of its two
+// counters, so a count may be too high (another gram shares both
+// counters), never too low. A gram of one record's content is in its
+// overlapping windows several times but counts once; a gram of text that
+// many records share (a template, a greeting, boilerplate) counts once per
+// record, and is likely as common in the scanned bytes.
 type gramCounts struct {
-	c     []uint16
-	last  []int32 // owner that last counted this counter
+	c     [2][]uint8
+	last  [2][]int32 // owner that last counted this counter
 	shift uint
 }
+
+var countMul = [2]uint64{slotMul, 0xA0761D6478BD642F}
 
 func newGramCounts(needles [][]byte, owners []int32) *gramCounts {
 	total := 0
@@ -149,22 +153,30 @@ func newGramCounts(needles [][]byte, owners []int32) *gramCounts {
 		total += min(len(n)-gramLen+1, 1<<offBits)
 	}
 	b := max(10, min(22, bits.Len(uint(4*total))))
-	gc := &gramCounts{c: make([]uint16, 1<<b), last: make([]int32, 1<<b), shift: uint(64 - b)}
-	for i := range gc.last {
-		gc.last[i] = -1
+	gc := &gramCounts{shift: uint(64 - b)}
+	for r := range gc.c {
+		gc.c[r], gc.last[r] = make([]uint8, 1<<b), make([]int32, 1<<b)
+		for i := range gc.last[r] {
+			gc.last[r][i] = -1
+		}
 	}
 	for j, n := range needles {
 		for o := 0; o < min(len(n)-gramLen+1, 1<<offBits); o++ {
-			if i := (le64(n[o:]) * slotMul) >> gc.shift; gc.last[i] != owners[j] && gc.c[i] < math.MaxUint16 {
-				gc.c[i]++
-				gc.last[i] = owners[j]
+			g := le64(n[o:])
+			for r := range gc.c {
+				if i := (g * countMul[r]) >> gc.shift; gc.last[r][i] != owners[j] && gc.c[r][i] < math.MaxUint8 {
+					gc.c[r][i]++
+					gc.last[r][i] = owners[j]
+				}
 			}
 		}
 	}
 	return gc
 }
 
-func (gc *gramCounts) of(g uint64) int { return int(gc.c[(g*slotMul)>>gc.shift]) }
+func (gc *gramCounts) of(g uint64) int {
+	return int(min(gc.c[0][(g*countMul[0])>>gc.shift], gc.c[1][(g*countMul[1])>>gc.shift]))
+}
 
 // byteRarity weighs a byte by how rarely it occurs in the bytes stores keep:
 // 0 for zero (padding, empty pages), 1 for lower-case letters, space and
@@ -327,8 +339,9 @@ func buildTiers(needles [][]byte, owners []int32) (tiers []*tier, chkOff []uint8
 
 func newTier(k, maxOff int, ge []gramEnt) *tier {
 	t := &tier{k: k, maxOff: maxOff}
-	// Bloom: about 32 bits per entry (at least 64 words, at most 2^22).
-	wb := max(6, min(22, bits.Len(uint(len(ge)/2))))
+	// Bloom: 8 to 16 bits per entry (at least 64 words, at most 2^22), small
+	// enough to stay in a core's cache with the read it searches.
+	wb := max(6, min(22, bits.Len(uint(len(ge)/8))))
 	t.bloom = make([]uint64, 1<<wb)
 	t.bshift = uint(64 - wb)
 	// Hash table: at least twice as many slots as entries.
