@@ -59,6 +59,11 @@ type ScannerRow struct {
 	CatMBps      float64 `json:"cat_mb_per_s"`       // warm `cat FILE > /dev/null`, fastest run; 0 when no cat
 	ReadMBps     float64 `json:"read_loop_mb_per_s"` // warm Go read loop (1 MiB reads to a discarded buffer), fastest run
 	ScanMBps     float64 `json:"scan_mb_per_s"`      // warm store.ScanFiles, fastest run
+	// ScanCPUMBps is the bytes scanned per second of the process's CPU time
+	// (user and system, all workers) over all timed scans: what the scan
+	// costs in CPU, less sensitive than wall time to other work on the
+	// machine. Divided by params.workers it is the speed one core sustains.
+	ScanCPUMBps  float64 `json:"scan_mb_per_cpu_s"`
 	ScanVsCatPc  float64 `json:"scan_vs_cat_percent"`
 	ScanVsReadPc float64 `json:"scan_vs_read_loop_percent"`
 }
@@ -268,6 +273,7 @@ func measureScan(ctx context.Context, o ScannerOptions, kind, path string, needl
 		set := store.NewNeedleSet(ev)
 		build := time.Since(start)
 		var rep store.ScanReport
+		cpu0 := cpuTime()
 		scanMBps, err := best(func() error {
 			var err error
 			rep, err = store.ScanFiles(ctx, set, "bench", path)
@@ -276,17 +282,19 @@ func measureScan(ctx context.Context, o ScannerOptions, kind, path string, needl
 		if err != nil {
 			return nil, err
 		}
+		cpu := cpuTime() - cpu0
 		if rep.NeedlesFound == 0 {
 			return nil, fmt.Errorf("scanner: %s with %d needles: no planted needle was found", kind, set.Len())
 		}
 		row := ScannerRow{Data: kind, Bytes: rep.Bytes, Needles: set.Len(), NeedlesFound: rep.NeedlesFound,
 			BuildMs: float64(build.Microseconds()) / 1000, CatMBps: catMBps, ReadMBps: readMBps, ScanMBps: scanMBps,
+			ScanCPUMBps:  mb * float64(o.Runs) / cpu.Seconds(),
 			ScanVsReadPc: 100 * scanMBps / readMBps}
 		if catMBps > 0 {
 			row.ScanVsCatPc = 100 * scanMBps / catMBps
 		}
-		logScanner(o, "scanner: %s, %d needles: cat %.0f MB/s, read loop %.0f MB/s, scan %.0f MB/s (%.0f%% of cat), %d found",
-			kind, row.Needles, catMBps, readMBps, scanMBps, row.ScanVsCatPc, row.NeedlesFound)
+		logScanner(o, "scanner: %s, %d needles: cat %.0f MB/s, read loop %.0f MB/s, scan %.0f MB/s (%.0f%% of cat; %.0f MB per CPU second), %d found",
+			kind, row.Needles, catMBps, readMBps, scanMBps, row.ScanVsCatPc, row.ScanCPUMBps, row.NeedlesFound)
 		rows = append(rows, row)
 	}
 	return rows, nil
@@ -296,4 +304,12 @@ func logScanner(o ScannerOptions, format string, a ...any) {
 	if o.Progress != nil {
 		fmt.Fprintf(o.Progress, format+"\n", a...)
 	}
+}
+
+// cpuRate is mb per second of cpu, or 0 where CPU time is not measured.
+func cpuRate(mb float64, cpu time.Duration) float64 {
+	if cpu <= 0 {
+		return 0
+	}
+	return mb / cpu.Seconds()
 }
