@@ -48,7 +48,7 @@ import (
 const (
 	gramLen         = 8
 	minGramDistinct = 4
-	indexBudget     = 2 << 20 // index entries (gram, needle, offset) for a whole set
+	indexBudget     = 1 << 18 // index entries (gram, needle, offset) for a whole set
 	// maxGramShare is the most records of the set whose needles may hold
 	// the gram a residue takes at the larger strides: a gram more records
 	// share is text many records have in common (a template, a greeting),
@@ -114,8 +114,8 @@ func (t *tier) lookup(g uint64) []entry {
 
 // gramDistinct returns, for every gram start of n, the number of distinct
 // byte values of the gram.
-func gramDistinct(n []byte) []uint8 {
-	out := make([]uint8, len(n)-gramLen+1)
+func gramDistinct(n []byte, buf []uint8) []uint8 {
+	out := append(buf[:0], make([]uint8, len(n)-gramLen+1)...)
 	for a := range out {
 		var seen [4]uint64
 		d := 0
@@ -138,12 +138,21 @@ func gramDistinct(n []byte) []uint8 {
 // counters), never too low. A gram of one record's content is in its
 // overlapping windows several times but counts once; a gram of text that
 // many records share (a template, a greeting, boilerplate) counts once per
-// record, and is likely as common in the scanned bytes.
+// record, and is likely as common in the scanned bytes. A set with more
+// than maxCounted grams is not counted (every count is 0): building the
+// sketch would cost more than the scan saves, and such a set's stride is
+// capped low by indexBudget anyway.
 type gramCounts struct {
-	c     [2][]uint8
-	last  [2][]int32 // owner that last counted this counter
+	row   [2][]counter
 	shift uint
 }
+
+type counter struct {
+	last int32 // owner that last counted here
+	n    uint8
+}
+
+const maxCounted = 1 << 20
 
 var countMul = [2]uint64{slotMul, 0xA0761D6478BD642F}
 
@@ -152,21 +161,24 @@ func newGramCounts(needles [][]byte, owners []int32) *gramCounts {
 	for _, n := range needles {
 		total += min(len(n)-gramLen+1, 1<<offBits)
 	}
-	b := max(10, min(22, bits.Len(uint(4*total))))
+	if total > maxCounted {
+		return nil
+	}
+	b := max(10, min(21, bits.Len(uint(4*total))))
 	gc := &gramCounts{shift: uint(64 - b)}
-	for r := range gc.c {
-		gc.c[r], gc.last[r] = make([]uint8, 1<<b), make([]int32, 1<<b)
-		for i := range gc.last[r] {
-			gc.last[r][i] = -1
+	for r := range gc.row {
+		gc.row[r] = make([]counter, 1<<b)
+		for i := range gc.row[r] {
+			gc.row[r][i].last = -1
 		}
 	}
 	for j, n := range needles {
 		for o := 0; o < min(len(n)-gramLen+1, 1<<offBits); o++ {
 			g := le64(n[o:])
-			for r := range gc.c {
-				if i := (g * countMul[r]) >> gc.shift; gc.last[r][i] != owners[j] && gc.c[r][i] < math.MaxUint8 {
-					gc.c[r][i]++
-					gc.last[r][i] = owners[j]
+			for r := range gc.row {
+				if c := &gc.row[r][(g*countMul[r])>>gc.shift]; c.last != owners[j] && c.n < math.MaxUint8 {
+					c.n++
+					c.last = owners[j]
 				}
 			}
 		}
@@ -175,7 +187,10 @@ func newGramCounts(needles [][]byte, owners []int32) *gramCounts {
 }
 
 func (gc *gramCounts) of(g uint64) int {
-	return int(min(gc.c[0][(g*countMul[0])>>gc.shift], gc.c[1][(g*countMul[1])>>gc.shift]))
+	if gc == nil {
+		return 0
+	}
+	return int(min(gc.row[0][(g*countMul[0])>>gc.shift].n, gc.row[1][(g*countMul[1])>>gc.shift].n))
 }
 
 // byteRarity weighs a byte by how rarely it occurs in the bytes stores keep:
@@ -225,11 +240,11 @@ func gramCost(n []byte, o int, dist []uint8, gc *gramCounts) int {
 // residue (the cheapest of the offsets ≡ r mod k below 64; the first on a
 // tie), or nil when some residue has no gram within maxCost (k > 1) or the
 // needle has no room for k grams.
-func pickOffsets(n []byte, dist []uint8, cost []int, k, maxCost int) []int {
+func pickOffsets(dist []uint8, cost []int, k, maxCost int, offs []uint8) []uint8 {
 	if k > len(dist) {
 		return nil
 	}
-	offs := make([]int, k)
+	offs = offs[:0]
 	for r := 0; r < k; r++ {
 		best := r
 		for o := r + k; o < min(len(dist), 1<<offBits); o += k {
@@ -240,7 +255,7 @@ func pickOffsets(n []byte, dist []uint8, cost []int, k, maxCost int) []int {
 		if k > 1 && cost[best] > maxCost {
 			return nil
 		}
-		offs[r] = best
+		offs = append(offs, uint8(best))
 	}
 	return offs
 }
@@ -266,30 +281,43 @@ func buildTiers(needles [][]byte, owners []int32) (tiers []*tier, chkOff []uint8
 		kcap = max(1, indexBudget/len(needles))
 	}
 	gc := newGramCounts(needles, owners)
-	// Each needle's stride and offsets: the largest stride at which every
-	// residue has a gram within maxCost.
-	ks := make([]int, len(needles))
-	offs := make([][]int, len(needles))
-	costs := make([][]int, len(needles))
-	dists := make([][]uint8, len(needles))
+	var (
+		dist []uint8
+		cost []int
+		tmp  []uint8
+	)
+	// costs computes dist and cost for needle n.
+	costs := func(n []byte) {
+		dist = gramDistinct(n, dist)
+		cost = cost[:0]
+		for o := range min(len(dist), 1<<offBits) {
+			cost = append(cost, gramCost(n, o, dist, gc))
+		}
+	}
+	// Each needle's stride and offsets (offs[at[i]:][:ks[i]]): the largest
+	// stride at which every residue has a gram within maxCost.
+	ks := make([]uint8, len(needles))
+	at := make([]int, len(needles))
+	offs := make([]uint8, 0, len(needles)*min(kcap, 24))
 	count := map[int]int{}
 	chkOff = make([]uint8, len(needles))
 	for i, n := range needles {
-		dist := gramDistinct(n)
-		cost := make([]int, min(len(dist), 1<<offBits))
+		costs(n)
 		for o := range cost {
-			cost[o] = gramCost(n, o, dist, gc)
 			if cost[o] < cost[chkOff[i]] {
 				chkOff[i] = uint8(o)
 			}
 		}
-		for j := len(strideLadder) - 1; j >= 0 && offs[i] == nil; j-- {
+		var o []uint8
+		for j := len(strideLadder) - 1; j >= 0 && o == nil; j-- {
 			if k := strideLadder[j]; k <= kcap || k == 1 {
-				offs[i] = pickOffsets(n, dist, cost, k, maxCost[k])
+				o = pickOffsets(dist, cost, k, maxCost[k], tmp)
 			}
 		}
-		ks[i], costs[i], dists[i] = len(offs[i]), cost, dist
-		count[ks[i]]++
+		tmp = o
+		ks[i], at[i] = uint8(len(o)), len(offs)
+		offs = append(offs, o...)
+		count[len(o)]++
 	}
 	// Each stride is a pass over the data: a stride that few needles take
 	// costs as much as one that many take. Their needles go to the largest
@@ -300,31 +328,38 @@ func buildTiers(needles [][]byte, owners []int32) (tiers []*tier, chkOff []uint8
 		top = max(top, k)
 	}
 	for i, n := range needles {
-		if k := ks[i]; k < top && count[k] < max(16, len(needles)/64) {
+		if k := int(ks[i]); k < top && count[k] < max(16, len(needles)/16) {
+			costs(n)
 			for j := len(strideLadder) - 1; j >= 0; j-- {
 				k2 := strideLadder[j]
 				if k2 <= k || count[k2] == 0 {
 					continue
 				}
-				if o := pickOffsets(n, dists[i], costs[i], k2, 1<<20-1); o != nil {
+				if o := pickOffsets(dist, cost, k2, 1<<20-1, tmp); o != nil {
+					tmp = o
 					count[k]--
 					count[k2]++
-					ks[i], offs[i] = k2, o
+					ks[i], at[i] = uint8(k2), len(offs)
+					offs = append(offs, o...)
 					break
 				}
 			}
 		}
 	}
 	byK := map[int][]gramEnt{}
-	maxOff := map[int]int{}
-	for i, n := range needles {
-		k := ks[i]
-		for _, o := range offs[i] {
-			byK[k] = append(byK[k], gramEnt{le64(n[o:]), entry{uint32(i)<<offBits | uint32(o), le32(n[chkOff[i]:])}})
-			maxOff[k] = max(maxOff[k], o)
+	for k, c := range count {
+		if c > 0 {
+			byK[k] = make([]gramEnt, 0, c*k)
 		}
 	}
-	dists, costs = nil, nil
+	maxOff := map[int]int{}
+	for i, n := range needles {
+		k := int(ks[i])
+		for _, o := range offs[at[i] : at[i]+k] {
+			byK[k] = append(byK[k], gramEnt{le64(n[o:]), entry{uint32(i)<<offBits | uint32(o), le32(n[chkOff[i]:])}})
+			maxOff[k] = max(maxOff[k], int(o))
+		}
+	}
 	strides := make([]int, 0, len(byK))
 	for k := range byK {
 		strides = append(strides, k)
