@@ -1,6 +1,7 @@
 package store
 
 import (
+	"fmt"
 	"math"
 	"math/bits"
 	"sort"
@@ -276,6 +277,12 @@ type gramEnt struct {
 // where needles[i]'s check bytes start: the start of its cheapest gram (the
 // one shared with the fewest others), clamped so 4 bytes fit.
 func buildTiers(needles [][]byte, owners []int32) (tiers []*tier, chkOff []uint8) {
+	if len(needles) >= 1<<(32-offBits) {
+		// An entry holds the needle's index in 26 bits. 2^26 needles are
+		// 2 GiB of windows of 32 bytes: more than any probe reads at once
+		// (MaxWindows caps a field at 65,536 windows).
+		panic(fmt.Sprintf("store: %d needles in one NeedleSet; at most %d", len(needles), 1<<(32-offBits)-1))
+	}
 	kcap := strideLadder[len(strideLadder)-1]
 	if len(needles) > 0 {
 		kcap = max(1, indexBudget/len(needles))
