@@ -291,12 +291,12 @@ func (sc *Scanner) search(b []byte, limit int, track bool) {
 				if start < 0 || start >= limit || c+4 > len(b) || le32(b[c:]) != e.chk {
 					continue
 				}
-				n := s.needles[idx]
-				if start+len(n) > len(b) {
-					continue
-				}
 				w, bit := &sc.hit[idx>>6], uint64(1)<<(idx&63)
-				if atomic.LoadUint64(w)&bit != 0 || !bytes.Equal(b[start:start+len(n)], n) {
+				if atomic.LoadUint64(w)&bit != 0 {
+					continue // found already
+				}
+				n := s.needles[idx]
+				if start+len(n) > len(b) || !bytes.Equal(b[start:start+len(n)], n) {
 					continue
 				}
 				if atomic.OrUint64(w, bit)&bit == 0 && track {

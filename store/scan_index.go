@@ -157,10 +157,10 @@ const maxCounted = 1 << 20
 
 var countMul = [2]uint64{slotMul, 0xA0761D6478BD642F}
 
-func newGramCounts(needles [][]byte, owners []int32) *gramCounts {
+func newGramCounts(needles [][]byte, owners []int32, width int) *gramCounts {
 	total := 0
 	for _, n := range needles {
-		total += min(len(n)-gramLen+1, 1<<offBits)
+		total += countedGrams(n, width)
 	}
 	if total > maxCounted {
 		return nil
@@ -174,8 +174,8 @@ func newGramCounts(needles [][]byte, owners []int32) *gramCounts {
 		}
 	}
 	for j, n := range needles {
-		for o := 0; o < min(len(n)-gramLen+1, 1<<offBits); o++ {
-			g := le64(n[o:])
+		for o := range countedGrams(n, width) {
+			g := gramAt(n, o, width)
 			for r := range gc.row {
 				if c := &gc.row[r][(g*countMul[r])>>gc.shift]; c.last != owners[j] && c.n < math.MaxUint8 {
 					c.n++
@@ -185,6 +185,20 @@ func newGramCounts(needles [][]byte, owners []int32) *gramCounts {
 		}
 	}
 	return gc
+}
+
+// countedGrams is how many of n's grams of width bytes a sketch counts:
+// those starting below 64 (index grams), or below 68 (check bytes).
+func countedGrams(n []byte, width int) int {
+	return max(0, min(len(n)-width+1, 1<<offBits+gramLen-width))
+}
+
+// gramAt is n's gram of width (8 or 4) bytes at o.
+func gramAt(n []byte, o, width int) uint64 {
+	if width == 4 {
+		return uint64(le32(n[o:]))
+	}
+	return le64(n[o:])
 }
 
 func (gc *gramCounts) of(g uint64) int {
@@ -227,14 +241,19 @@ func gramCost(n []byte, o int, dist []uint8, gc *gramCounts) int {
 	if dist[o] < minGramDistinct {
 		c += 1 << 20
 	}
-	r := 0
-	for _, b := range n[o : o+gramLen] {
-		r += int(byteRarity[b])
-	}
-	if r < minRarity {
+	if rarity(n[o:o+gramLen]) < minRarity {
 		c += 1 << 10
 	}
 	return c
+}
+
+// rarity sums the byteRarity of b's bytes.
+func rarity(b []byte) int {
+	r := 0
+	for _, c := range b {
+		r += int(byteRarity[c])
+	}
+	return r
 }
 
 // pickOffsets returns, for stride k, the offset of the gram taken for each
@@ -274,8 +293,8 @@ type gramEnt struct {
 }
 
 // buildTiers indexes needles (each at least gramLen bytes). chkOff[i] is
-// where needles[i]'s check bytes start: the start of its cheapest gram (the
-// one shared with the fewest others), clamped so 4 bytes fit.
+// where needles[i]'s 4 check bytes start: in its cheapest gram (the one the
+// fewest other records share).
 func buildTiers(needles [][]byte, owners []int32) (tiers []*tier, chkOff []uint8) {
 	if len(needles) >= 1<<(32-offBits) {
 		// An entry holds the needle's index in 26 bits. 2^26 needles are
@@ -287,7 +306,8 @@ func buildTiers(needles [][]byte, owners []int32) (tiers []*tier, chkOff []uint8
 	if len(needles) > 0 {
 		kcap = max(1, indexBudget/len(needles))
 	}
-	gc := newGramCounts(needles, owners)
+	gc := newGramCounts(needles, owners, gramLen)
+	gc4 := newGramCounts(needles, owners, 4)
 	var (
 		dist []uint8
 		cost []int
@@ -310,11 +330,29 @@ func buildTiers(needles [][]byte, owners []int32) (tiers []*tier, chkOff []uint8
 	chkOff = make([]uint8, len(needles))
 	for i, n := range needles {
 		costs(n)
-		for o := range cost {
-			if cost[o] < cost[chkOff[i]] {
-				chkOff[i] = uint8(o)
+		// The check bytes: the 4 bytes of the needle that the fewest other
+		// records share (the last such): template text around a few unique
+		// bytes would pass the check wherever the template is. Without a
+		// count (a very large set), the rarer half of the cheapest gram.
+		c := 0
+		if gc4 != nil {
+			best := math.MaxInt
+			for o := range countedGrams(n, 4) {
+				if x := gc4.of(gramAt(n, o, 4)); x <= best {
+					c, best = o, x
+				}
+			}
+		} else {
+			for o := range cost {
+				if cost[o] < cost[c] {
+					c = o
+				}
+			}
+			if rarity(n[c:c+4]) <= rarity(n[c+4:c+8]) {
+				c += 4
 			}
 		}
+		chkOff[i] = uint8(c)
 		var o []uint8
 		for j := len(strideLadder) - 1; j >= 0 && o == nil; j-- {
 			if k := strideLadder[j]; k <= kcap || k == 1 {
