@@ -8,90 +8,46 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"runtime"
 	"sort"
+	"sync"
+	"sync/atomic"
 )
 
 // NeedleSet indexes the needles of many records for one pass over a store's
-// bytes. Lookups go through one 8-byte anchor per needle: a bitmap rejects
-// almost every offset with one load, a map resolves the rest, and a full
-// comparison confirms a hit. A needle's anchor is its 8-byte substring with
-// the most distinct byte values, not its prefix: vector needles often begin
-// with zero bytes (zero components), and thousands of needles sharing an
-// all-zero prefix made every offset of a zero-filled page or WAL segment
-// pass the bitmap and be compared with each of them.
+// bytes: see scan_index.go for how a scan finds them while reading only a
+// sample of the positions.
 type NeedleSet struct {
-	needles  [][]byte
-	owner    []string // key that owns needles[i]
-	anchor   []int    // offset of needles[i]'s anchor
-	bloom    []uint64 // 2^bits bits over a hash of each needle's anchor
-	bits     int
-	byAnchor map[uint64][]int
-	maxLen   int
-	maxAnch  int // largest anchor offset
+	needles [][]byte
+	owner   []string // key that owns needles[i]
+	tiers   []*tier  // by descending sampling stride
+	chkOff  []uint8  // per needle: where the 4 bytes its entries check start
+	maxLen  int
 }
 
-// The bloom filter has at least 2^minBloomBits bits, and at least 16 per
-// needle up to 2^maxBloomBits (32 MiB), so that it still rejects almost
-// every offset when records are tiled into many overlapping windows.
-const (
-	minBloomBits = 20
-	maxBloomBits = 28
-)
-
-// NewNeedleSet builds a set from per-key evidence.
+// NewNeedleSet builds a set from per-key evidence. Needles shorter than 8
+// bytes are left out (they would match by chance; Tile never makes them).
 func NewNeedleSet(ev map[string]*Evidence) *NeedleSet {
 	keys := make([]string, 0, len(ev))
-	total := 0
-	for k, e := range ev {
+	for k := range ev {
 		keys = append(keys, k)
-		total += len(e.Needles)
 	}
-	bits := minBloomBits
-	for bits < maxBloomBits && 1<<bits < 16*total {
-		bits++
-	}
-	s := &NeedleSet{bloom: make([]uint64, 1<<(bits-6)), bits: bits, byAnchor: make(map[uint64][]int, total)}
 	sort.Strings(keys)
-	for _, k := range keys {
+	s := &NeedleSet{}
+	var owners []int32
+	for i, k := range keys {
 		for _, n := range ev[k].Needles {
-			if len(n) < 8 {
+			if len(n) < gramLen {
 				continue
 			}
-			i := len(s.needles)
-			a := anchorOf(n)
 			s.needles = append(s.needles, n)
 			s.owner = append(s.owner, k)
-			s.anchor = append(s.anchor, a)
-			p := binary.LittleEndian.Uint64(n[a:])
-			s.byAnchor[p] = append(s.byAnchor[p], i)
-			h := bloomHash(p, s.bits)
-			s.bloom[h>>6] |= 1 << (h & 63)
+			owners = append(owners, int32(i))
 			s.maxLen = max(s.maxLen, len(n))
-			s.maxAnch = max(s.maxAnch, a)
 		}
 	}
+	s.tiers, s.chkOff = buildTiers(s.needles, owners)
 	return s
-}
-
-// anchorOf returns the offset of n's 8-byte substring with the most distinct
-// byte values (the first such one).
-func anchorOf(n []byte) int {
-	best, bestN := 0, 0
-	for a := 0; a+8 <= len(n); a++ {
-		d := 0
-		for j := a; j < a+8; j++ {
-			if bytes.IndexByte(n[a:j], n[j]) < 0 {
-				d++
-			}
-		}
-		if d > bestN {
-			best, bestN = a, d
-			if d == 8 {
-				break
-			}
-		}
-	}
-	return best
 }
 
 // Len is the number of needles in the set.
@@ -122,8 +78,6 @@ func (s *NeedleSet) NeedlesOf(key string) int {
 	return n
 }
 
-func bloomHash(p uint64, bits int) uint64 { return (p * 0x9E3779B97F4A7C15) >> (64 - bits) }
-
 // ScanReport is the result of scanning a store's bytes for a NeedleSet.
 type ScanReport struct {
 	Method       string         `json:"method"` // what was scanned and how
@@ -136,30 +90,73 @@ type ScanReport struct {
 // FoundKeys returns the number of keys with at least one needle found.
 func (r ScanReport) FoundKeys() int { return len(r.Found) }
 
-// Scanner accumulates a scan over several byte streams.
+// Scanner accumulates a scan over several byte streams. A Scanner is used by
+// one goroutine at a time; it searches large inputs on several cores itself.
 type Scanner struct {
 	set *NeedleSet
-	hit []bool
+	hit []uint64 // bit i: needles[i] found (set atomically by the workers)
 	rep ScanReport
-	buf []byte // read buffer, allocated once per Scanner
-	// With track set, search appends to fresh the index of every needle it
-	// finds (DropShared attributes them to the record it scanned).
+	buf []byte // read buffer of the sequential path, allocated once
+	// With track set, a sequential search appends to fresh the index of
+	// every needle it finds (DropShared attributes them to the record it
+	// scanned).
 	track bool
 	fresh []int
 }
 
+// Sizes of the reads. A read of readSize bytes is searched by one worker;
+// inputs of at least parallelMin bytes are searched by up to GOMAXPROCS
+// workers. Tests lower them to put needles across read boundaries.
+var (
+	readSize    = 256 << 10
+	parallelMin = 4 << 20
+)
+
 // NewScanner starts a scan for set.
 func NewScanner(set *NeedleSet, method string) *Scanner {
-	return &Scanner{set: set, hit: make([]bool, set.Len()), rep: ScanReport{Method: method}}
+	return &Scanner{set: set, hit: make([]uint64, (set.Len()+63)/64), rep: ScanReport{Method: method}}
+}
+
+// chunkSize is the bytes one read covers: readSize, or more for sets with
+// needles so long that the overlap between reads would dominate.
+func (sc *Scanner) chunkSize() int { return max(readSize, 4*sc.set.maxLen) }
+
+// overlap is how far a read extends past the bytes it owns, so that a needle
+// starting in them is whole in the read.
+func (sc *Scanner) overlap() int { return max(sc.set.maxLen, 1) - 1 }
+
+// sizedReaderAt is what Scan reads in parallel: *os.File sections,
+// *bytes.Reader.
+type sizedReaderAt interface {
+	io.ReaderAt
+	Size() int64
 }
 
 // Scan reads r to the end, looking for needles. Needles that straddle two
 // reads are found; needles that straddle two calls to Scan are not (each call
-// is one file).
+// is one file). A reader that can also ReadAt and tell its Size (a file
+// section, a bytes.Reader) is read from its current offset in parallel, each
+// byte once, and left at its end.
 func (sc *Scanner) Scan(ctx context.Context, r io.Reader) error {
 	sc.rep.Files++
+	if ra, ok := r.(sizedReaderAt); ok {
+		if sk, ok := r.(io.Seeker); ok {
+			if cur, err := sk.Seek(0, io.SeekCurrent); err == nil && ra.Size()-cur >= int64(parallelMin) {
+				if err := sc.scanAt(ctx, ra, cur, ra.Size()); err != nil {
+					return err
+				}
+				_, err := sk.Seek(0, io.SeekEnd)
+				return err
+			}
+		}
+	}
+	return sc.scanSeq(ctx, r)
+}
+
+// scanSeq reads r in one goroutine, searching each read.
+func (sc *Scanner) scanSeq(ctx context.Context, r io.Reader) error {
 	if sc.buf == nil {
-		sc.buf = make([]byte, 1<<20)
+		sc.buf = make([]byte, sc.chunkSize()+sc.overlap())
 	}
 	buf := sc.buf
 	carry := 0
@@ -176,54 +173,147 @@ func (sc *Scanner) Scan(ctx context.Context, r io.Reader) error {
 		}
 		limit := total
 		if !final {
-			limit = total - max(sc.set.maxLen, 1) + 1 // an empty set keeps nothing back
+			limit = total - sc.overlap() // an empty set keeps nothing back
 		}
-		sc.search(buf[:total], limit)
+		sc.search(buf[:total], limit, sc.track)
 		if final {
 			return nil
 		}
-		keep := total - limit
-		copy(buf, buf[limit:total])
-		carry = keep
+		carry = copy(buf, buf[limit:total])
 	}
+}
+
+// scanAt searches bytes [from, size) of r: each worker reads the next
+// chunk it claims, plus the overlap, into its own buffer and searches it.
+func (sc *Scanner) scanAt(ctx context.Context, r io.ReaderAt, from, size int64) error {
+	chunk, ov := int64(sc.chunkSize()), sc.overlap()
+	nchunks := (size - from + chunk - 1) / chunk
+	var (
+		next  atomic.Int64
+		read  atomic.Int64
+		mu    sync.Mutex
+		first error
+	)
+	fail := func(err error) {
+		mu.Lock()
+		if first == nil {
+			first = err
+		}
+		mu.Unlock()
+		next.Store(nchunks) // the others stop at their next claim
+	}
+	work := func() {
+		buf := make([]byte, int(chunk)+ov)
+		for {
+			j := next.Add(1) - 1
+			if j >= nchunks {
+				return
+			}
+			if err := ctx.Err(); err != nil {
+				fail(err)
+				return
+			}
+			off := from + j*chunk
+			want := min(int64(len(buf)), size-off)
+			n, err := r.ReadAt(buf[:want], off)
+			if err != nil && err != io.EOF { // io.EOF: the file shrank; search what was read
+				fail(err)
+				return
+			}
+			own := min(int64(n), chunk) // bytes [off, off+chunk) are this chunk's
+			read.Add(own)
+			sc.search(buf[:n], int(own), false)
+		}
+	}
+	workers := int(min(int64(runtime.GOMAXPROCS(0)), nchunks))
+	var wg sync.WaitGroup
+	for w := 1; w < workers; w++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); work() }()
+	}
+	work()
+	wg.Wait()
+	sc.rep.Bytes += read.Load()
+	return first
 }
 
 // ScanBytes looks for needles in b, counted as one file.
 func (sc *Scanner) ScanBytes(b []byte) {
 	sc.rep.Files++
 	sc.rep.Bytes += int64(len(b))
-	sc.search(b, len(b))
-}
-
-// search looks for needles starting at offsets [0, limit) of b.
-func (sc *Scanner) search(b []byte, limit int) {
-	s := sc.set
-	if len(s.needles) == 0 {
+	if len(b) < parallelMin || sc.track {
+		sc.search(b, len(b), sc.track)
 		return
 	}
-	// An anchor at offset i is a needle starting at i - anchor; only starts
-	// in [0, limit) are this call's (later ones come again in the next).
-	bloom, shift := s.bloom, 64-s.bits
-	for i := 0; i < limit+s.maxAnch && i+8 <= len(b); i++ {
-		p := binary.LittleEndian.Uint64(b[i:])
-		h := (p * 0x9E3779B97F4A7C15) >> shift // bloomHash, inlined
-		if bloom[h>>6]&(1<<(h&63)) == 0 {
-			continue
+	chunk, ov := sc.chunkSize(), sc.overlap()
+	nchunks := (len(b) + chunk - 1) / chunk
+	var next atomic.Int64
+	work := func() {
+		for {
+			j := int(next.Add(1) - 1)
+			if j >= nchunks {
+				return
+			}
+			off := j * chunk
+			sc.search(b[off:min(off+chunk+ov, len(b))], min(chunk, len(b)-off), false)
 		}
-		for _, idx := range s.byAnchor[p] {
-			start := i - s.anchor[idx]
-			if start < 0 || start >= limit || sc.hit[idx] {
+	}
+	var wg sync.WaitGroup
+	for w := 1; w < min(runtime.GOMAXPROCS(0), nchunks); w++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); work() }()
+	}
+	work()
+	wg.Wait()
+}
+
+// search looks for needles starting at offsets [0, limit) of b and marks
+// those it finds; with track it also appends the new ones to sc.fresh (only
+// when one goroutine searches).
+func (sc *Scanner) search(b []byte, limit int, track bool) {
+	s := sc.set
+	for _, t := range s.tiers {
+		k, bshift, bloom := t.k, t.bshift, t.bloom
+		// A needle starting at [0, limit) is probed at a multiple of k no
+		// more than maxOff past its start, with its whole gram in b.
+		end := min(limit-1+t.maxOff, len(b)-gramLen)
+		for p := 0; p <= end; p += k {
+			g := le64(b[p:])
+			h := g * bloomMul
+			m := uint64(1)<<((h>>(bshift-6))&63) | uint64(1)<<((h>>(bshift-12))&63)
+			if bloom[h>>bshift]&m != m {
 				continue
 			}
-			if bytes.HasPrefix(b[start:], s.needles[idx]) {
-				sc.hit[idx] = true
-				if sc.track {
+			for _, e := range t.lookup(g) {
+				idx := int(e.ent >> offBits)
+				start := p - int(e.ent&(1<<offBits-1))
+				c := start + int(s.chkOff[idx])
+				if start < 0 || start >= limit || c+4 > len(b) || le32(b[c:]) != e.chk {
+					continue
+				}
+				w, bit := &sc.hit[idx>>6], uint64(1)<<(idx&63)
+				if atomic.LoadUint64(w)&bit != 0 {
+					continue // found already
+				}
+				n := s.needles[idx]
+				if start+len(n) > len(b) || !bytes.Equal(b[start:start+len(n)], n) {
+					continue
+				}
+				if atomic.OrUint64(w, bit)&bit == 0 && track {
 					sc.fresh = append(sc.fresh, idx)
 				}
 			}
 		}
 	}
 }
+
+// unhit forgets that needle i was found (DropShared looks for it again in
+// the next record).
+func (sc *Scanner) unhit(i int) { sc.hit[i>>6] &^= 1 << (i & 63) }
+
+func le64(b []byte) uint64 { return binary.LittleEndian.Uint64(b) }
+
+func le32(b []byte) uint32 { return binary.LittleEndian.Uint32(b) }
 
 // ScanFile scans one file. A file that does not exist is skipped (a -wal or
 // -journal file is often absent) and not counted. The file is read through a
@@ -249,8 +339,8 @@ func (sc *Scanner) Report() ScanReport {
 	releaseGone()
 	r := sc.rep
 	r.Found = map[string]int{}
-	for i, h := range sc.hit {
-		if h {
+	for i := range sc.set.needles {
+		if sc.hit[i>>6]&(1<<(i&63)) != 0 {
 			r.Found[sc.set.owner[i]]++
 			r.NeedlesFound++
 		}

@@ -34,7 +34,7 @@ func DropShared(ctx context.Context, ev map[string]*Evidence, others func(fn fun
 		sc.fresh = sc.fresh[:0]
 		sc.ScanBytes(b)
 		for _, i := range sc.fresh {
-			sc.hit[i] = false // the next record may hold it too
+			sc.unhit(i) // the next record may hold it too
 			shared[i] = true
 			if key == "" {
 				continue

@@ -9,6 +9,7 @@
 //	go run ./cmd/amnesia-bench trace [--edges 100000,1000000 --ledgers sqlite,postgres --pg $AMNESIA_TEST_PG_DSN --traces 1000]
 //	go run ./cmd/amnesia-bench capture [--ledgers sqlite,postgres --pg $AMNESIA_TEST_PG_DSN --batches 200 --singles 1000]
 //	go run ./cmd/amnesia-bench pgvector [--vectors 100000 --dim 384 --subjects 1000 --batch 100 --dsn $AMNESIA_TEST_PG_DSN]
+//	go run ./cmd/amnesia-bench scanner [--mib 1024 --needles 1000,10000 --runs 3]
 //	go run ./cmd/amnesia-bench serve-capture [--dsn $AMNESIA_TEST_PG_DSN --clients 8 --duration 10s]
 //	go run ./cmd/amnesia-bench model [--shards 4 --people 40 --rows-each 5 --erasures 5 --references 99]
 //	go run ./cmd/amnesia-bench workers [--pg $AMNESIA_TEST_PG_DSN --workers 1,2,4 --erasures 200 --docs-each 5]
@@ -32,7 +33,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: amnesia-bench residue|scale|trace|capture|pgvector|serve-capture|model|workers|report [flags]")
+		fmt.Fprintln(os.Stderr, "usage: amnesia-bench residue|scale|trace|capture|pgvector|scanner|serve-capture|model|workers|report [flags]")
 		os.Exit(2)
 	}
 	ctx := context.Background()
@@ -127,6 +128,28 @@ func main() {
 		var r *bench.PGVectorResult
 		if r, err = bench.PGVector(ctx, o); err == nil {
 			err = write(filepath.Join(*out, "pgvector.json"), r)
+		}
+	case "scanner":
+		o := bench.ScannerDefaults()
+		o.Progress = os.Stderr
+		fs.IntVar(&o.MiB, "mib", o.MiB, "MiB of each scanned file (text, vectors)")
+		needles := fs.String("needles", "1000,10000", "needle counts, comma-separated")
+		fs.IntVar(&o.Runs, "runs", o.Runs, "timed runs of each measurement (the fastest is kept)")
+		fs.StringVar(&o.Note, "note", "", "a note kept in the result (e.g. why the size differs from the full one)")
+		fs.Parse(os.Args[2:])
+		o.Work = scratch(*work)
+		o.Needles = nil
+		for _, e := range strings.Split(*needles, ",") {
+			n, perr := strconv.Atoi(strings.TrimSpace(e))
+			if perr != nil || n <= 0 {
+				fmt.Fprintf(os.Stderr, "amnesia-bench: --needles: %q is not a positive number\n", e)
+				os.Exit(2)
+			}
+			o.Needles = append(o.Needles, n)
+		}
+		var r *bench.ScannerResult
+		if r, err = bench.Scanner(ctx, o); err == nil {
+			err = write(filepath.Join(*out, "scanner.json"), r)
 		}
 	case "serve-capture":
 		o := servebench.Options{Progress: os.Stderr}

@@ -90,3 +90,27 @@ func TestPerfSmoke(t *testing.T) {
 		t.Errorf("capture result: %+v", cr)
 	}
 }
+
+// The scanner benchmark at a few MiB: every row measured, planted needles
+// found, no file left behind.
+func TestScannerSmoke(t *testing.T) {
+	work := t.TempDir()
+	r, err := Scanner(context.Background(), ScannerOptions{MiB: 4, Needles: []int{100, 400}, Runs: 1, Work: work})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Rows) != 4 || r.Kind != "scanner" || r.Commit == "" || r.Params.Workers < 1 {
+		t.Fatalf("scanner result: %+v", r)
+	}
+	for _, row := range r.Rows {
+		if row.Bytes != 4<<20 || row.NeedlesFound == 0 || row.Needles == 0 || row.Needles > 400 || row.ScanMBps <= 0 || row.ReadMBps <= 0 {
+			t.Errorf("row %+v", row)
+		}
+	}
+	if left, _ := os.ReadDir(work); len(left) != 0 {
+		t.Errorf("files left in the work dir: %v", left)
+	}
+	if _, err := Scanner(context.Background(), ScannerOptions{MiB: 0, Needles: []int{1}, Runs: 1, Work: work}); err == nil || !strings.Contains(err.Error(), "--mib") {
+		t.Errorf("a zero size: err = %v, want one naming --mib", err)
+	}
+}

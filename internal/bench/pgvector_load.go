@@ -339,8 +339,8 @@ func (r *pgvRun) chooseIndex(ctx context.Context) error {
 		r.res.Index.Note = what + fmt.Sprintf(", within the %s budget per build: HNSW used", r.o.HNSWBudget)
 	} else {
 		r.index = "ivfflat"
-		r.res.Index.Note = what + fmt.Sprintf(", over the %s budget per build (each table is indexed once, VACUUM FULL rebuilds the index once per subject, "+
-			"amnesia full twice per reclaim: REINDEX CONCURRENTLY, then VACUUM FULL): IVFFlat (lists=%d, vector_l2_ops) used for every table", r.o.HNSWBudget, r.o.Lists)
+		r.res.Index.Note = what + fmt.Sprintf(", over the %s budget per build (each table is indexed once, and VACUUM FULL, native or in amnesia's full reclaim, "+
+			"rebuilds the index once per subject): IVFFlat (lists=%d, vector_l2_ops) used for every table", r.o.HNSWBudget, r.o.Lists)
 	}
 	r.logf("index: %s", r.res.Index.Note)
 	return nil

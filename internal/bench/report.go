@@ -165,7 +165,7 @@ func Load(dir string) (*Results, error) {
 			// Capture through amnesia serve's API: reported in docs/serve.md.
 		case "workers":
 			// Erasures per minute with 1, 2 and 4 workers (issue #18): reported in docs/scale.md.
-		case "trace", "capture", "fixedcost":
+		case "trace", "capture", "fixedcost", "scanner":
 			// Trace latency, capture overhead and the fixed cost per
 			// erasure (issue #13): reported in bench/README.md.
 		case "model":
@@ -268,7 +268,11 @@ func (r *Results) Markdown() string {
 		b.WriteString(r.file("scale", "").stamp() + "\n")
 		fmt.Fprintf(&b, "- Trace latency on a ledger of %d edges (%d artifacts), %d traces: p50 %s, p99 %s. %s.\n", sc.Trace.Edges, sc.Trace.Artifacts, sc.Trace.Traces, ms(sc.Trace.P50Ms), ms(sc.Trace.P99Ms), sc.Trace.Note)
 		fmt.Fprintf(&b, "- Capture overhead per write (%d writes, p50): plain %.0f µs, with capture %.0f µs, overhead %.0f µs. %s.\n", sc.Capture.Writes, sc.Capture.PlainP50Us, sc.Capture.CaptureP50Us, sc.Capture.OverheadP50Us, sc.Capture.Note)
-		fmt.Fprintf(&b, "- Physical scan of %d MiB for %d needles: %.0f MB/s on one core, against %.0f MB/s for a plain sequential read of the same file (%.0f%%).\n", sc.Scan.Bytes>>20, sc.Scan.Needles, sc.Scan.ScanMBps, sc.Scan.SeqReadMBps, sc.Scan.ScanVsReadPc)
+		on := "on one core"
+		if sc.Scan.Workers > 0 {
+			on = fmt.Sprintf("searched on %d workers", sc.Scan.Workers)
+		}
+		fmt.Fprintf(&b, "- Physical scan of %d MiB for %d needles: %.0f MB/s %s, against %.0f MB/s for a plain sequential read of the same file (%.0f%%).\n", sc.Scan.Bytes>>20, sc.Scan.Needles, sc.Scan.ScanMBps, on, sc.Scan.SeqReadMBps, sc.Scan.ScanVsReadPc)
 	}
 	if r.PGVector != nil {
 		b.WriteString(r.PGVector.markdown(r.file("pgvector", "")))

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"github.com/amnesia-dev/amnesia/capture"
@@ -50,9 +51,13 @@ type ScaleResult struct {
 		Note          string  `json:"note"`
 	} `json:"capture"`
 	Scan struct {
-		Bytes        int64   `json:"bytes"`
-		Needles      int     `json:"needles"`
+		Bytes   int64 `json:"bytes"`
+		Needles int   `json:"needles"`
+		// ScanMBps keeps its JSON name from when the scanner used one
+		// core; Workers (absent in those files) says on how many
+		// goroutines it searched since.
 		ScanMBps     float64 `json:"scan_mb_per_s_per_core"`
+		Workers      int     `json:"workers,omitempty"`
 		SeqReadMBps  float64 `json:"sequential_read_mb_per_s"`
 		ScanVsReadPc float64 `json:"scan_vs_read_percent"`
 	} `json:"scan"`
@@ -232,7 +237,7 @@ func scanThroughput(ctx context.Context, o ScaleOptions, r *ScaleResult) error {
 	}
 	sd := time.Since(start)
 	mb := float64(rep.Bytes) / (1 << 20)
-	r.Scan.Bytes, r.Scan.Needles = rep.Bytes, set.Len()
+	r.Scan.Bytes, r.Scan.Needles, r.Scan.Workers = rep.Bytes, set.Len(), runtime.GOMAXPROCS(0)
 	r.Scan.ScanMBps, r.Scan.SeqReadMBps = mb/sd.Seconds(), mb/rd.Seconds()
 	r.Scan.ScanVsReadPc = 100 * r.Scan.ScanMBps / r.Scan.SeqReadMBps
 	return nil

@@ -158,9 +158,9 @@ func (s *Store) similar(ctx context.Context, k string, v []float32, op string, e
 	return false, nil
 }
 
-// Reclaim implements store.Reclaimer (see package store/internal/pg): the
-// vector indexes are rebuilt with REINDEX INDEX CONCURRENTLY before VACUUM
-// FULL. In delete-only mode it reclaims nothing and reports
+// Reclaim implements store.Reclaimer (see package store/internal/pg):
+// VACUUM FULL rebuilds the vector indexes with the rest, once; REINDEX INDEX
+// CONCURRENTLY rebuilds them only when VACUUM FULL timed out. In delete-only mode it reclaims nothing and reports
 // PENDING-reclaim-deferred; the adapter then does not declare reclaim.
 func (s *Store) Reclaim(ctx context.Context) (store.ReclaimReport, error) {
 	return s.t.Reclaim(ctx)

@@ -12,9 +12,10 @@
 //     cmetadata->>'subject'.
 //
 // Erasure is a DELETE by key; reclaim mode "full" then runs VACUUM
-// (INDEX_CLEANUP ON), REINDEX INDEX CONCURRENTLY of the vector indexes,
-// VACUUM FULL, CHECKPOINT and WAL rotation under bounded locks (package
-// store/internal/pg, docs/postgres.md).
+// (INDEX_CLEANUP ON), VACUUM FULL (which builds each index, the vector
+// index included, once), REINDEX INDEX CONCURRENTLY of the vector indexes
+// only if VACUUM FULL timed out, CHECKPOINT and WAL rotation under bounded
+// locks (package store/internal/pg, docs/postgres.md).
 //
 // What it proves: deletion by key; that neither a lookup by key, a filter on
 // the subject tag, nor a k=10 nearest-neighbour search with the record's own

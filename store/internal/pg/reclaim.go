@@ -19,8 +19,11 @@ import (
 //     (pgvector's HNSW vacuum zeroes a deleted element's vector);
 //  3. if a snapshot, replication slot or prepared transaction at or before
 //     the delete holds the xmin horizon, stop: PENDING-<pin>;
-//  4. REINDEX INDEX CONCURRENTLY of the Reindex indexes (vector indexes);
-//  5. VACUUM FULL: a new heap, TOAST table and indexes, from live rows only;
+//  4. VACUUM FULL: a new heap, TOAST table and indexes, from live rows only
+//     (each index is built once: an HNSW build is the costliest step);
+//  5. only if VACUUM FULL timed out: REINDEX INDEX CONCURRENTLY of the
+//     Reindex indexes (vector indexes), whose lock does not block readers
+//     or writers and may be granted where VACUUM FULL's was not;
 //  6. INVALID indexes left: UNVERIFIED-index-not-rebuilt; pgstattuple dead
 //     tuples left: PENDING-<pin> or UNVERIFIED-dead-tuples-remain;
 //  7. CHECKPOINT, then pg_switch_wal + CHECKPOINT until every WAL segment
@@ -51,11 +54,11 @@ func (t *Target) Reclaim(ctx context.Context) (store.ReclaimReport, error) {
 }
 
 func (t *Target) method() string {
-	s := "full: DELETE; VACUUM (INDEX_CLEANUP ON); "
+	s := "full: DELETE; VACUUM (INDEX_CLEANUP ON); VACUUM FULL (rebuilds each index once); "
 	if t.Reindex != nil {
-		s += "REINDEX INDEX CONCURRENTLY (vector indexes); "
+		s += "REINDEX INDEX CONCURRENTLY (vector indexes) only if VACUUM FULL timed out; "
 	}
-	s += "VACUUM FULL; CHECKPOINT; pg_switch_wal + CHECKPOINT until pre-reclaim WAL is recycled; lock_timeout=" + t.Opts.LockTimeout.String()
+	s += "CHECKPOINT; pg_switch_wal + CHECKPOINT until pre-reclaim WAL is recycled; lock_timeout=" + t.Opts.LockTimeout.String()
 	if t.Opts.StatementTimeout > 0 {
 		s += ", statement_timeout=" + t.Opts.StatementTimeout.String()
 	}
@@ -94,7 +97,6 @@ func (t *Target) deferred(ctx context.Context) (store.ReclaimReport, error) {
 // timeout is one statement that timed out on every attempt.
 type timeout struct {
 	kind, what string
-	reindex    bool
 }
 
 // run is one reclaim on one connection.
@@ -144,22 +146,22 @@ func (r *run) full(ctx context.Context) error {
 		r.managed()
 		return r.finish(ctx)
 	}
-	if err := r.reindex(ctx); err != nil {
-		return err
-	}
 	ok, err := r.stmt(ctx, "VACUUM FULL "+name, "VACUUM FULL "+tbl)
 	if err != nil {
 		return err
 	}
 	r.rewritten = ok
-	if ok { // VACUUM FULL rebuilt every index: earlier REINDEX timeouts no longer matter
-		kept := r.timeouts[:0]
-		for _, to := range r.timeouts {
-			if !to.reindex {
-				kept = append(kept, to)
-			}
+	if ok {
+		// VACUUM FULL built every index of the table anew, from live rows
+		// only (INVALID ones too, which it marks valid): each is built
+		// once in this reclaim, none again by REINDEX.
+		if r.t.Reindex != nil {
+			r.step("vector indexes built once, by VACUUM FULL; no second build")
 		}
-		r.timeouts = kept
+	} else if err := r.reindex(ctx); err != nil {
+		// VACUUM FULL could not take its lock: REINDEX CONCURRENTLY, under
+		// a weaker lock, may still rebuild the vector indexes.
+		return err
 	}
 	if ok {
 		if err := r.statistics(ctx, name, tbl); err != nil {
@@ -277,7 +279,7 @@ func (r *run) exec(ctx context.Context, label, sql string) (bool, error) {
 		}
 		what := fmt.Sprintf("%s on %s after %d attempt(s)", r.t.timeoutWhat(kind), label, attempt+1)
 		r.step(what)
-		r.timeouts = append(r.timeouts, timeout{kind: kind, what: what, reindex: strings.HasPrefix(sql, "REINDEX")})
+		r.timeouts = append(r.timeouts, timeout{kind: kind, what: what})
 		return false, nil
 	}
 }

@@ -20,8 +20,8 @@ type Target struct {
 	Opts  Options
 	Priv  Privileges
 	// Reindex selects the indexes that REINDEX INDEX CONCURRENTLY rebuilds
-	// before VACUUM FULL (pgvector: its vector indexes). Nil: none; VACUUM
-	// FULL rebuilds every index anyway.
+	// when VACUUM FULL timed out (pgvector: its vector indexes). Nil: none.
+	// When VACUUM FULL runs it rebuilds every index, once.
 	Reindex func(Index) bool
 
 	mu        sync.Mutex

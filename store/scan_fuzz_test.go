@@ -1,0 +1,155 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"testing"
+)
+
+// setReadSizes lowers the scanner's read size and parallel threshold for one
+// test, so that small inputs span many reads and workers.
+func setReadSizes(t testing.TB, read, parallel int) {
+	r, p := readSize, parallelMin
+	readSize, parallelMin = read, parallel
+	t.Cleanup(func() { readSize, parallelMin = r, p })
+}
+
+// naiveFound is what the scanner must report: per key, the needles of at
+// least 8 bytes that occur in data.
+func naiveFound(ev map[string]*Evidence, data []byte) map[string]int {
+	out := map[string]int{}
+	for k, e := range ev {
+		for _, n := range e.Needles {
+			if len(n) >= gramLen && bytes.Contains(data, n) {
+				out[k]++
+			}
+		}
+	}
+	return out
+}
+
+// onlyReader hides every method but Read: Scan takes its sequential path.
+type onlyReader struct{ r io.Reader }
+
+func (o onlyReader) Read(p []byte) (int, error) { return o.r.Read(p) }
+
+// checkScan scans data for ev every way the scanner can read it (in one
+// buffer, through a reader that can ReadAt, through one that cannot) and
+// compares each report with a naive search.
+func checkScan(t testing.TB, ev map[string]*Evidence, data []byte) {
+	want := naiveFound(ev, data)
+	set := NewNeedleSet(ev)
+	for _, how := range []string{"bytes", "reader-at", "reader"} {
+		sc := NewScanner(set, "t")
+		switch how {
+		case "bytes":
+			sc.ScanBytes(data)
+		case "reader-at":
+			if err := sc.Scan(context.Background(), bytes.NewReader(data)); err != nil {
+				t.Fatal(err)
+			}
+		case "reader":
+			if err := sc.Scan(context.Background(), onlyReader{bytes.NewReader(data)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rep := sc.Report()
+		if rep.Bytes != int64(len(data)) || rep.Files != 1 {
+			t.Fatalf("%s: %d bytes in %d files, want %d in 1", how, rep.Bytes, rep.Files, len(data))
+		}
+		total := 0
+		for k := range ev {
+			if rep.Found[k] != want[k] {
+				t.Fatalf("%s: key %s: found %d needles, naive search %d (data %d bytes)", how, k, rep.Found[k], want[k], len(data))
+			}
+			total += want[k]
+		}
+		if rep.NeedlesFound != total || len(rep.Found) != len(want) {
+			t.Fatalf("%s: %d needles of %d keys found, naive %d of %d", how, rep.NeedlesFound, len(rep.Found), total, len(want))
+		}
+	}
+}
+
+// fuzzCase derives data and needles from the fuzzer's bytes: needles are
+// substrings of data (so most are present), at lengths 8..40, some of them
+// nested in or overlapping others, some altered in one byte (absent), and
+// zero runs in data; read and parallel sizes are small so that needles
+// cross read and worker boundaries.
+func fuzzCase(seed, spec []byte) (map[string]*Evidence, []byte, int, int) {
+	data := bytes.Repeat(seed, max(1, 600/(len(seed)+1)))
+	if len(seed) > 3 && seed[0]&1 == 1 { // zero runs, as pages of vectors with zero components
+		for i := int(seed[1]) % 64; i+16 < len(data); i += 97 {
+			clear(data[i : i+int(seed[2])%16])
+		}
+	}
+	for i := range data { // vary the repetitions so that most windows are unique
+		data[i] ^= byte(i*7) ^ byte(i>>8)
+	}
+	ev := map[string]*Evidence{}
+	for i := 0; i+3 <= len(spec) && i < 3*64; i += 3 {
+		at := int(binary.LittleEndian.Uint16(spec[i:])) % max(1, len(data))
+		n := 8 + int(spec[i+2])%33
+		if at+n > len(data) {
+			continue
+		}
+		nd := append([]byte(nil), data[at:at+n]...)
+		if spec[i+2]&0x80 != 0 {
+			nd[int(spec[i])%n] ^= 0x5a // absent (unless it occurs elsewhere)
+		}
+		k := fmt.Sprintf("k%d", i%5)
+		if ev[k] == nil {
+			ev[k] = &Evidence{}
+		}
+		ev[k].Needles = append(ev[k].Needles, nd)
+	}
+	read := 32 + int(uint(len(spec))*13%200)
+	return ev, data, read, read * (1 + len(seed)%3)
+}
+
+// FuzzScan: the scanner finds exactly the needles a naive search finds.
+func FuzzScan(f *testing.F) {
+	f.Add([]byte("The quick brown fox jumps over the lazy dog"), []byte("\x00\x00\x20\x10\x00\x18\x11\x00\x28\x05\x01\x88\x40\x00\x07"))
+	f.Add([]byte{1, 9, 14, 0, 0, 0, 0, 0x3d, 0xcc, 0x10, 0x8f, 0xbd, 0, 0, 0, 0}, []byte("\x03\x00\x18\x40\x00\x20\x41\x00\x10\x60\x01\x20"))
+	f.Add([]byte("aaaaaaaaaaaaaaaaaaab"), []byte("\x00\x00\x10\x01\x00\x10\x02\x00\x10\x13\x00\x08"))
+	f.Fuzz(func(t *testing.T, seed, spec []byte) {
+		if len(seed) == 0 || len(seed) > 4096 || len(spec) > 600 {
+			return
+		}
+		ev, data, read, parallel := fuzzCase(seed, spec)
+		setReadSizes(t, read, parallel)
+		checkScan(t, ev, data)
+	})
+}
+
+// Needles across every read boundary, nested in and overlapping each
+// other, with repeated and zero-filled content, found exactly as a naive
+// search finds them with the reads and workers far smaller than the data.
+func TestScanBoundariesNestedOverlapping(t *testing.T) {
+	setReadSizes(t, 64, 256)
+	data := make([]byte, 4096+37)
+	fill(data, 31)
+	clear(data[1000:1300])                             // zero run
+	copy(data[2000:], bytes.Repeat([]byte("ab"), 100)) // periodic run
+	ev := map[string]*Evidence{}
+	add := func(k string, n []byte) {
+		if ev[k] == nil {
+			ev[k] = &Evidence{}
+		}
+		ev[k].Needles = append(ev[k].Needles, append([]byte(nil), n...))
+	}
+	for at := 0; at+50 <= len(data); at += 61 { // 40-byte windows at every phase of a 64-byte read
+		add("outer", data[at:at+40])
+		add("nested", data[at+5:at+5+16]) // inside the window
+		add("overlap", data[at+30:at+30+20])
+		add("short", data[at+2:at+10]) // 8 bytes: the shortest indexed
+	}
+	add("zeros", data[990:1030])     // ends in the zero run
+	add("periodic", data[1995:2040]) // starts before the periodic run
+	add("absent", []byte("not in the data at all, 32 bytes"))
+	add("tiny", []byte("abc"))     // under 8 bytes: never counted
+	add("end", data[len(data)-9:]) // at the very end
+	checkScan(t, ev, data)
+}

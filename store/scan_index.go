@@ -1,0 +1,462 @@
+package store
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"sort"
+)
+
+// The search index of a NeedleSet.
+//
+// Every needle of a set is at least gramLen bytes long, and a needle of m
+// bytes that occurs at offset s of the scanned bytes covers the positions
+// s .. s+m-gramLen at which a gramLen-byte gram of it starts. The scan
+// reads a gram only at every k-th position (0, k, 2k, …): among the
+// m-gramLen+1 gram starts of an occurrence there is one such position when
+// k ≤ m-gramLen+1, and it lies at offset r of the needle for the r in
+// [0, k) with s+r ≡ 0 (mod k). So a needle is indexed under k grams, one per
+// residue r, each at an offset ≡ r (mod k) that the needle has room for;
+// the scan looks each sampled gram up in a two-bit-per-gram bloom filter
+// (one 64-bit word per lookup) and, on a hit, in a hash table of the grams,
+// whose entries name the needle and the offset to compare it from. This is
+// the sampling form of skip search: a scan of b bytes does b/k lookups,
+// about 1/24 of the positions for the 32-byte windows of Tile, and reads
+// each byte of the data once.
+//
+// Needles are grouped into tiers by k, each tier one pass over the data. A
+// needle takes the largest k of strideLadder at which every residue has a
+// gram within maxCost of that stride (see gramCost):
+//   - at 8 and above, a gram at most one other record of the set has
+//     (maxGramShare)
+//     and not made of common text bytes only (minRarity): a gram that many
+//     records share (a template line, a greeting) is common in the scanned
+//     bytes too, and every occurrence at a probed position costs a lookup
+//     and a check per needle indexed under it;
+//   - at 4, any gram with at least minGramDistinct distinct byte values:
+//     fewer (zero runs in vectors, repeated characters) would match at
+//     every position of a zero page;
+//   - at 1, the needle's cheapest gram, whatever it is (the single anchor
+//     of the scanner this replaced).
+//
+// Within a residue the cheapest gram is taken among the offsets below 64
+// (the first on a tie). A stride that few needles take would cost a whole
+// pass for them: they go to a larger stride in use with any non-degenerate
+// gram. A set so large that k entries per needle would exceed indexBudget
+// has k capped. Each entry also carries 4 bytes of its needle (at the
+// needle's cheapest gram), checked against the data before the needle is
+// compared.
+const (
+	gramLen         = 8
+	minGramDistinct = 4
+	indexBudget     = 1 << 18 // index entries (gram, needle, offset) for a whole set
+	// maxGramShare is the most records of the set whose needles may hold
+	// the gram a residue takes at the larger strides: a gram more records
+	// share is text many records have in common (a template, a greeting),
+	// likely common in the scanned bytes too, where each occurrence would
+	// be looked up and compared with every needle indexed under it.
+	maxGramShare = 2
+)
+
+// strideLadder lists the sampling strides a tier may have, ascending.
+var strideLadder = []int{1, 4, 8, 24, 48}
+
+// tier indexes the needles sampled every k bytes.
+type tier struct {
+	k      int
+	maxOff int      // largest offset of an indexed gram in its needle
+	bloom  []uint64 // two bits per gram in one word
+	bshift uint     // 64 - log2(len(bloom))
+	slots  []slot   // open addressing on the gram
+	tshift uint     // 64 - log2(len(slots))
+	ents   []entry  // grouped by gram
+}
+
+// entry is one needle indexed under a gram: the needle's index and the
+// gram's offset in it, and the needle's 4 bytes at its check offset (see
+// NeedleSet.chkOff), compared with the data before the needle is: a gram
+// many needles share (template text) is rejected for most of them without
+// reading them.
+type entry struct {
+	ent uint32 // needle index << offBits | offset
+	chk uint32
+}
+
+type slot struct {
+	gram  uint64
+	lo, n uint32 // ents[lo : lo+n]; n == 0: empty slot
+}
+
+const (
+	bloomMul = 0x9E3779B97F4A7C15
+	slotMul  = 0xD6E8FEB86659FD93
+	offBits  = 6 // offsets < max(strideLadder) ≤ 63 fit in the low bits of an entry
+)
+
+// bloomBits returns the word index and the mask of a gram's two bits.
+func bloomBits(g uint64, bshift uint) (uint64, uint64) {
+	h := g * bloomMul
+	return h >> bshift, 1<<((h>>(bshift-6))&63) | 1<<((h>>(bshift-12))&63)
+}
+
+// lookup returns the entries indexed under gram g.
+func (t *tier) lookup(g uint64) []entry {
+	mask := uint64(len(t.slots) - 1)
+	for i := (g * slotMul) >> t.tshift; ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		if s.n == 0 {
+			return nil
+		}
+		if s.gram == g {
+			return t.ents[s.lo : s.lo+s.n]
+		}
+	}
+}
+
+// gramDistinct returns, for every gram start of n, the number of distinct
+// byte values of the gram.
+func gramDistinct(n []byte, buf []uint8) []uint8 {
+	out := append(buf[:0], make([]uint8, len(n)-gramLen+1)...)
+	for a := range out {
+		var seen [4]uint64
+		d := 0
+		for _, c := range n[a : a+gramLen] {
+			w, b := c>>6, uint64(1)<<(c&63)
+			if seen[w]&b == 0 {
+				seen[w] |= b
+				d++
+			}
+		}
+		out[a] = uint8(d)
+	}
+	return out
+}
+
+// gramCounts is a count-min sketch of how many records (owners) of a set
+// have each gram in their needles: two rows of saturating counters indexed
+// by two hashes of the gram, the count being the smaller of its two
+// counters, so a count may be too high (another gram shares both
+// counters), never too low. A gram of one record's content is in its
+// overlapping windows several times but counts once; a gram of text that
+// many records share (a template, a greeting, boilerplate) counts once per
+// record, and is likely as common in the scanned bytes. A set with more
+// than maxCounted grams is not counted (every count is 0): building the
+// sketch would cost more than the scan saves, and such a set's stride is
+// capped low by indexBudget anyway.
+type gramCounts struct {
+	row   [2][]counter
+	shift uint
+}
+
+type counter struct {
+	last int32 // owner that last counted here
+	n    uint8
+}
+
+const maxCounted = 1 << 20
+
+var countMul = [2]uint64{slotMul, 0xA0761D6478BD642F}
+
+func newGramCounts(needles [][]byte, owners []int32, width int) *gramCounts {
+	total := 0
+	for _, n := range needles {
+		total += countedGrams(n, width)
+	}
+	if total > maxCounted {
+		return nil
+	}
+	b := max(10, min(21, bits.Len(uint(4*total))))
+	gc := &gramCounts{shift: uint(64 - b)}
+	for r := range gc.row {
+		gc.row[r] = make([]counter, 1<<b)
+		for i := range gc.row[r] {
+			gc.row[r][i].last = -1
+		}
+	}
+	for j, n := range needles {
+		for o := range countedGrams(n, width) {
+			g := gramAt(n, o, width)
+			for r := range gc.row {
+				if c := &gc.row[r][(g*countMul[r])>>gc.shift]; c.last != owners[j] && c.n < math.MaxUint8 {
+					c.n++
+					c.last = owners[j]
+				}
+			}
+		}
+	}
+	return gc
+}
+
+// countedGrams is how many of n's grams of width bytes a sketch counts:
+// those starting below 64 (index grams), or below 68 (check bytes).
+func countedGrams(n []byte, width int) int {
+	return max(0, min(len(n)-width+1, 1<<offBits+gramLen-width))
+}
+
+// gramAt is n's gram of width (8 or 4) bytes at o.
+func gramAt(n []byte, o, width int) uint64 {
+	if width == 4 {
+		return uint64(le32(n[o:]))
+	}
+	return le64(n[o:])
+}
+
+func (gc *gramCounts) of(g uint64) int {
+	if gc == nil {
+		return 0
+	}
+	return int(min(gc.row[0][(g*countMul[0])>>gc.shift].n, gc.row[1][(g*countMul[1])>>gc.shift].n))
+}
+
+// byteRarity weighs a byte by how rarely it occurs in the bytes stores keep:
+// 0 for zero (padding, empty pages), 1 for lower-case letters, space and
+// common punctuation (most of any text), 3 for everything else (digits,
+// capitals, other symbols, binary and float bytes).
+var byteRarity = func() (w [256]uint8) {
+	for c := range w {
+		w[c] = 3
+	}
+	w[0] = 0
+	for c := 'a'; c <= 'z'; c++ {
+		w[c] = 1
+	}
+	for _, c := range " \n\t.,;:'\"-" {
+		w[c] = 1
+	}
+	return w
+}()
+
+// minRarity is the least total byteRarity a gram taken at a stride above 1
+// must have: a gram of common text bytes only (8) is likely template text,
+// common in the scanned bytes, where each occurrence would be looked up and
+// compared with every needle indexed under it.
+const minRarity = 12
+
+// gramCost ranks the gram at offset o of a needle, lower is better: how
+// many records of the set have it, far more for a gram with fewer than
+// minGramDistinct distinct byte values, more for one whose bytes are common
+// in text (see minRarity).
+func gramCost(n []byte, o int, dist []uint8, gc *gramCounts) int {
+	c := gc.of(le64(n[o:]))
+	if dist[o] < minGramDistinct {
+		c += 1 << 20
+	}
+	if rarity(n[o:o+gramLen]) < minRarity {
+		c += 1 << 10
+	}
+	return c
+}
+
+// rarity sums the byteRarity of b's bytes.
+func rarity(b []byte) int {
+	r := 0
+	for _, c := range b {
+		r += int(byteRarity[c])
+	}
+	return r
+}
+
+// pickOffsets returns, for stride k, the offset of the gram taken for each
+// residue (the cheapest of the offsets ≡ r mod k below 64; the first on a
+// tie), or nil when some residue has no gram within maxCost (k > 1) or the
+// needle has no room for k grams.
+func pickOffsets(dist []uint8, cost []int, k, maxCost int, offs []uint8) []uint8 {
+	if k > len(dist) {
+		return nil
+	}
+	offs = offs[:0]
+	for r := 0; r < k; r++ {
+		best := r
+		for o := r + k; o < min(len(dist), 1<<offBits); o += k {
+			if cost[o] < cost[best] || cost[o] == cost[best] && dist[o] > dist[best] {
+				best = o
+			}
+		}
+		if k > 1 && cost[best] > maxCost {
+			return nil
+		}
+		offs = append(offs, uint8(best))
+	}
+	return offs
+}
+
+// maxCost is the highest gramCost a residue may take at a stride: at the
+// largest strides only grams shared by at most maxGramShare pairs and rare
+// enough (minRarity), at 8 and below any gram with minGramDistinct distinct
+// values (each stride is one more pass over the data, so fewer strides are
+// better than grams that are rarer still).
+var maxCost = map[int]int{48: maxGramShare, 24: maxGramShare, 8: maxGramShare, 4: 1<<20 - 1}
+
+type gramEnt struct {
+	gram uint64
+	entry
+}
+
+// buildTiers indexes needles (each at least gramLen bytes). chkOff[i] is
+// where needles[i]'s 4 check bytes start: in its cheapest gram (the one the
+// fewest other records share).
+func buildTiers(needles [][]byte, owners []int32) (tiers []*tier, chkOff []uint8) {
+	if len(needles) >= 1<<(32-offBits) {
+		// An entry holds the needle's index in 26 bits. 2^26 needles are
+		// 2 GiB of windows of 32 bytes: more than any probe reads at once
+		// (MaxWindows caps a field at 65,536 windows).
+		panic(fmt.Sprintf("store: %d needles in one NeedleSet; at most %d", len(needles), 1<<(32-offBits)-1))
+	}
+	kcap := strideLadder[len(strideLadder)-1]
+	if len(needles) > 0 {
+		kcap = max(1, indexBudget/len(needles))
+	}
+	gc := newGramCounts(needles, owners, gramLen)
+	gc4 := newGramCounts(needles, owners, 4)
+	var (
+		dist []uint8
+		cost []int
+		tmp  []uint8
+	)
+	// costs computes dist and cost for needle n.
+	costs := func(n []byte) {
+		dist = gramDistinct(n, dist)
+		cost = cost[:0]
+		for o := range min(len(dist), 1<<offBits) {
+			cost = append(cost, gramCost(n, o, dist, gc))
+		}
+	}
+	// Each needle's stride and offsets (offs[at[i]:][:ks[i]]): the largest
+	// stride at which every residue has a gram within maxCost.
+	ks := make([]uint8, len(needles))
+	at := make([]int, len(needles))
+	offs := make([]uint8, 0, len(needles)*min(kcap, 24))
+	count := map[int]int{}
+	chkOff = make([]uint8, len(needles))
+	for i, n := range needles {
+		costs(n)
+		// The check bytes: the 4 bytes of the needle that the fewest other
+		// records share (the last such): template text around a few unique
+		// bytes would pass the check wherever the template is. Without a
+		// count (a very large set), the rarer half of the cheapest gram.
+		c := 0
+		if gc4 != nil {
+			best := math.MaxInt
+			for o := range countedGrams(n, 4) {
+				if x := gc4.of(gramAt(n, o, 4)); x <= best {
+					c, best = o, x
+				}
+			}
+		} else {
+			for o := range cost {
+				if cost[o] < cost[c] {
+					c = o
+				}
+			}
+			if rarity(n[c:c+4]) <= rarity(n[c+4:c+8]) {
+				c += 4
+			}
+		}
+		chkOff[i] = uint8(c)
+		var o []uint8
+		for j := len(strideLadder) - 1; j >= 0 && o == nil; j-- {
+			if k := strideLadder[j]; k <= kcap || k == 1 {
+				o = pickOffsets(dist, cost, k, maxCost[k], tmp)
+			}
+		}
+		tmp = o
+		ks[i], at[i] = uint8(len(o)), len(offs)
+		offs = append(offs, o...)
+		count[len(o)]++
+	}
+	// Each stride is a pass over the data: a stride that few needles take
+	// costs as much as one that many take. Their needles go to the largest
+	// stride in use that they have room for, with any grams but degenerate
+	// ones (the zero runs that every page of a store is full of).
+	top := 0
+	for k := range count {
+		top = max(top, k)
+	}
+	for i, n := range needles {
+		if k := int(ks[i]); k < top && count[k] < max(16, len(needles)/16) {
+			costs(n)
+			for j := len(strideLadder) - 1; j >= 0; j-- {
+				k2 := strideLadder[j]
+				if k2 <= k || count[k2] == 0 {
+					continue
+				}
+				if o := pickOffsets(dist, cost, k2, 1<<20-1, tmp); o != nil {
+					tmp = o
+					count[k]--
+					count[k2]++
+					ks[i], at[i] = uint8(k2), len(offs)
+					offs = append(offs, o...)
+					break
+				}
+			}
+		}
+	}
+	byK := map[int][]gramEnt{}
+	for k, c := range count {
+		if c > 0 {
+			byK[k] = make([]gramEnt, 0, c*k)
+		}
+	}
+	maxOff := map[int]int{}
+	for i, n := range needles {
+		k := int(ks[i])
+		for _, o := range offs[at[i] : at[i]+k] {
+			byK[k] = append(byK[k], gramEnt{le64(n[o:]), entry{uint32(i)<<offBits | uint32(o), le32(n[chkOff[i]:])}})
+			maxOff[k] = max(maxOff[k], int(o))
+		}
+	}
+	strides := make([]int, 0, len(byK))
+	for k := range byK {
+		strides = append(strides, k)
+	}
+	sort.Sort(sort.Reverse(sort.IntSlice(strides)))
+	tiers = make([]*tier, 0, len(strides))
+	for _, k := range strides {
+		tiers = append(tiers, newTier(k, maxOff[k], byK[k]))
+	}
+	return tiers, chkOff
+}
+
+func newTier(k, maxOff int, ge []gramEnt) *tier {
+	t := &tier{k: k, maxOff: maxOff}
+	// Bloom: 8 to 16 bits per entry (at least 64 words, at most 2^22), small
+	// enough to stay in a core's cache with the read it searches.
+	wb := max(6, min(22, bits.Len(uint(len(ge)/8))))
+	t.bloom = make([]uint64, 1<<wb)
+	t.bshift = uint(64 - wb)
+	// Hash table: at least twice as many slots as entries.
+	sb := max(4, bits.Len(uint(2*len(ge))))
+	t.slots = make([]slot, 1<<sb)
+	t.tshift = uint(64 - sb)
+	mask := uint64(len(t.slots) - 1)
+	find := func(g uint64) uint64 {
+		for i := (g * slotMul) >> t.tshift; ; i = (i + 1) & mask {
+			if s := &t.slots[i]; s.n == 0 || s.gram == g {
+				return i
+			}
+		}
+	}
+	// Count the entries of each gram, then lay them out contiguously.
+	for _, e := range ge {
+		s := &t.slots[find(e.gram)]
+		s.gram = e.gram
+		s.n++
+		w, m := bloomBits(e.gram, t.bshift)
+		t.bloom[w] |= m
+	}
+	var lo uint32
+	for i := range t.slots {
+		if s := &t.slots[i]; s.n > 0 {
+			s.lo = lo
+			lo += s.n
+		}
+	}
+	t.ents = make([]entry, len(ge))
+	placed := make([]uint32, len(t.slots))
+	for _, e := range ge {
+		i := find(e.gram)
+		t.ents[t.slots[i].lo+placed[i]] = e.entry
+		placed[i]++
+	}
+	return t
+}
