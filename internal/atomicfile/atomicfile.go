@@ -47,6 +47,39 @@ func WriteFile(path string, data []byte, mode os.FileMode) error {
 	return SyncDir(dir)
 }
 
+// WriteNew is WriteFile for a name that must not exist yet: the temporary
+// file is linked to path instead of renamed over it, so that of two
+// writers of the same name one wins and the other gets an error wrapping
+// fs.ErrExist, and path never exists partly written.
+func WriteNew(path string, data []byte, mode os.FileMode) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	if err := f.Chmod(mode); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Link(tmp, path); err != nil {
+		return err
+	}
+	return SyncDir(dir)
+}
+
 // SyncDir fsyncs a directory so that a create, rename or unlink in it is
 // durable.
 func SyncDir(dir string) error {

@@ -85,26 +85,6 @@ func (d *DirProvider) Put(ctx context.Context, value []byte) (Secret, error) {
 	if err := os.MkdirAll(d.Path, 0o700); err != nil {
 		return Secret{}, fmt.Errorf("%s: %w", d.Describe(), err)
 	}
-	tmp, err := os.CreateTemp(d.Path, ".new-*")
-	if err != nil {
-		return Secret{}, fmt.Errorf("%s: %w", d.Describe(), err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err == nil {
-		_, err = tmp.Write(value)
-		if err == nil {
-			err = tmp.Sync()
-		}
-		if cerr := tmp.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return Secret{}, fmt.Errorf("%s: %w", d.Describe(), err)
-		}
-	} else {
-		tmp.Close()
-		return Secret{}, fmt.Errorf("%s: %w", d.Describe(), err)
-	}
 	for range 100 {
 		vs, err := d.Versions(ctx)
 		if err != nil {
@@ -116,15 +96,12 @@ func (d *DirProvider) Put(ctx context.Context, value []byte) (Secret, error) {
 			next = last + 1
 		}
 		v := strconv.FormatUint(next, 10)
-		// link fails when the name exists: a concurrent Put took it.
-		err = os.Link(tmp.Name(), filepath.Join(d.Path, v))
+		// WriteNew fails when the name exists: a concurrent Put took it.
+		err = atomicfile.WriteNew(filepath.Join(d.Path, v), value, 0o600)
 		if errors.Is(err, os.ErrExist) {
 			continue
 		}
 		if err != nil {
-			return Secret{}, fmt.Errorf("%s: %w", d.Describe(), err)
-		}
-		if err := atomicfile.SyncDir(d.Path); err != nil {
 			return Secret{}, fmt.Errorf("%s: %w", d.Describe(), err)
 		}
 		return Secret{Version: v, Value: value}, nil
