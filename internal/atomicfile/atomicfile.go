@@ -19,32 +19,7 @@ import (
 // Every error is returned, the directory fsync's included: until it
 // succeeds the rename may not survive a crash.
 func WriteFile(path string, data []byte, mode os.FileMode) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // a no-op after the rename
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	return SyncDir(dir)
+	return publish(path, data, mode, os.Rename)
 }
 
 // WriteNew is WriteFile for a name that must not exist yet: the temporary
@@ -52,6 +27,14 @@ func WriteFile(path string, data []byte, mode os.FileMode) error {
 // writers of the same name one wins and the other gets an error wrapping
 // fs.ErrExist, and path never exists partly written.
 func WriteNew(path string, data []byte, mode os.FileMode) error {
+	return publish(path, data, mode, os.Link)
+}
+
+// publish writes data to a temporary file beside path (mode set before any
+// byte, fsynced, closed), puts it in place with place (rename or link) and
+// fsyncs the directory. The temporary name is removed in any case (a no-op
+// after a rename).
+func publish(path string, data []byte, mode os.FileMode, place func(tmp, path string) error) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -74,7 +57,7 @@ func WriteNew(path string, data []byte, mode os.FileMode) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if err := os.Link(tmp, path); err != nil {
+	if err := place(tmp, path); err != nil {
 		return err
 	}
 	return SyncDir(dir)
