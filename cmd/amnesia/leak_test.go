@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/amnesia-dev/amnesia/capture"
 	"github.com/amnesia-dev/amnesia/subject"
 )
 
@@ -440,6 +442,23 @@ func TestLeakNoPersonalDataInAnythingAmnesiaWrote(t *testing.T) {
 	run(exitErased, "", "forget", ids[0], "--reason", "DSR-1", "--yes")
 	run(exitError, "", "erase", "--trace", "tr-does-not-exist")
 
+	// Crypto-shredding: a document written sealed for a new subject, then
+	// erased: the master key, the data-key tables and the shred step's
+	// journal entry are in the scan below.
+	app, err := capture.Open(context.Background(), st, capture.WithSealing())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealedDocs, err := app.Docs(context.Background(), "docs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sealedDocs.Put(context.Background(), capture.Doc{ID: "sealed-1", Kind: capture.KindDocument, Subject: unknown.value, Text: "Sealed note: " + secrets[1].value + " and " + secrets[2].value}); err != nil {
+		t.Fatal(err)
+	}
+	app.Close()
+	run(0, "", "forget", unknown.value, "--reason", "DSR-2", "--yes")
+
 	// The refused reasons were never queued.
 	if jobs := queuedJobs(t, st); len(jobs) != 0 {
 		t.Errorf("%d erasures were queued with a refused reason", len(jobs))
@@ -461,7 +480,7 @@ func TestLeakNoPersonalDataInAnythingAmnesiaWrote(t *testing.T) {
 			kinds[f]++
 		}
 	}
-	for _, want := range []string{"ledger.db", "amnesia.log", "amnesia.yaml", "pepper", "signing-key.pem", "signing-key.pub.pem", "journal", "trace", "certificate"} {
+	for _, want := range []string{"ledger.db", "amnesia.log", "amnesia.yaml", "pepper", "signing-key.pem", "signing-key.pub.pem", "master.key", "journal", "trace", "certificate"} {
 		if kinds[want] == 0 {
 			t.Errorf("the scan of the state directory saw no %s (files: %v)", want, files)
 		}
