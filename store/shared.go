@@ -21,6 +21,9 @@ const MaxSharedWith = 8
 // because an identical vector is what any identical chunk text (a template
 // line, a boilerplate footer) yields, and the vector alone cannot tell a
 // copy from those; the copy of the text is named where the text is kept.
+// A needle that the end of one record followed by the start of another (or
+// zero fill, on either side) can form is counted as shared too, with no
+// holder named: stores keep records back to back (see span.go).
 func DropShared(ctx context.Context, ev map[string]*Evidence, others func(fn func(key string, b []byte) error) error) error {
 	set := NewNeedleSet(ev)
 	if set.Len() == 0 {
@@ -29,10 +32,12 @@ func DropShared(ctx context.Context, ev map[string]*Evidence, others func(fn fun
 	sc := NewScanner(set, "shared")
 	sc.track = true
 	shared := make([]bool, set.Len())
+	sp := newSpans(set)
 	holders := map[string]map[string]map[int]bool{} // owner -> holder -> needles it holds
 	err := others(func(key string, b []byte) error {
 		sc.fresh = sc.fresh[:0]
 		sc.ScanBytes(b)
+		sp.record(b)
 		for _, i := range sc.fresh {
 			sc.unhit(i) // the next record may hold it too
 			shared[i] = true
@@ -52,6 +57,9 @@ func DropShared(ctx context.Context, ev map[string]*Evidence, others func(fn fun
 	})
 	if err != nil {
 		return err
+	}
+	for i := range shared {
+		shared[i] = shared[i] || sp.spanning(i)
 	}
 	// set.needles[i] is ev[set.owner[i]].Needles[j] for the i-th needle of
 	// that key in order (NewNeedleSet skips needles under 8 bytes, which
