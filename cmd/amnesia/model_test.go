@@ -150,8 +150,6 @@ func TestModelRetrainSurvivesKill(t *testing.T) {
 	os.MkdirAll(filepath.Join(root, "served"), 0o755)
 	// The "training": copy the shard file; the first time, write a partial
 	// output and hang.
-	// (A script file: amnesia.yaml expands $VAR, so "$1" cannot be written
-	// inline.)
 	script := filepath.Join(root, "train.sh")
 	os.WriteFile(script, []byte(fmt.Sprintf("if [ -e %s ]; then rm %s; echo partial > \"$2\"; sleep 60; fi; cp \"$1\" \"$2\"\n", mark, mark)), 0o700)
 	cfg := fmt.Sprintf(`version: 1

@@ -84,7 +84,7 @@ func LoadConfig(path string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load config: %w", err)
 	}
-	c, err := parseConfig([]byte(os.ExpandEnv(string(b))))
+	c, err := parseConfig(b)
 	if err != nil {
 		return nil, fmt.Errorf("load config %s: %w", path, err)
 	}
@@ -242,4 +242,98 @@ func (c *Config) Store(name string) (StoreConfig, error) {
 		}
 	}
 	return StoreConfig{}, errors.New("no such store")
+}
+
+// expandEnv replaces, in the value of every scalar (not in comments or
+// keys), $NAME and ${NAME} (NAME: a letter or underscore, then letters,
+// digits, underscores) with the variable's value, and $$ with one $.
+// Anything else after a $ stays as it is, so `sh -c '... "$1"'` keeps its
+// arguments. A variable that is not set is an error naming it and its line:
+// an empty DSN or API key would fail later with a less clear message, and a
+// literal $ in a password would silently vanish. An unquoted value is
+// resolved again after expansion (`port: $PORT` is a number).
+func expandEnv(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode && strings.Contains(n.Value, "$") {
+		v, err := expandString(n.Value)
+		if err != nil {
+			return fmt.Errorf("line %d: %w", n.Line, err)
+		}
+		n.Value = v
+		if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) == 0 && n.Tag == "!!str" {
+			n.Tag = resolvedTag(v)
+		}
+	}
+	for i, c := range n.Content {
+		if n.Kind == yaml.MappingNode && i%2 == 0 {
+			continue // a key
+		}
+		if err := expandEnv(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// resolvedTag is the tag YAML gives v written plain, when that is a number
+// or a boolean; anything else stays a string (an expanded value is never
+// read as YAML structure).
+func resolvedTag(v string) string {
+	var doc yaml.Node
+	if yaml.Unmarshal([]byte(v), &doc) != nil || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.ScalarNode {
+		return "!!str"
+	}
+	switch t := doc.Content[0].Tag; t {
+	case "!!int", "!!float", "!!bool":
+		return t
+	}
+	return "!!str"
+}
+
+func expandString(s string) (string, error) {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '$' || i+1 == len(s) {
+			b.WriteByte(c)
+			continue
+		}
+		if s[i+1] == '$' {
+			b.WriteByte('$')
+			i++
+			continue
+		}
+		name, n := envName(s[i+1:])
+		if n == 0 {
+			b.WriteByte(c)
+			continue
+		}
+		v, ok := os.LookupEnv(name)
+		if !ok {
+			return "", fmt.Errorf("$%s is not set in the environment (write $$ for a literal $)", name)
+		}
+		b.WriteString(v)
+		i += n
+	}
+	return b.String(), nil
+}
+// envName reads a variable name at the start of s, as NAME or {NAME}, and
+// returns it with the bytes it spans (0: none).
+func envName(s string) (string, int) {
+	if strings.HasPrefix(s, "{") {
+		end := strings.IndexByte(s, '}')
+		if end > 1 && validEnvName(s[1:end]) {
+			return s[1:end], end + 1
+		}
+		return "", 0
+	}
+	n := 0
+	for n < len(s) && (s[n] == '_' || s[n] >= 'A' && s[n] <= 'Z' || s[n] >= 'a' && s[n] <= 'z' || n > 0 && s[n] >= '0' && s[n] <= '9') {
+		n++
+	}
+	return s[:n], n
+}
+
+func validEnvName(s string) bool {
+	name, n := envName(s)
+	return n == len(s) && name == s
 }

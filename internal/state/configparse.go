@@ -54,6 +54,9 @@ func parseConfig(b []byte) (*Config, error) {
 	if err := yaml.Unmarshal(b, &doc); err != nil {
 		return nil, err
 	}
+	if err := expandEnv(&doc); err != nil {
+		return nil, err
+	}
 	p := &configParser{lines: map[string]int{}}
 	var c Config
 	if len(doc.Content) > 0 {

@@ -201,3 +201,32 @@ func TestInitCopiesTheConfigWithoutExpandingSecrets(t *testing.T) {
 		t.Errorf("reopened: %+v", d.Config.Stores)
 	}
 }
+
+// $VAR and ${VAR} are expanded in values only: a comment may mention a
+// variable that is not set, `$1` and other non-names stay as written (an
+// inline `sh -c` keeps its arguments), $$ is a literal $, an unquoted
+// expanded value is resolved again (a number stays a number), and a
+// variable that is not set is refused with its name and line.
+func TestConfigExpandsVariablesInValuesOnly(t *testing.T) {
+	t.Setenv("AMNESIA_TEST_DIM", "8")
+	t.Setenv("AMNESIA_TEST_DIR", "/srv/vec")
+	dir := t.TempDir()
+	load := func(src string) (*Config, error) {
+		p := filepath.Join(dir, "amnesia.yaml")
+		if err := os.WriteFile(p, []byte(src), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return LoadConfig(p)
+	}
+	c, err := load("version: 1\n# set $AMNESIA_TEST_NOT_SET_ANYWHERE before running\nstores:\n  - name: v\n    type: sqlite-vec\n    path: \"${AMNESIA_TEST_DIR}/$1/$$5/v.db\"\n    dimensions: $AMNESIA_TEST_DIM\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Stores[0].Path != "/srv/vec/$1/$5/v.db" || c.Stores[0].Dimensions != 8 {
+		t.Errorf("expanded store: path %q, dimensions %d", c.Stores[0].Path, c.Stores[0].Dimensions)
+	}
+	_, err = load("version: 1\nstores:\n  - name: v\n    type: sqlite-vec\n    path: /x/v.db\n    dimensions: 4\n  - name: p\n    type: postgres\n    dsn: postgres://app:$AMNESIA_TEST_NOT_SET_ANYWHERE@db/app\n")
+	if err == nil || !strings.Contains(err.Error(), "line 9") || !strings.Contains(err.Error(), "$AMNESIA_TEST_NOT_SET_ANYWHERE is not set") {
+		t.Fatalf("unset variable: err = %v", err)
+	}
+}
