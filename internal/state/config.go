@@ -316,6 +316,7 @@ func expandString(s string) (string, error) {
 	}
 	return b.String(), nil
 }
+
 // envName reads a variable name at the start of s, as NAME or {NAME}, and
 // returns it with the bytes it spans (0: none).
 func envName(s string) (string, int) {
