@@ -1,5 +1,12 @@
 package store
 
+import (
+	"cmp"
+	mathbits "math/bits"
+	"slices"
+	"sort"
+)
+
 // Windows read across a boundary between records.
 //
 // Stores keep records back to back: sqlite-vec keeps a chunk's vectors in
@@ -20,85 +27,110 @@ package store
 // considered (Tile's windows are WindowSize bytes).
 const maxSpanPart = 2*WindowSize - 1
 
+// minSpanPart: a part of a needle shorter than this is taken to occur at
+// any boundary (a record ends or starts with it), without looking. Fewer
+// than 8 bytes are no evidence of anything (NewNeedleSet drops needles that
+// short), and most such parts occur somewhere; assuming so only drops more
+// needles, never claims more.
+const minSpanPart = gramLen
+
 // spans finds the needles that can be read as a suffix of some record
 // followed by a prefix of some record, either of which may be zero fill.
 type spans struct {
-	set *NeedleSet
 	// head[i] bit s: needles[i][:s] is the end of some record (or zeros);
 	// tail[i] bit s: needles[i][s:] is the start of some record (or zeros).
 	head, tail []uint64
-	// Pending conditions, by hash of the bytes and their length: a chain of
-	// (needle, split) entries through next.
-	heads, tails map[uint64]int32
-	entNeedle    []int32
-	entSplit     []uint8
-	entNext      []int32
+	// Pending conditions, sorted by the hash of the bytes and their length,
+	// with a bit filter in front: most of a record's ends match nothing.
+	heads, tails conds
 	maxPart      int
 }
 
+type cond struct {
+	key    uint64
+	needle int32
+	split  uint8
+	done   bool // on the first entry of a key's run: resolved already
+}
+
+type conds struct {
+	c      []cond
+	filter []uint64
+	shift  uint
+}
+
+func (cs *conds) build() {
+	slices.SortFunc(cs.c, func(a, b cond) int { return cmp.Compare(a.key, b.key) })
+	bits := 64
+	for bits < 32*len(cs.c) {
+		bits <<= 1
+	}
+	cs.filter = make([]uint64, bits/64)
+	cs.shift = uint(64 - mathbits.Len(uint(bits-1)))
+	for _, c := range cs.c {
+		h := c.key >> cs.shift
+		cs.filter[h>>6] |= 1 << (h & 63)
+	}
+}
+
+// resolve sets, in bits, the bit of every condition with key.
+func (cs *conds) resolve(key uint64, bits []uint64) {
+	if len(cs.c) == 0 {
+		return
+	}
+	if h := key >> cs.shift; cs.filter[h>>6]&(1<<(h&63)) == 0 {
+		return
+	}
+	i := sort.Search(len(cs.c), func(i int) bool { return cs.c[i].key >= key })
+	if i == len(cs.c) || cs.c[i].key != key || cs.c[i].done {
+		return
+	}
+	cs.c[i].done = true
+	for ; i < len(cs.c) && cs.c[i].key == key; i++ {
+		bits[cs.c[i].needle] |= 1 << cs.c[i].split
+	}
+}
+
 func newSpans(set *NeedleSet) *spans {
-	sp := &spans{set: set, head: make([]uint64, set.Len()), tail: make([]uint64, set.Len()),
-		heads: map[uint64]int32{}, tails: map[uint64]int32{}}
+	sp := &spans{head: make([]uint64, set.Len()), tail: make([]uint64, set.Len())}
 	for i, n := range set.needles {
 		if len(n) > maxSpanPart+1 {
 			continue
 		}
 		sp.maxPart = max(sp.maxPart, len(n)-1)
 		for s := 1; s < len(n); s++ {
-			if allZero(n[:s]) {
+			if s < minSpanPart || allZero(n[:s]) {
 				sp.head[i] |= 1 << s
 			} else {
-				sp.add(sp.heads, suffixKey(n[:s]), i, s)
+				sp.heads.c = append(sp.heads.c, cond{key: suffixKey(n[:s]), needle: int32(i), split: uint8(s)})
 			}
-			if allZero(n[s:]) {
+			if len(n)-s < minSpanPart || allZero(n[s:]) {
 				sp.tail[i] |= 1 << s
 			} else {
-				sp.add(sp.tails, prefixKey(n[s:]), i, s)
+				sp.tails.c = append(sp.tails.c, cond{key: prefixKey(n[s:]), needle: int32(i), split: uint8(s)})
 			}
 		}
 	}
+	sp.heads.build()
+	sp.tails.build()
 	return sp
 }
 
-func (sp *spans) add(m map[uint64]int32, key uint64, needle, split int) {
-	next, ok := m[key]
-	if !ok {
-		next = -1
-	}
-	m[key] = int32(len(sp.entNeedle))
-	sp.entNeedle = append(sp.entNeedle, int32(needle))
-	sp.entSplit = append(sp.entSplit, uint8(split))
-	sp.entNext = append(sp.entNext, next)
-}
-
-// record notes the start and end of one record's bytes. A condition met
-// once is removed, so each is resolved at most once whatever the number of
-// records.
+// record notes the start and end of one record's bytes.
 func (sp *spans) record(b []byte) {
-	if len(sp.heads) > 0 {
-		h := uint64(fnvOffset)
-		for s := 1; s <= min(len(b), sp.maxPart); s++ {
-			h = fnvStep(h, b[len(b)-s]) // b[len-s:] hashed from its last byte back
-			sp.resolve(sp.heads, finish(h, s), sp.head)
+	h := uint64(fnvOffset)
+	for s := 1; s <= min(len(b), sp.maxPart); s++ {
+		h = fnvStep(h, b[len(b)-s]) // b[len-s:] hashed from its last byte back
+		if s >= minSpanPart {
+			sp.heads.resolve(finish(h, s), sp.head)
 		}
 	}
-	if len(sp.tails) > 0 {
-		h := uint64(fnvOffset)
-		for t := 1; t <= min(len(b), sp.maxPart); t++ {
-			h = fnvStep(h, b[t-1])
-			sp.resolve(sp.tails, finish(h, t), sp.tail)
+	h = uint64(fnvOffset)
+	for t := 1; t <= min(len(b), sp.maxPart); t++ {
+		h = fnvStep(h, b[t-1])
+		if t >= minSpanPart {
+			sp.tails.resolve(finish(h, t), sp.tail)
 		}
-	}
-}
-
-func (sp *spans) resolve(m map[uint64]int32, key uint64, bits []uint64) {
-	e, ok := m[key]
-	if !ok {
-		return
-	}
-	delete(m, key)
-	for ; e >= 0; e = sp.entNext[e] {
-		bits[sp.entNeedle[e]] |= 1 << sp.entSplit[e]
 	}
 }
 
