@@ -108,6 +108,7 @@ def test_langchain_chroma_erase(amn: Amnesia) -> None:
         # The artifacts are measured at the physical level all the same; the
         # store's residue says what the byte scan cannot see.
         assert scope["residue"] == FTS_NOT_MERGED, scope
+        assert "full-text index NOT merged" in scope["reclaim"], scope
 
     # After: no file of the persist directory holds Alice's texts or her id
     # (the metadata value LangChain wrote); Bob's are still there.
