@@ -290,6 +290,10 @@ func TestChromaNativeDeleteLeavesBytesReclaimRemovesThem(t *testing.T) {
 			if want := wantState(t); rr.State != want {
 				t.Errorf("Reclaim with data_dir reported state %q, want %q (steps %v)", rr.State, want, rr.Steps)
 			}
+			// The method (the certificate's reclaim) claims the merge only when it ran.
+			if merged := strings.Contains(rr.Method, "full-text index merged"); merged != (rr.State == "") || strings.Contains(rr.Method, "NOT merged") == merged {
+				t.Errorf("Reclaim's method %q does not fit its state %q", rr.Method, rr.State)
+			}
 			phys, err = s.ProbePhysical(ctx, store.NewNeedleSet(all))
 			if err != nil {
 				t.Fatal(err)
@@ -457,6 +461,9 @@ func TestChromaWithoutDataDir(t *testing.T) {
 	rep, err := s.Reclaim(context.Background())
 	if err != nil || rep.State != chroma.StateFilesNotRead {
 		t.Fatalf("Reclaim = %+v, %v", rep, err)
+	}
+	if strings.Contains(rep.Method, "VACUUM") || !strings.Contains(rep.Method, "no data_dir") {
+		t.Fatalf("Reclaim's method claims file work it did not do: %q", rep.Method)
 	}
 	if r, err := s.Get(context.Background(), "rec-a"); err != nil || r == nil {
 		t.Fatalf("rec-a lost in the rebuild: %v", err)

@@ -46,9 +46,20 @@ const (
 
 var uuidRe = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 
-// ReclaimMethod describes a full Reclaim.
-const ReclaimMethod = "collection rebuilt through the API (survivors copied to a new collection of the same configuration, its unused index slots zeroed, names swapped, old collection deleted); " +
+// ReclaimMethod describes a full Reclaim with data_dir, by an amnesia whose
+// SQLite has FTS5. A Reclaim that did less says so in its Method:
+// methodRebuildOnly without data_dir, methodFTSNotMerged without FTS5.
+const ReclaimMethod = methodRebuild + "; " +
 	"HNSW segment directories no collection owns zeroed and removed; full-text index merged (fts5 optimize); chroma.sqlite3 VACUUMed with secure_delete=ON"
+
+const (
+	methodRebuild = "collection rebuilt through the API (survivors copied to a new collection of the same configuration, its unused index slots zeroed, names swapped, old collection deleted)"
+	// methodRebuildOnly: without data_dir the files are neither cleaned nor read.
+	methodRebuildOnly = methodRebuild + "; no data_dir: segment directories and chroma.sqlite3 not cleaned"
+	// methodFTSNotMerged: the SQLite linked into amnesia has no FTS5.
+	methodFTSNotMerged = methodRebuild + "; " +
+		"HNSW segment directories no collection owns zeroed and removed; full-text index NOT merged (no FTS5 in amnesia's SQLite); chroma.sqlite3 VACUUMed with secure_delete=ON"
+)
 
 // Reclaim implements store.Reclaimer.
 //
@@ -92,6 +103,7 @@ func (s *Store) Reclaim(ctx context.Context) (store.ReclaimReport, error) {
 		return rep, fmt.Errorf("reclaim: %w", err)
 	}
 	if s.opt.DataDir == "" {
+		rep.Method = methodRebuildOnly
 		rep.State = StateFilesNotRead
 		rep.Evidence = "the collection was rebuilt, but data_dir (the server's persist directory) is not configured: Chroma leaves the old collection's HNSW segment directory " +
 			"(data_level0.bin keeps deleted vectors) and chroma.sqlite3's free pages on disk, and amnesia could neither remove nor scan them"
@@ -103,6 +115,7 @@ func (s *Store) Reclaim(ctx context.Context) (store.ReclaimReport, error) {
 		return rep, fmt.Errorf("reclaim: %w", err)
 	}
 	if !merged {
+		rep.Method = methodFTSNotMerged
 		rep.State = StateFTSNotMerged
 		rep.Evidence = "chroma.sqlite3 was VACUUMed with secure_delete on, but Chroma's full-text index (embedding_fulltext_search, FTS5 trigram) could not be merged: " +
 			"the SQLite linked into this amnesia lacks FTS5 (build with -tags sqlite_fts5); trigrams of deleted documents can stay in its older segments, " +

@@ -9,6 +9,14 @@ record manager's table), runs `amnesia init` and `amnesia check` (which must
 pass), creates tokens and starts `amnesia serve` on a loopback port. The
 database is dropped and the server stopped at the end.
 
+With AMNESIA_TEST_CHROMA_BIN (chromadb 1.5.9's `chroma` command, which
+scripts/services installs) it also starts a Chroma server of its own on a
+loopback port, with a fresh persist directory (amnesia's physical probe scans
+the whole directory, and a collection of another test on a shared server could
+hold fragments of this one's records in its index files: docs/chroma.md), lets
+langchain-chroma create the collection ``notes`` there, and configures it as the
+store ``lc-chroma`` with that directory as ``data_dir``.
+
 Needs AMNESIA_BIN (an amnesia binary), AMNESIA_TEST_PG_DSN and
 AMNESIA_TEST_PG_DATADIR (scripts/services env); without them the tests skip,
 unless AMNESIA_FRAMEWORKS_REQUIRED=1 (scripts/test-frameworks), when they fail.
@@ -34,6 +42,8 @@ from typing import Any, Dict, Iterator, List
 import pytest
 
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..")))
+# chromadb's client reads this when it is made: no product telemetry.
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 from amnesia_client import Client  # noqa: E402
 
@@ -44,6 +54,11 @@ DATADIR = os.environ.get("AMNESIA_TEST_PG_DATADIR", "")
 REQUIRED = os.environ.get("AMNESIA_FRAMEWORKS_REQUIRED", "") not in ("", "0")
 # Set by scripts/test-frameworks when AMNESIA_BIN was built with the faiss tag.
 FAISS = os.environ.get("AMNESIA_TEST_FAISS", "") not in ("", "0")
+# chromadb 1.5.9's `chroma` command (scripts/services env).
+CHROMA_BIN = os.environ.get("AMNESIA_TEST_CHROMA_BIN", "")
+# Set by scripts/test-frameworks when AMNESIA_BIN was built with the
+# sqlite_fts5 tag (its SQLite can merge Chroma's full-text index).
+SQLITE_FTS5 = os.environ.get("AMNESIA_TEST_SQLITE_FTS5", "") not in ("", "0")
 
 
 def embed(text: str) -> List[float]:
@@ -72,6 +87,14 @@ class Amnesia:
     pg_url: str  # postgresql://... of the test database (no driver)
     check_output: str
     faiss_dir: str = ""  # the AmnesiaFAISS files' folder (stores lc-faiss, lc-faiss-texts), when FAISS
+    chroma_url: str = ""  # the private Chroma server (store lc-chroma, collection notes), when CHROMA_BIN
+    chroma_dir: str = ""  # its persist directory (the store's data_dir)
+
+    def chroma_client(self) -> Any:
+        import chromadb
+
+        u = urllib.parse.urlsplit(self.chroma_url)
+        return chromadb.HttpClient(host=u.hostname, port=u.port)
 
     def sqlalchemy_url(self, driver: str) -> str:
         return self.pg_url.replace("postgresql://", f"postgresql+{driver}://", 1)
@@ -118,7 +141,7 @@ def amn() -> Iterator[Amnesia]:
     with psycopg.connect(base, autocommit=True) as con:
         con.execute(f'CREATE DATABASE "{db}"')
     tmp = tempfile.mkdtemp(prefix="amnesia-fw-")
-    server = None
+    server = chroma = None
     try:
         with psycopg.connect(pg_url, autocommit=True) as con:
             con.execute("CREATE EXTENSION IF NOT EXISTS vector")
@@ -131,12 +154,18 @@ def amn() -> Iterator[Amnesia]:
             faiss_dir = os.path.join(tmp, "faiss")
             AmnesiaFAISS.new(HashEmbeddings(), DIM).save_local(faiss_dir)
 
+        chroma_url = chroma_dir = ""
+        if CHROMA_BIN:
+            chroma_dir = os.path.join(tmp, "chroma")
+            chroma, chroma_url = _start_chroma(chroma_dir, tmp)
+            _create_chroma_collection(chroma_url)
+
         port = _free_port()
         env = dict(os.environ)
         env["AMNESIA_STATE"] = state = os.path.join(tmp, "state")
         _run([BIN, "init"], env)
         with open(os.path.join(state, "amnesia.yaml"), "w") as f:
-            f.write(_config(amnesia_dsn, port, faiss_dir))
+            f.write(_config(amnesia_dsn, port, faiss_dir, chroma_url, chroma_dir))
         check = _run([BIN, "check"], env)
 
         def token(role: str) -> str:
@@ -158,8 +187,14 @@ def amn() -> Iterator[Amnesia]:
                 time.sleep(0.2)
         else:
             raise AssertionError("amnesia serve was not ready within 30s")
-        yield Amnesia(url, Client(url, cap), Client(url, op), BIN, state, db, pg_url, check, faiss_dir)
+        yield Amnesia(url, Client(url, cap), Client(url, op), BIN, state, db, pg_url, check, faiss_dir, chroma_url, chroma_dir)
     finally:
+        if chroma is not None:
+            chroma.terminate()
+            try:
+                chroma.wait(10)
+            except subprocess.TimeoutExpired:
+                chroma.kill()
         if server is not None:
             server.terminate()
             try:
@@ -175,6 +210,38 @@ def amn() -> Iterator[Amnesia]:
             import shutil
 
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _start_chroma(path: str, tmp: str) -> "tuple[subprocess.Popen, str]":
+    """`chroma run` on a free loopback port with a fresh persist directory."""
+    os.makedirs(path)
+    port = _free_port()
+    log = open(os.path.join(tmp, "chroma.log"), "w")
+    proc = subprocess.Popen([CHROMA_BIN, "run", "--host", "127.0.0.1", "--port", str(port), "--path", path],
+                            env=dict(os.environ, ANONYMIZED_TELEMETRY="False"), stdout=log, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(300):
+        if proc.poll() is not None:
+            raise AssertionError(f"chroma run exited {proc.returncode} before it answered (log: {log.name})")
+        try:
+            urllib.request.urlopen(url + "/api/v2/heartbeat", timeout=2)
+            return proc, url
+        except OSError:
+            time.sleep(0.2)
+    proc.kill()
+    raise AssertionError("chroma run did not answer within 60s")
+
+
+def _create_chroma_collection(url: str) -> None:
+    """langchain-chroma creates its collection (its default configuration: l2 space)."""
+    import chromadb
+    from langchain_chroma import Chroma
+
+    from _fw import HashEmbeddings
+
+    u = urllib.parse.urlsplit(url)
+    Chroma("notes", HashEmbeddings(), client=chromadb.HttpClient(host=u.hostname, port=u.port))
 
 
 def _create_framework_tables(pg_url: str) -> None:
@@ -195,7 +262,17 @@ def _create_framework_tables(pg_url: str) -> None:
     li._initialize()
 
 
-def _config(dsn: str, port: int, faiss_dir: str) -> str:
+def _config(dsn: str, port: int, faiss_dir: str, chroma_url: str = "", chroma_dir: str = "") -> str:
+    chroma = ""
+    if chroma_url:
+        chroma = f"""  - name: lc-chroma
+    type: chroma
+    dsn: {chroma_url}
+    collection: notes
+    subject: subject
+    dimensions: {DIM}
+    data_dir: {chroma_dir}
+"""
     faiss = ""
     if faiss_dir:
         faiss = f"""  - name: lc-faiss
@@ -237,6 +314,6 @@ stores:
     table: data_notes
     dimensions: {DIM}
     data_dir: {DATADIR}
-{faiss}serve:
+{faiss}{chroma}serve:
   listen: 127.0.0.1:{port}
 """
