@@ -105,26 +105,40 @@ func inBatch(ids, keys []string) bool {
 // it (approximate: HNSW and IVFFlat may miss neighbours, so it can only add
 // findings, never clear the exact scan's).
 func (s *Store) ProbeLogical(ctx context.Context, keys []string, ev map[string]*store.Evidence) ([]store.LogicalResult, error) {
+	present, err := s.present(ctx, keys)
+	if err != nil {
+		return nil, fmt.Errorf("probe: %w", err)
+	}
+	bySubject := map[string][][]string{} // one filter query per subject tag
 	out := make([]store.LogicalResult, 0, len(keys))
 	for _, k := range keys {
-		res := store.LogicalResult{Key: k, Methods: []string{"by-id"}}
-		r, err := s.Get(ctx, k)
-		if err != nil {
-			return nil, fmt.Errorf("probe: %w", err)
-		}
-		res.ByID = r != nil
+		res := store.LogicalResult{Key: k, Methods: []string{"by-id"}, ByID: present[k]}
 		e := ev[k]
 		if e != nil && e.Filter["subject"] != "" {
 			res.Methods = append(res.Methods, "by-filter:"+s.lay.Subject.String())
-			idss, err := s.BySubject(ctx, e.Filter["subject"])
-			if err != nil {
-				return nil, fmt.Errorf("probe: %w", err)
+			tag := e.Filter["subject"]
+			idss, ok := bySubject[tag]
+			if !ok {
+				if idss, err = s.BySubject(ctx, tag); err != nil {
+					return nil, fmt.Errorf("probe: %w", err)
+				}
+				bySubject[tag] = idss
 			}
 			for _, ids := range idss {
 				res.ByFilter = res.ByFilter || matches(ids, k)
 			}
 		}
 		if e != nil && len(e.Vector) > 0 && (s.dim == 0 || len(e.Vector) == s.dim) {
+			if !res.ByID {
+				// A search reads the same rows as the by-id query (the mapped
+				// collections, visible rows): when no row answers to the key,
+				// no nearest-neighbour search can return it. Its rank among
+				// the neighbours of its own vector is undefined; recorded as
+				// such rather than by one sequential scan per record.
+				res.Methods = append(res.Methods, fmt.Sprintf("by-similarity:k=%d:exact:by-rank", SimilarityK))
+				out = append(out, res)
+				continue
+			}
 			res.Methods = append(res.Methods, fmt.Sprintf("by-similarity:k=%d:exact", SimilarityK))
 			found, err := s.similar(ctx, k, e.Vector, "<->", true)
 			if err != nil {
@@ -141,6 +155,39 @@ func (s *Store) ProbeLogical(ctx context.Context, keys []string, ev map[string]*
 			}
 		}
 		out = append(out, res)
+	}
+	return out, nil
+}
+
+// present reports which keys a row of the mapped collections answers to,
+// in one query.
+func (s *Store) present(ctx context.Context, keys []string) (map[string]bool, error) {
+	out := map[string]bool{}
+	if len(keys) == 0 {
+		return out, nil
+	}
+	var idss [][]string
+	err := s.db.With(ctx, func(c *pgx.Conn) error {
+		var a pg.Args
+		rows, err := c.Query(ctx, `SELECT `+s.lay.IDs()+` FROM `+s.tbl.Ident()+` WHERE `+s.lay.Where(&a, keys), a...)
+		if err != nil {
+			return err
+		}
+		idss, err = pgx.CollectRows(rows, pgx.RowTo[[]string])
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("get vectors: %w", err)
+	}
+	seen := map[string]bool{}
+	for _, ids := range idss {
+		for _, id := range ids {
+			seen[id] = true
+		}
+	}
+	for _, k := range keys {
+		u, isUUID := canonicalUUID(k)
+		out[k] = seen[k] || isUUID && seen[u] // as matches
 	}
 	return out, nil
 }

@@ -122,6 +122,24 @@ func testRoundTripAndSearch(t *testing.T, kind string) {
 	if !res[0].BySimilarity || !strings.Contains(methods, "by-similarity:k=10:exact") || !strings.Contains(methods, kind+"-index-vector_l2(approximate)") {
 		t.Fatalf("ProbeLogical = %+v: want both the exact and the approximate %s index search, and a hit", res[0], kind)
 	}
+	// Deleted: one query finds no row answering to the key, so no search
+	// runs for it (none could return it), and the method says so; a record
+	// still present in the same call is searched.
+	if err := s.Delete(ctx, []string{"rec-c"}); err != nil {
+		t.Fatal(err)
+	}
+	ev["rec-a"] = evidence(t, s, "rec-a")["rec-a"]
+	res, err = s.ProbeLogical(ctx, []string{"rec-c", "rec-a"}, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone, kept := res[0], res[1]
+	if gone.ByID || gone.ByFilter || gone.BySimilarity || !strings.HasSuffix(strings.Join(gone.Methods, ","), ",by-similarity:k=10:exact:by-rank") {
+		t.Fatalf("after delete ProbeLogical = %+v", gone)
+	}
+	if !kept.ByID || !kept.BySimilarity || !strings.Contains(strings.Join(kept.Methods, ","), "by-similarity:k=10:exact,") {
+		t.Fatalf("a record still present: ProbeLogical = %+v", kept)
+	}
 }
 
 // The needles are the vector as pgvector lays it out on disk: a scan of the

@@ -255,7 +255,11 @@ func (s *Store) ProbeLogical(ctx context.Context, keys []string, ev map[string]*
 			}
 			res.ByFilter = bySubject[tag][k]
 		}
-		if e != nil && len(e.Vector) == s.dim {
+		if e != nil && len(e.Vector) == s.dim && !res.ByID {
+			// vec0's KNN reads the same table: with no row for the key, no
+			// search can return it (see store/pgvector: by-rank).
+			res.Methods = append(res.Methods, fmt.Sprintf("by-similarity:k=%d:by-rank", SimilarityK))
+		} else if e != nil && len(e.Vector) == s.dim {
 			res.Methods = append(res.Methods, fmt.Sprintf("by-similarity:k=%d", SimilarityK))
 			ns, err := s.Search(ctx, e.Vector, SimilarityK)
 			if err != nil {

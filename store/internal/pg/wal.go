@@ -107,13 +107,47 @@ func (r *run) rotateWAL(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	r.step(fmt.Sprintf("pg_switch_wal + CHECKPOINT x%d (%d WAL segments before, first %s)", n, len(before), first(before)))
+	// The checkpoints renamed the old segments ahead of the current one
+	// (wal_recycle): they keep their old bytes until the WAL reaches them.
+	// Under other load the server keeps more such segments than existed
+	// before, so switch on until the WAL has passed the last of them.
+	var cur string
+	if err := r.c.QueryRow(ctx, `SELECT pg_walfile_name(pg_current_wal_lsn())`).Scan(&cur); err != nil {
+		return fmt.Errorf("reclaim: current WAL segment: %w", err)
+	}
+	last, ahead := "", 0
+	for _, f := range after {
+		if f.Name > cur {
+			last, ahead = f.Name, ahead+1
+		}
+	}
+	if ahead > 0 {
+		m := 0
+		for cur < last && n+m < MaxRotations {
+			if ok, err := r.exec(ctx, "pg_switch_wal", "SELECT pg_switch_wal()"); err != nil || !ok {
+				return err
+			}
+			if ok, err := r.exec(ctx, "CHECKPOINT after pg_switch_wal", "CHECKPOINT"); err != nil || !ok {
+				return err
+			}
+			m++
+			if err := r.c.QueryRow(ctx, `SELECT pg_walfile_name(pg_current_wal_lsn())`).Scan(&cur); err != nil {
+				return fmt.Errorf("reclaim: current WAL segment: %w", err)
+			}
+		}
+		if cur < last {
+			r.step(fmt.Sprintf("pg_switch_wal + CHECKPOINT x%d more: %d recycled segment(s) ahead of the WAL, up to %s, not all written again within %d switches; they may keep old bytes", m, ahead, last, MaxRotations))
+		} else {
+			r.step(fmt.Sprintf("pg_switch_wal + CHECKPOINT x%d more, through the %d recycled segment(s) that were ahead of the WAL (a recycled segment keeps its old bytes until it is written again)", m, ahead))
+		}
+	}
 	var retained []string
 	for _, f := range after {
 		if f.Name <= cur0 {
 			retained = append(retained, f.Name)
 		}
 	}
-	r.step(fmt.Sprintf("pg_switch_wal + CHECKPOINT x%d (%d WAL segments before, first %s)", n, len(before), first(before)))
 	if len(retained) > 0 {
 		r.step(fmt.Sprintf("pg_wal retains %d segment(s) from before the reclaim (%s..%s): wal_keep_size, a replication slot's restart_lsn or archiving keeps them, and their WAL records may hold deleted rows' bytes",
 			len(retained), retained[0], retained[len(retained)-1]))
