@@ -291,7 +291,7 @@ func (s *Store) ProbeLogical(ctx context.Context, keys []string, ev map[string]*
 
 // Reclaim implements store.Reclaimer.
 func (s *Store) Reclaim(ctx context.Context) (store.ReclaimReport, error) {
-	return sqlitex.Reclaim(ctx, s.db)
+	return sqlitex.Reclaim(ctx, s.db, s.path)
 }
 
 // ProbePhysical implements store.PhysicalProber.

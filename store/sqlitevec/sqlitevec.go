@@ -278,7 +278,7 @@ func (s *Store) Reclaim(ctx context.Context) (store.ReclaimReport, error) {
 	if err != nil {
 		return store.ReclaimReport{}, fmt.Errorf("reclaim: %w", err)
 	}
-	rep, err := sqlitex.Reclaim(ctx, s.db)
+	rep, err := sqlitex.Reclaim(ctx, s.db, s.path)
 	rep.Method = "vector zeroed before DELETE; invalidated vec0 slots zeroed; " + rep.Method
 	rep.Steps = append([]string{fmt.Sprintf("zeroed %d invalidated vec0 slots", n)}, rep.Steps...)
 	return rep, err
