@@ -56,6 +56,7 @@ func Leaves(ctx context.Context, c *pgx.Conn, t Table) ([]Leaf, error) {
 func (t *Target) noteParts(parts map[uint32]bool, everyKey bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.partsGen++
 	if !everyKey {
 		t.partsUnknown = true
 	}
@@ -67,11 +68,15 @@ func (t *Target) noteParts(parts map[uint32]bool, everyKey bool) {
 	}
 }
 
-// forgetParts drops what noteParts recorded, once a reclaim rewrote it.
-func (t *Target) forgetParts() {
+// forgetParts drops what noteParts recorded, once a reclaim rewrote it:
+// only when no delete was recorded since the reclaim chose its partitions
+// (gen), or rows deleted meanwhile would lose where they were.
+func (t *Target) forgetParts(gen uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.parts, t.partsUnknown = nil, false
+	if t.partsGen == gen {
+		t.parts, t.partsUnknown = nil, false
+	}
 }
 
 // selection returns the tables reclaim rewrites, and for a partitioned
@@ -86,7 +91,11 @@ func (r *run) selection(ctx context.Context) ([]Table, string, error) {
 		return nil, "", fmt.Errorf("reclaim: %w", err)
 	}
 	t.mu.Lock()
-	held, unknown := t.parts, t.partsUnknown
+	held, unknown := map[uint32]bool{}, t.partsUnknown
+	for p := range t.parts {
+		held[p] = true
+	}
+	r.partsGen = t.partsGen
 	t.mu.Unlock()
 	why := ""
 	switch {

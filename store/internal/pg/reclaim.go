@@ -107,6 +107,7 @@ type run struct {
 	findings  []Finding
 	timeouts  []timeout
 	rewritten bool
+	partsGen  uint64 // Target.partsGen when the partitions to rewrite were chosen
 }
 
 func (r *run) add(state, evidence string) { r.findings = append(r.findings, Finding{state, evidence}) }
@@ -199,7 +200,7 @@ func (r *run) full(ctx context.Context) error {
 		return err
 	}
 	if all && len(r.timeouts) == 0 {
-		t.forgetParts()
+		t.forgetParts(r.partsGen)
 	}
 	return nil
 }

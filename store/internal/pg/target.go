@@ -32,6 +32,7 @@ type Target struct {
 	deleteXid    uint64          // newest xid (xid8) that deleted rows through this Target; 0 = none yet
 	parts        map[uint32]bool // partitions (oid) that held rows deleted since the last reclaim
 	partsUnknown bool            // a key deleted since the last reclaim matched no row
+	partsGen     uint64          // deletes recorded in parts, ever
 }
 
 // NewTarget reads the role's privileges on table and returns its Target.
