@@ -376,8 +376,11 @@ func (a *auditor) btree(pg uint32) ([]uint32, error) {
 	// Such a slot holds the offset of a cell that was on the page: not
 	// zero, at least its own end, and where a cell of 4 bytes fits. The
 	// slots directly past the array that look so are structure, counted
-	// in StalePointers; the first one that does not ends them.
-	for j := ptrs; j+2 <= a.usable && !used[j] && !used[j+1]; j += 2 {
+	// in StalePointers; the first one that does not ends them. On pages of
+	// at most 8 KiB such a value's first byte is under 0x20, which no text
+	// but control characters has; on larger pages text could pass for
+	// pointers, so none is tolerated there (and such files are VACUUMed).
+	for j := ptrs; a.usable <= 8192 && j+2 <= a.usable && !used[j] && !used[j+1]; j += 2 {
 		v := int(binary.BigEndian.Uint16(d[j:]))
 		if v < j+2 || v > a.usable-4 {
 			break

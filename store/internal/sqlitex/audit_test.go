@@ -93,15 +93,16 @@ func TestAuditFindsOneByte(t *testing.T) {
 	if binary.BigEndian.Uint16(b[16:]) != ps {
 		t.Fatalf("page size %d", binary.BigEndian.Uint16(b[16:]))
 	}
-	var gap, free int = -1, -1
-	// A leaf table page with a gap: the byte just before its cell content.
+	var gap, free, ptrs int = -1, -1, -1
+	// A leaf table page with a gap: the byte just before its cell content,
+	// and the first two bytes past its cell pointers, when they are zero.
 	for pg := 1; pg < len(b)/ps && gap < 0; pg++ {
 		d := b[pg*ps : (pg+1)*ps]
 		if d[0] == leafTable {
 			n := int(binary.BigEndian.Uint16(d[3:]))
 			start := int(binary.BigEndian.Uint16(d[5:]))
-			if start-(8+2*n) > 64 {
-				gap = pg*ps + start - 1
+			if end := 8 + 2*n; start-end > 64 && d[end] == 0 && d[end+1] == 0 {
+				gap, ptrs = pg*ps+start-1, pg*ps+end
 			}
 		}
 	}
@@ -111,17 +112,31 @@ func TestAuditFindsOneByte(t *testing.T) {
 	if gap < 0 || free < 0 {
 		t.Fatalf("no page with a gap (%d) or no freelist (%d)", gap, free)
 	}
-	for name, off := range map[string]int{"gap": gap, "freelist": free} {
-		t.Run(name, func(t *testing.T) {
+	if !audit(t, path).Clean() {
+		t.Fatal("the file written with secure_delete on is not clean")
+	}
+	base := audit(t, path)
+	for _, c := range []struct {
+		name           string
+		off            int
+		put            []byte
+		nonZero, stale int64
+	}{
+		{"gap", gap, []byte("x"), 1, 0},
+		{"freelist", free, []byte("x"), 1, 0},
+		{"text past the cell pointers", ptrs, []byte("xy"), 2, 0},
+		{"a stale cell pointer", ptrs, []byte{0x0f, 0x00}, 0, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "x.db")
-			c := append([]byte(nil), b...)
-			c[off] = 'x'
-			if err := os.WriteFile(p, c, 0o600); err != nil {
+			f := append([]byte(nil), b...)
+			copy(f[c.off:], c.put)
+			if err := os.WriteFile(p, f, 0o600); err != nil {
 				t.Fatal(err)
 			}
 			fs := audit(t, p)
-			if fs.NonZero != 1 || fs.DirtyPages != 1 || fs.Undecided != "" {
-				t.Errorf("%s: want exactly 1 non-zero byte on 1 page", fs)
+			if fs.NonZero != c.nonZero || fs.StalePointers-base.StalePointers != c.stale || fs.Undecided != "" {
+				t.Errorf("%s: want %d non-zero bytes and %d more stale pointer bytes", fs, c.nonZero, c.stale)
 			}
 		})
 	}
