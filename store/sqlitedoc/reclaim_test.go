@@ -75,8 +75,8 @@ func erase(t *testing.T, s *sqlitedoc.Store, keys []string) (store.ReclaimReport
 // rewritten builds the measured case: 25 records, 5 of them the
 // subject's, which an application's own connection (SQLite's default,
 // secure_delete off) then rewrote four times. It returns the store, its
-// path, the subject's keys and the first 40 bytes of each of their first
-// versions, having checked that some of those are in the files.
+// path, the subject's keys and the first 40 bytes of each of their 20
+// earlier versions, having checked that some of those are in the files.
 func rewritten(t *testing.T) (*sqlitedoc.Store, string, []string, [][]byte) {
 	t.Helper()
 	ctx := context.Background()
@@ -93,7 +93,9 @@ func rewritten(t *testing.T) (*sqlitedoc.Store, string, []string, [][]byte) {
 		if i%5 == 0 {
 			r.Subject, r.Text = "s", version(i, 1)
 			keys = append(keys, r.ID)
-			first = append(first, []byte(r.Text[:40]))
+			for v := 1; v <= 4; v++ { // the versions rewritten later
+				first = append(first, []byte(version(i, v)[:40]))
+			}
 		}
 		if err := s.Put(ctx, r); err != nil {
 			t.Fatal(err)
@@ -116,9 +118,9 @@ func rewritten(t *testing.T) (*sqlitedoc.Store, string, []string, [][]byte) {
 	}
 	n := inFiles(t, path, first)
 	if n == 0 {
-		t.Fatalf("no first version is left in the files: the case shows nothing")
+		t.Fatalf("no earlier version is left in the files: the case shows nothing")
 	}
-	t.Logf("before the erasure: %d of %d first versions in the files", n, len(first))
+	t.Logf("before the erasure: %d of %d earlier versions in the files", n, len(first))
 	return s, path, keys, first
 }
 
@@ -136,7 +138,7 @@ func TestReclaimVacuumsEarlierVersions(t *testing.T) {
 		t.Errorf("steps %q: VACUUM did not run", rep.Steps)
 	}
 	if n := inFiles(t, path, first); n != 0 {
-		t.Errorf("after reclaim %d of %d first versions are still in the files", n, len(first))
+		t.Errorf("after reclaim %d of %d earlier versions are still in the files", n, len(first))
 	}
 	if sc.Bytes == 0 || len(sc.Found) != 0 {
 		t.Errorf("physical probe: %d bytes scanned, %d records found; want a scan that finds none", sc.Bytes, len(sc.Found))
@@ -166,9 +168,9 @@ func TestAuditSeesEarlierVersionsAfterSecureDelete(t *testing.T) {
 	}
 	n := inFiles(t, path, first)
 	if n == 0 {
-		t.Fatalf("no first version is in the file after a secure delete and a checkpoint: the case shows nothing")
+		t.Fatalf("no earlier version is in the file after a secure delete and a checkpoint: the case shows nothing")
 	}
-	t.Logf("after DELETE (secure_delete on) and wal_checkpoint(TRUNCATE): %d of %d first versions in the file", n, len(first))
+	t.Logf("after DELETE (secure_delete on) and wal_checkpoint(TRUNCATE): %d of %d earlier versions in the file", n, len(first))
 	fs, err := sqlitex.AuditFreeSpace(ctx, conn, path)
 	if err != nil {
 		t.Fatal(err)
