@@ -199,3 +199,52 @@ func TestVarint(t *testing.T) {
 		}
 	}
 }
+
+// A byte past a record's payload on its last overflow page is found.
+func TestAuditFindsOverflowTail(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "o.db")
+	db, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL&_secure_delete=on")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 8178 bytes of blob and a 3-byte record header: 489 bytes stay on the
+	// page, 7692 go to two overflow pages, the second holding 3600.
+	for _, q := range []string{`CREATE TABLE o (b BLOB)`, `INSERT INTO o VALUES (randomblob(8178))`, `PRAGMA wal_checkpoint(TRUNCATE)`} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ps = 4096
+	a := &auditor{usable: ps}
+	d := b[ps : 2*ps] // page 2: the table's root, a leaf
+	if d[0] != leafTable {
+		t.Fatalf("page 2 has type %d", d[0])
+	}
+	c, err := a.cell(leafTable, d[binary.BigEndian.Uint16(d[8:]):])
+	if err != nil || c.overflow == 0 {
+		t.Fatalf("root page: cell %+v, %v: want an overflow chain", c, err)
+	}
+	pg, rest := c.overflow, c.rest
+	for rest > ps-4 {
+		pg, rest = binary.BigEndian.Uint32(b[int(pg-1)*ps:]), rest-(ps-4)
+	}
+	if rest >= ps-4 {
+		t.Fatalf("the last overflow page is full (%d bytes): no tail to test", rest)
+	}
+	if fs := audit(t, path); !fs.Clean() {
+		t.Fatalf("fresh file: %s", fs)
+	}
+	b[int(pg)*ps-1] = 'x' // the last byte of the last overflow page
+	p := filepath.Join(t.TempDir(), "o.db")
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if fs := audit(t, p); fs.NonZero != 1 || fs.Undecided != "" {
+		t.Errorf("%s: want the 1 byte past the payload found", fs)
+	}
+}
