@@ -33,9 +33,12 @@ type FreeSpace struct {
 	Pages    int // pages in the database
 	Freelist int // of which freelist pages
 	// NonZero counts the unused bytes (free blocks, page gaps, fragments,
-	// freelist pages, overflow tails) that are not zero, on DirtyPages pages.
+	// freelist pages, overflow tails) that are not zero on page FirstDirty:
+	// the audit stops at the first such page (DirtyPages is then 1), since
+	// one is enough to VACUUM.
 	NonZero    int64
 	DirtyPages int
+	FirstDirty uint32
 	// StalePointers counts the bytes of stale 2-byte cell pointers found
 	// directly past pages' cell pointer arrays (see btree): structure that
 	// SQLite never clears, not record content.
@@ -54,7 +57,7 @@ func (f FreeSpace) String() string {
 	case f.Undecided != "":
 		return "free-space audit undecided: " + f.Undecided
 	case f.NonZero > 0:
-		return fmt.Sprintf("free-space audit of %d pages (%d on the freelist): %d unused bytes on %d pages are not zero", f.Pages, f.Freelist, f.NonZero, f.DirtyPages)
+		return fmt.Sprintf("free-space audit of %d pages: %d unused bytes of page %d are not zero (the audit stops at the first such page)", f.Pages, f.NonZero, f.FirstDirty)
 	}
 	s := fmt.Sprintf("free-space audit of %d pages (%d on the freelist): every unused byte is zero", f.Pages, f.Freelist)
 	if f.StalePointers > 0 {
@@ -70,6 +73,9 @@ type undecided string
 func (u undecided) Error() string { return string(u) }
 
 func undecidedf(format string, args ...any) error { return undecided(fmt.Sprintf(format, args...)) }
+
+// errDirty stops the audit at the first page with non-zero unused bytes.
+var errDirty = errors.New("non-zero unused bytes")
 
 // AuditFreeSpace audits the database's main file under a read transaction
 // on conn, started with the WAL empty (after wal_checkpoint(TRUNCATE)):
@@ -124,6 +130,9 @@ func auditFile(path string, pages int64, roots []uint32) (FreeSpace, error) {
 	defer f.Close()
 	a := &auditor{f: f, fs: FreeSpace{Pages: int(pages)}}
 	err = a.run(pages, roots)
+	if errors.Is(err, errDirty) {
+		err = nil
+	}
 	return a.fs, err
 }
 
@@ -198,7 +207,9 @@ func (a *auditor) run(pages int64, roots []uint32) error {
 			if err := a.read(pg, a.buf); err != nil {
 				return err
 			}
-			a.zero(a.buf[:a.usable])
+			if err := a.zero(pg, a.buf[:a.usable]); err != nil {
+				return err
+			}
 			continue
 		}
 		missing++
@@ -228,18 +239,25 @@ func (a *auditor) read(pg uint32, b []byte) error {
 	return err
 }
 
-// zero counts the non-zero bytes of b as unused bytes that hold data.
-func (a *auditor) zero(b []byte) {
+// zero counts the non-zero bytes of b, unused bytes of page pg, and stops
+// the audit (errDirty) when there is one.
+func (a *auditor) zero(pg uint32, b []byte) error {
 	n := int64(0)
 	for _, x := range b {
 		if x != 0 {
 			n++
 		}
 	}
-	if n > 0 {
-		a.fs.NonZero += n
-		a.fs.DirtyPages++
+	return a.dirty(pg, n)
+}
+
+// dirty records n non-zero unused bytes on page pg: errDirty when n > 0.
+func (a *auditor) dirty(pg uint32, n int64) error {
+	if n == 0 {
+		return nil
 	}
+	a.fs.NonZero, a.fs.DirtyPages, a.fs.FirstDirty = n, 1, pg
+	return errDirty
 }
 
 // freelist audits the freelist: a trunk page's bytes past its list of leaf
@@ -259,7 +277,9 @@ func (a *auditor) freelist(trunk, total uint32) error {
 		}
 		end := 8 + 4*int(leaves)
 		list := append([]byte(nil), a.buf[8:end]...)
-		a.zero(a.buf[end:a.usable])
+		if err := a.zero(trunk, a.buf[end:a.usable]); err != nil {
+			return err
+		}
 		count++
 		for i := 0; i < len(list); i += 4 {
 			leaf := binary.BigEndian.Uint32(list[i:])
@@ -269,7 +289,9 @@ func (a *auditor) freelist(trunk, total uint32) error {
 			if err := a.read(leaf, a.ov); err != nil {
 				return err
 			}
-			a.zero(a.ov[:a.usable])
+			if err := a.zero(leaf, a.ov[:a.usable]); err != nil {
+				return err
+			}
 			count++
 		}
 		trunk = next
@@ -394,9 +416,8 @@ func (a *auditor) btree(pg uint32) ([]uint32, error) {
 			n++
 		}
 	}
-	if n > 0 {
-		a.fs.NonZero += n
-		a.fs.DirtyPages++
+	if err := a.dirty(pg, n); err != nil {
+		return nil, err
 	}
 	for _, c := range chains {
 		if err := a.overflow(c.first, c.bytes); err != nil {
@@ -422,8 +443,7 @@ func (a *auditor) overflow(pg uint32, rest int64) error {
 			if next != 0 {
 				return undecidedf("overflow page %d ends a payload but points to page %d", pg, next)
 			}
-			a.zero(a.ov[4+rest : a.usable])
-			return nil
+			return a.zero(pg, a.ov[4+rest:a.usable])
 		}
 		if next == 0 {
 			return undecidedf("overflow chain ends at page %d with %d payload bytes left", pg, rest-n)
