@@ -21,7 +21,7 @@ func (s *Store) Delete(ctx context.Context, keys []string) error {
 		return nil
 	}
 	var a pg.Args
-	if err := s.t.Delete(ctx, `DELETE FROM `+s.tbl.Ident()+` WHERE `+s.m.Where(&a, keys), a...); err != nil {
+	if err := s.t.Delete(ctx, keys, s.m.IDs(), `DELETE FROM `+s.tbl.Ident()+` WHERE `+s.m.Where(&a, keys), a...); err != nil {
 		return fmt.Errorf("delete documents: %w", err)
 	}
 	return nil

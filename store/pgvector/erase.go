@@ -22,7 +22,7 @@ func (s *Store) Delete(ctx context.Context, keys []string) error {
 	}
 	var a pg.Args
 	where := s.lay.Where(&a, keys)
-	if err := s.t.Delete(ctx, `DELETE FROM `+s.tbl.Ident()+` WHERE `+where, a...); err != nil {
+	if err := s.t.Delete(ctx, keys, s.lay.IDs(), `DELETE FROM `+s.tbl.Ident()+` WHERE `+where, a...); err != nil {
 		return fmt.Errorf("delete vectors: %w", err)
 	}
 	return nil

@@ -2,8 +2,9 @@
 // documents, chunks and chat turns, each with an id, a subject tag and text.
 //
 // What it proves: deletion by key; that no lookup by id or by subject tag
-// returns the record; and, after reclaim (secure_delete, VACUUM, WAL
-// checkpoint with truncation), that none of the record's text windows is left
+// returns the record; and, after reclaim (secure_delete, WAL checkpoint with
+// truncation, VACUUM unless a free-space audit proves no unused byte holds
+// data: docs/sqlite.md), that none of the record's text windows is left
 // anywhere in the database file, its -wal, -journal or -shm file.
 package sqlitedoc
 
@@ -291,7 +292,7 @@ func (s *Store) ProbeLogical(ctx context.Context, keys []string, ev map[string]*
 
 // Reclaim implements store.Reclaimer.
 func (s *Store) Reclaim(ctx context.Context) (store.ReclaimReport, error) {
-	return sqlitex.Reclaim(ctx, s.db)
+	return sqlitex.Reclaim(ctx, s.db, s.path)
 }
 
 // ProbePhysical implements store.PhysicalProber.
@@ -319,7 +320,7 @@ func init() {
 			return sqlitex.ListTable(ctx, c.Path, m.Table, m.Key, m.Content, fn)
 		},
 		Proof: func(store.Config) (string, string) {
-			return "physical", "the database file and its -wal, -journal and -shm files are read byte by byte after reclaim (secure_delete, VACUUM, WAL truncation)"
+			return "physical", "the database file and its -wal, -journal and -shm files are read byte by byte after reclaim (secure_delete, WAL truncation, VACUUM unless a free-space audit proves no unused byte holds data)"
 		},
 	})
 }

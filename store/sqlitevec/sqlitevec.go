@@ -4,8 +4,9 @@
 // sqlite-vec's DELETE only clears a validity bit: the vector stays inside a
 // live chunk blob, where neither VACUUM nor secure_delete reaches it. This
 // adapter therefore overwrites the vector with zeros before it deletes the
-// row, then reclaims like any SQLite file (secure_delete, VACUUM, WAL
-// checkpoint with truncation).
+// row, then reclaims like any SQLite file (secure_delete, WAL checkpoint with
+// truncation, VACUUM unless a free-space audit proves no unused byte holds
+// data: docs/sqlite.md).
 //
 // What it proves: deletion by key; that neither a lookup by id, a filter on
 // the subject tag, nor a nearest-neighbour search with the record's own
@@ -282,7 +283,7 @@ func (s *Store) Reclaim(ctx context.Context) (store.ReclaimReport, error) {
 	if err != nil {
 		return store.ReclaimReport{}, fmt.Errorf("reclaim: %w", err)
 	}
-	rep, err := sqlitex.Reclaim(ctx, s.db)
+	rep, err := sqlitex.Reclaim(ctx, s.db, s.path)
 	rep.Method = "vector zeroed before DELETE; invalidated vec0 slots zeroed; " + rep.Method
 	rep.Steps = append([]string{fmt.Sprintf("zeroed %d invalidated vec0 slots", n)}, rep.Steps...)
 	return rep, err
@@ -319,7 +320,7 @@ func init() {
 			return sqlitex.ListTable(ctx, c.Path, "vectors", "id", []string{"embedding"}, fn)
 		},
 		Proof: func(store.Config) (string, string) {
-			return "physical", "the database file and its -wal, -journal and -shm files are read byte by byte after reclaim (secure_delete, VACUUM, WAL truncation)"
+			return "physical", "the database file and its -wal, -journal and -shm files are read byte by byte after reclaim (secure_delete, WAL truncation, VACUUM unless a free-space audit proves no unused byte holds data)"
 		},
 	})
 }

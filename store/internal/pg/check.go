@@ -65,8 +65,8 @@ func Check(ctx context.Context, c store.Config, table string, cols func(Checked)
 			probs = bad("table", "table %s does not exist in %s (amnesia never creates a store it is to erase from: check table and dsn)", tbl, where)
 			return nil
 		}
-		if *kind != "r" {
-			probs = bad("table", "%s in %s is not an ordinary table (relkind %q): only ordinary tables are supported", tbl, where, *kind)
+		if *kind != "r" && *kind != "p" {
+			probs = bad("table", "%s in %s is not an ordinary or partitioned table (relkind %q): only those are supported", tbl, where, *kind)
 			return nil
 		}
 		var sel, del bool

@@ -22,8 +22,10 @@ import (
 // Values are personal data: fn must not log them.
 func (t *Target) Unreachable(ctx context.Context, col string, fn func(v []byte)) (n int, reason string, err error) {
 	c := Quote(col)
-	q := `SELECT d.` + c + ` FROM pg_dirtyread($1::text::regclass) AS d(ctid tid, ` + c + ` text)
-		WHERE d.` + c + ` IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ` + t.Table.Ident() + ` l WHERE l.ctid = d.ctid)`
+	query := func(tb Table) string {
+		return `SELECT d.` + c + ` FROM pg_dirtyread($1::text::regclass) AS d(ctid tid, ` + c + ` text)
+		WHERE d.` + c + ` IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ` + tb.Ident() + ` l WHERE l.ctid = d.ctid)`
+	}
 	err = t.DB.With(ctx, func(c *pgx.Conn) error {
 		var ok bool
 		if err := c.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_dirtyread')`).Scan(&ok); err != nil {
@@ -33,17 +35,33 @@ func (t *Target) Unreachable(ctx context.Context, col string, fn func(v []byte))
 			reason = "pg_dirtyread is not installed in the table's database (CREATE EXTENSION pg_dirtyread), so dead tuples cannot be read"
 			return nil
 		}
-		rows, err := c.Query(ctx, q, t.Table.Ident())
-		if err != nil {
-			return err
+		tables := []Table{t.Table}
+		if t.Partitioned { // pg_dirtyread reads one heap: each partition's
+			leaves, err := Leaves(ctx, c, t.Table)
+			if err != nil {
+				return err
+			}
+			tables = tables[:0]
+			for _, l := range leaves {
+				tables = append(tables, l.Table)
+			}
 		}
-		var v []byte
-		_, err = pgx.ForEachRow(rows, []any{&v}, func() error {
-			n++
-			fn(v)
-			return nil
-		})
-		return err
+		for _, tb := range tables {
+			rows, err := c.Query(ctx, query(tb), tb.Ident())
+			if err != nil {
+				return err
+			}
+			var v []byte
+			_, err = pgx.ForEachRow(rows, []any{&v}, func() error {
+				n++
+				fn(v)
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {

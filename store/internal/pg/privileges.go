@@ -73,7 +73,7 @@ func (p Privileges) MissingMaintain(t Table) string {
 func ReadPrivileges(ctx context.Context, c *pgx.Conn, t Table, dataDir string) (Privileges, error) {
 	var p Privileges
 	err := c.QueryRow(ctx, `SELECT current_user::text, r.rolsuper, current_setting('server_version_num')::int,
-		pg_has_role(cl.relowner, 'USAGE'),
+		pg_has_role(cl.relowner, 'USAGE') AND NOT EXISTS (SELECT 1 FROM pg_partition_tree(cl.oid) pt JOIN pg_class pc ON pc.oid = pt.relid WHERE NOT pg_has_role(pc.relowner, 'USAGE')),
 		CASE WHEN to_regrole('pg_checkpoint') IS NULL THEN false ELSE pg_has_role('pg_checkpoint', 'USAGE') END,
 		has_function_privilege('pg_read_binary_file(text,bigint,bigint,boolean)', 'EXECUTE'),
 		has_function_privilege('pg_ls_waldir()', 'EXECUTE'),
@@ -94,10 +94,16 @@ func ReadPrivileges(ctx context.Context, c *pgx.Conn, t Table, dataDir string) (
 	}
 	if dataDir != "" {
 		var rel string
-		if err := c.QueryRow(ctx, `SELECT pg_relation_filepath($1::text::regclass)`, t.Ident()).Scan(&rel); err != nil {
+		// A partitioned table has no files: its first partition's are checked.
+		err := c.QueryRow(ctx, `SELECT pg_relation_filepath(l.oid) FROM `+leavesSQL+` l(oid) ORDER BY l.oid LIMIT 1`, t.Ident()).Scan(&rel)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			p.DataDirReason = "the partitioned table has no partition, so no file to check data_dir with"
+		case err != nil:
 			return p, fmt.Errorf("read privileges: %w", err)
+		default:
+			p.DataDir, p.DataDirReason = checkDataDir(dataDir, rel)
 		}
-		p.DataDir, p.DataDirReason = checkDataDir(dataDir, rel)
 	}
 	return p, nil
 }

@@ -107,6 +107,7 @@ type run struct {
 	findings  []Finding
 	timeouts  []timeout
 	rewritten bool
+	partsGen  uint64 // Target.partsGen when the partitions to rewrite were chosen
 }
 
 func (r *run) add(state, evidence string) { r.findings = append(r.findings, Finding{state, evidence}) }
@@ -129,12 +130,23 @@ func (r *run) full(ctx context.Context) error {
 	if err := r.setTimeouts(ctx); err != nil {
 		return err
 	}
-	if err := r.dropLeftovers(ctx); err != nil {
+	sel, note, err := r.selection(ctx)
+	if err != nil {
 		return err
 	}
-	tbl, name := t.Table.Ident(), t.Table.String()
-	if _, err := r.stmt(ctx, "VACUUM (INDEX_CLEANUP ON) "+name, "VACUUM (INDEX_CLEANUP ON) "+tbl); err != nil {
-		return err
+	if note != "" {
+		r.rep.Method += "; " + note
+		r.step(note)
+	}
+	for _, tb := range sel {
+		if err := r.dropLeftovers(ctx, tb); err != nil {
+			return err
+		}
+	}
+	for _, tb := range sel {
+		if _, err := r.stmt(ctx, "VACUUM (INDEX_CLEANUP ON) "+tb.String(), "VACUUM (INDEX_CLEANUP ON) "+tb.Ident()); err != nil {
+			return err
+		}
 	}
 	pins, err := FindPins(ctx, r.c, t.refXid())
 	if err != nil {
@@ -142,43 +154,55 @@ func (r *run) full(ctx context.Context) error {
 	}
 	if f := PinFinding(pins); f != nil {
 		r.step("rewrite skipped: the xmin horizon is held (" + f.State + ")")
-		r.add(f.State, f.Evidence+r.deadNote(ctx))
+		r.add(f.State, f.Evidence+r.deadNote(ctx, sel))
 		r.managed()
 		return r.finish(ctx)
 	}
-	ok, err := r.stmt(ctx, "VACUUM FULL "+name, "VACUUM FULL "+tbl)
-	if err != nil {
-		return err
-	}
-	r.rewritten = ok
-	if ok {
-		// VACUUM FULL built every index of the table anew, from live rows
-		// only (INVALID ones too, which it marks valid): each is built
-		// once in this reclaim, none again by REINDEX.
-		if r.t.Reindex != nil {
-			r.step("vector indexes built once, by VACUUM FULL; no second build")
+	all := true
+	for _, tb := range sel {
+		ok, err := r.stmt(ctx, "VACUUM FULL "+tb.String(), "VACUUM FULL "+tb.Ident())
+		if err != nil {
+			return err
 		}
-	} else if err := r.reindex(ctx); err != nil {
-		// VACUUM FULL could not take its lock: REINDEX CONCURRENTLY, under
-		// a weaker lock, may still rebuild the vector indexes.
-		return err
-	}
-	if ok {
-		if err := r.statistics(ctx, name, tbl); err != nil {
+		r.rewritten = r.rewritten || ok
+		all = all && ok
+		if ok {
+			// VACUUM FULL built every index of the table anew, from live rows
+			// only (INVALID ones too, which it marks valid): each is built
+			// once in this reclaim, none again by REINDEX.
+			if r.t.Reindex != nil {
+				r.step("vector indexes built once, by VACUUM FULL " + tb.String() + "; no second build")
+			}
+		} else if err := r.reindex(ctx, tb); err != nil {
+			// VACUUM FULL could not take its lock: REINDEX CONCURRENTLY, under
+			// a weaker lock, may still rebuild the vector indexes.
 			return err
 		}
 	}
-	if err := r.dropLeftovers(ctx); err != nil {
-		return err
+	if r.rewritten {
+		if err := r.statistics(ctx, sel); err != nil {
+			return err
+		}
 	}
-	if err := r.checkIndexes(ctx); err != nil {
-		return err
+	for _, tb := range sel {
+		if err := r.dropLeftovers(ctx, tb); err != nil {
+			return err
+		}
+		if err := r.checkIndexes(ctx, tb); err != nil {
+			return err
+		}
 	}
-	if err := r.checkDead(ctx); err != nil {
+	if err := r.checkDead(ctx, sel); err != nil {
 		return err
 	}
 	r.managed()
-	return r.finish(ctx)
+	if err := r.finish(ctx); err != nil {
+		return err
+	}
+	if all && len(r.timeouts) == 0 {
+		t.forgetParts(r.partsGen)
+	}
+	return nil
 }
 
 // managed records that no physical probe can measure what reclaim left.
@@ -288,15 +312,27 @@ func (r *run) exec(ctx context.Context, label, sql string) (bool, error) {
 // rows only, then vacuums and rewrites pg_statistic so the old sample
 // values, which can be whole deleted vectors or texts, leave its files. ANALYZE of a table left
 // with no rows keeps the old statistics (analyze.c writes none from an empty
-// sample), so a superuser first deletes the table's rows of pg_statistic.
-// Without superuser neither is possible, and the probe, which scans
-// pg_statistic, measures what is left.
-func (r *run) statistics(ctx context.Context, name, tbl string) error {
+// sample), so a superuser first deletes the rows of pg_statistic of the
+// table and of the rewritten partitions sel. ANALYZE of a partitioned table
+// samples every partition and analyses each. Without superuser neither is
+// possible, and the probe, which scans pg_statistic, measures what is left.
+func (r *run) statistics(ctx context.Context, sel []Table) error {
+	name, tbl := r.t.Table.String(), r.t.Table.Ident()
 	if r.t.Priv.Superuser {
-		if _, err := r.c.Exec(ctx, `DELETE FROM pg_catalog.pg_statistic WHERE starelid = $1::text::regclass`, r.t.Table.Ident()); err != nil {
+		rels := []string{tbl}
+		for _, tb := range sel {
+			if tb != r.t.Table {
+				rels = append(rels, tb.Ident())
+			}
+		}
+		if _, err := r.c.Exec(ctx, `DELETE FROM pg_catalog.pg_statistic WHERE starelid = ANY($1::text[]::regclass[])`, rels); err != nil {
 			return fmt.Errorf("reclaim: clearing the statistics of %s: %s", name, sqlCause(err))
 		}
-		r.step("statistics of " + name + " cleared")
+		if r.t.Partitioned {
+			r.step("statistics of " + name + " and of " + tableNames(sel) + " cleared")
+		} else {
+			r.step("statistics of " + name + " cleared")
+		}
 	}
 	if _, err := r.stmt(ctx, "ANALYZE "+name, "ANALYZE "+tbl); err != nil {
 		return err

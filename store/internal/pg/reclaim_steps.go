@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // dropLeftovers drops the transient copies an interrupted REINDEX
@@ -11,8 +13,8 @@ import (
 // <index>_ccold, and valid ones that duplicate a live <index> (VACUUM FULL
 // validates every index it rebuilds). Other INVALID indexes are the
 // application's and are never dropped.
-func (r *run) dropLeftovers(ctx context.Context) error {
-	list, err := Indexes(ctx, r.c, r.t.Table)
+func (r *run) dropLeftovers(ctx context.Context, tb Table) error {
+	list, err := Indexes(ctx, r.c, tb)
 	if err != nil {
 		return err
 	}
@@ -48,11 +50,11 @@ func baseName(name string) string {
 // reindex rebuilds the selected indexes with REINDEX INDEX CONCURRENTLY
 // (SHARE UPDATE EXCLUSIVE on the table: reads and writes go on). One that
 // times out leaves an INVALID copy, which is dropped at once when possible.
-func (r *run) reindex(ctx context.Context) error {
+func (r *run) reindex(ctx context.Context, tb Table) error {
 	if r.t.Reindex == nil {
 		return nil
 	}
-	list, err := Indexes(ctx, r.c, r.t.Table)
+	list, err := Indexes(ctx, r.c, tb)
 	if err != nil {
 		return err
 	}
@@ -65,7 +67,7 @@ func (r *run) reindex(ctx context.Context) error {
 			return err
 		}
 		if !ok {
-			if err := r.dropLeftovers(ctx); err != nil {
+			if err := r.dropLeftovers(ctx, tb); err != nil {
 				return err
 			}
 		}
@@ -74,8 +76,8 @@ func (r *run) reindex(ctx context.Context) error {
 }
 
 // checkIndexes reports INVALID indexes that are still there.
-func (r *run) checkIndexes(ctx context.Context) error {
-	list, err := Indexes(ctx, r.c, r.t.Table)
+func (r *run) checkIndexes(ctx context.Context, tb Table) error {
+	list, err := Indexes(ctx, r.c, tb)
 	if err != nil {
 		return err
 	}
@@ -86,13 +88,14 @@ func (r *run) checkIndexes(ctx context.Context) error {
 	r.step("INVALID indexes remain: " + names(bad))
 	r.add(StateIndexNotRebuilt, fmt.Sprintf("INVALID index(es) on %s were not rebuilt: %s (pg_index.indisvalid = false; "+
 		"queries do not use them, but they may still hold deleted rows' bytes; an interrupted REINDEX CONCURRENTLY leaves such "+
-		"_ccnew/_ccold copies: run reclaim again, or DROP INDEX CONCURRENTLY them)", r.t.Table, names(bad)))
+		"_ccnew/_ccold copies: run reclaim again, or DROP INDEX CONCURRENTLY them)", tb, names(bad)))
 	return nil
 }
 
-// checkDead counts dead tuples after the rewrite, where pgstattuple exists.
-func (r *run) checkDead(ctx context.Context) error {
-	n, ok, err := DeadTuples(ctx, r.c, r.t.Priv, r.t.Table)
+// checkDead counts dead tuples in the rewritten tables sel after the
+// rewrite, where pgstattuple exists.
+func (r *run) checkDead(ctx context.Context, sel []Table) error {
+	n, ok, err := deadIn(ctx, r.c, r.t.Priv, sel)
 	if err != nil {
 		return err
 	}
@@ -100,7 +103,8 @@ func (r *run) checkDead(ctx context.Context) error {
 		r.step("dead tuples not counted (pgstattuple not installed or not permitted)")
 		return nil
 	}
-	r.step(fmt.Sprintf("pgstattuple %s: %d dead tuples", r.t.Table, n))
+	what := tableNames(sel)
+	r.step(fmt.Sprintf("pgstattuple %s: %d dead tuples", what, n))
 	if n == 0 {
 		return nil
 	}
@@ -109,18 +113,31 @@ func (r *run) checkDead(ctx context.Context) error {
 		return err
 	}
 	if f := PinFinding(pins); f != nil {
-		r.add(f.State, f.Evidence+fmt.Sprintf("; pgstattuple: %d dead tuples in %s", n, r.t.Table))
+		r.add(f.State, f.Evidence+fmt.Sprintf("; pgstattuple: %d dead tuples in %s", n, what))
 		return nil
 	}
-	r.add(StateDeadTuples, fmt.Sprintf("pgstattuple: %d dead tuples remain in %s after reclaim (rows deleted since, or by transactions still open, count too)", n, r.t.Table))
+	r.add(StateDeadTuples, fmt.Sprintf("pgstattuple: %d dead tuples remain in %s after reclaim (rows deleted since, or by transactions still open, count too)", n, what))
 	return nil
 }
 
-// deadNote is the dead tuple count for evidence, or "".
-func (r *run) deadNote(ctx context.Context) string {
-	n, ok, err := DeadTuples(ctx, r.c, r.t.Priv, r.t.Table)
+// deadNote is the dead tuple count of sel for evidence, or "".
+func (r *run) deadNote(ctx context.Context, sel []Table) string {
+	n, ok, err := deadIn(ctx, r.c, r.t.Priv, sel)
 	if err != nil || !ok {
 		return ""
 	}
-	return fmt.Sprintf("; pgstattuple: %d dead tuples in %s", n, r.t.Table)
+	return fmt.Sprintf("; pgstattuple: %d dead tuples in %s", n, tableNames(sel))
+}
+
+// deadIn sums DeadTuples over tables.
+func deadIn(ctx context.Context, c *pgx.Conn, p Privileges, tables []Table) (int64, bool, error) {
+	var sum int64
+	for _, tb := range tables {
+		n, ok, err := DeadTuples(ctx, c, p, tb)
+		if err != nil || !ok {
+			return 0, ok, err
+		}
+		sum += n
+	}
+	return sum, true, nil
 }

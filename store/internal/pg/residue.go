@@ -172,13 +172,14 @@ func PinFinding(pins []Pin) *Finding {
 		strings.Join(descs, "; ") + "; VACUUM cannot remove the deleted rows' dead tuples (and VACUUM FULL would copy them) until it ends"}
 }
 
-// DeadTuples returns pgstattuple's dead tuple count for t, or ok false when
-// the extension is missing or not permitted.
+// DeadTuples returns pgstattuple's dead tuple count for t (summed over its
+// partitions when it is partitioned), or ok false when the extension is
+// missing or not permitted.
 func DeadTuples(ctx context.Context, c *pgx.Conn, p Privileges, t Table) (n int64, ok bool, err error) {
 	if !p.Pgstattuple {
 		return 0, false, nil
 	}
-	if err := c.QueryRow(ctx, `SELECT dead_tuple_count FROM pgstattuple($1::text::regclass)`, t.Ident()).Scan(&n); err != nil {
+	if err := c.QueryRow(ctx, `SELECT COALESCE(sum(s.dead_tuple_count), 0)::int8 FROM `+leavesSQL+` l(oid), LATERAL pgstattuple(l.oid::regclass) s`, t.Ident()).Scan(&n); err != nil {
 		return 0, false, fmt.Errorf("count dead tuples: %w", err)
 	}
 	return n, true, nil

@@ -27,10 +27,10 @@ type Relation struct {
 }
 
 // Relations lists t's heap, its TOAST table and the TOAST index, its
-// indexes, and pg_statistic with its TOAST table (where ANALYZE keeps sample
+// indexes (of every partition, when t is partitioned), and pg_statistic with its TOAST table (where ANALYZE keeps sample
 // values), with their file paths and sizes.
 func Relations(ctx context.Context, c *pgx.Conn, t Table) ([]Relation, error) {
-	rows, err := c.Query(ctx, `WITH t AS (SELECT oid, reltoastrelid FROM pg_class WHERE oid = $1::text::regclass),
+	rows, err := c.Query(ctx, `WITH t AS (SELECT oid, reltoastrelid FROM pg_class WHERE oid IN `+leavesSQL+`),
 	r AS (
 		SELECT oid, 'heap' AS kind, 0 AS ord FROM t
 		UNION ALL SELECT reltoastrelid, 'toast', 1 FROM t WHERE reltoastrelid <> 0

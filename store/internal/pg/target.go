@@ -23,9 +23,16 @@ type Target struct {
 	// when VACUUM FULL timed out (pgvector: its vector indexes). Nil: none.
 	// When VACUUM FULL runs it rebuilds every index, once.
 	Reindex func(Index) bool
+	// Partitioned is set when Table is a partitioned table: Delete then
+	// records which partitions held the deleted rows, and Reclaim rewrites
+	// only those (see partitions.go).
+	Partitioned bool
 
-	mu        sync.Mutex
-	deleteXid uint64 // newest xid (xid8) that deleted rows through this Target; 0 = none yet
+	mu           sync.Mutex
+	deleteXid    uint64          // newest xid (xid8) that deleted rows through this Target; 0 = none yet
+	parts        map[uint32]bool // partitions (oid) that held rows deleted since the last reclaim
+	partsUnknown bool            // a key deleted since the last reclaim matched no row
+	partsGen     uint64          // deletes recorded in parts, ever
 }
 
 // NewTarget reads the role's privileges on table and returns its Target.
@@ -36,8 +43,21 @@ func NewTarget(ctx context.Context, db *DB, table Table, o Options) (*Target, er
 		if err := c.QueryRow(ctx, `SELECT relkind::text FROM pg_class WHERE oid = $1::text::regclass`, table.Ident()).Scan(&kind); err != nil {
 			return fmt.Errorf("look up table: %w", err)
 		}
-		if kind != "r" {
-			return fmt.Errorf("table %s: relkind %q is not supported (only an ordinary table: a partitioned table, view or foreign table is not)", table, kind)
+		switch kind {
+		case "r":
+		case "p":
+			t.Partitioned = true
+			leaves, err := Leaves(ctx, c, table)
+			if err != nil {
+				return err
+			}
+			for _, l := range leaves {
+				if l.Kind != "r" {
+					return fmt.Errorf("table %s: partition %s has relkind %q: only ordinary tables are supported as partitions (a foreign table is not)", table, l.Table, l.Kind)
+				}
+			}
+		default:
+			return fmt.Errorf("table %s: relkind %q is not supported (only an ordinary or a partitioned table: a view or foreign table is not)", table, kind)
 		}
 		var err error
 		t.Priv, err = ReadPrivileges(ctx, c, table, o.DataDir)
@@ -63,13 +83,16 @@ func (t *Target) Capabilities() []store.Capability {
 	return out
 }
 
-// Delete runs del (one DELETE statement with args) in a transaction under
-// the lock and statement timeouts, retrying timeouts as configured, and
-// remembers the deleting transaction's xid for the pin check in Reclaim.
-func (t *Target) Delete(ctx context.Context, del string, args ...any) error {
+// Delete runs del (one DELETE statement of the rows of keys, with args) in
+// a transaction under the lock and statement timeouts, retrying timeouts
+// as configured, and remembers the deleting transaction's xid for the pin
+// check in Reclaim. On a partitioned table it also remembers which
+// partitions held the rows: ids is the SQL expression of the keys a row
+// answers to (Mapping.IDs), returned with each row's tableoid.
+func (t *Target) Delete(ctx context.Context, keys []string, ids, del string, args ...any) error {
 	return t.DB.With(ctx, func(c *pgx.Conn) error {
 		for attempt := 0; ; attempt++ {
-			xid, err := t.deleteOnce(ctx, c, del, args)
+			xid, err := t.deleteOnce(ctx, c, keys, ids, del, args)
 			if err == nil {
 				t.noteDelete(xid)
 				return nil
@@ -91,7 +114,7 @@ func (t *Target) Delete(ctx context.Context, del string, args ...any) error {
 	})
 }
 
-func (t *Target) deleteOnce(ctx context.Context, c *pgx.Conn, del string, args []any) (uint64, error) {
+func (t *Target) deleteOnce(ctx context.Context, c *pgx.Conn, keys []string, ids, del string, args []any) (uint64, error) {
 	tx, err := c.Begin(ctx)
 	if err != nil {
 		return 0, err
@@ -105,7 +128,33 @@ func (t *Target) deleteOnce(ctx context.Context, c *pgx.Conn, del string, args [
 			return 0, err
 		}
 	}
-	if _, err := tx.Exec(ctx, del, args...); err != nil {
+	parts, everyKey := map[uint32]bool{}, false
+	if t.Partitioned && ids != "" {
+		rows, err := tx.Query(ctx, del+" RETURNING tableoid::int8, "+ids, args...)
+		if err != nil {
+			return 0, err
+		}
+		matched := map[string]bool{}
+		var oid int64
+		var rowIDs []string
+		_, err = pgx.ForEachRow(rows, []any{&oid, &rowIDs}, func() error {
+			parts[uint32(oid)] = true
+			for _, k := range keys {
+				if Matches(rowIDs, k) {
+					matched[k] = true
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return 0, err
+		}
+		want := map[string]bool{}
+		for _, k := range keys {
+			want[k] = true
+		}
+		everyKey = len(matched) == len(want)
+	} else if _, err := tx.Exec(ctx, del, args...); err != nil {
 		return 0, err
 	}
 	var xid *string
@@ -114,6 +163,9 @@ func (t *Target) deleteOnce(ctx context.Context, c *pgx.Conn, del string, args [
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return 0, err
+	}
+	if t.Partitioned {
+		t.noteParts(parts, everyKey)
 	}
 	if xid == nil {
 		return 0, nil // nothing was deleted

@@ -52,15 +52,23 @@ func Files(path string) []string {
 	return []string{path, path + "-wal", path + "-journal", path + "-shm"}
 }
 
-// ReclaimMethod describes Reclaim.
+// ReclaimMethod describes Reclaim when it rewrites the file; the method it
+// reports says which way it went, and why.
 const ReclaimMethod = "secure_delete=ON; wal_checkpoint(TRUNCATE); VACUUM; wal_checkpoint(TRUNCATE)"
 
-// Reclaim rewrites the database so that no free page and no WAL frame keeps
-// a deleted record's bytes: checkpoint the WAL into the main file and
-// truncate it, VACUUM (which rebuilds the file from live rows only), then
-// checkpoint and truncate again. It needs no reader to hold an old snapshot;
-// a busy checkpoint is reported as an error, never ignored.
-func Reclaim(ctx context.Context, db *sql.DB) (store.ReclaimReport, error) {
+// Reclaim leaves no free page, no unused byte of a page and no WAL frame
+// holding a deleted record's bytes, or the bytes of an earlier version of a
+// record: it turns secure_delete on, checkpoints the WAL into the main file
+// and truncates it, then audits the file's free space (AuditFreeSpace).
+// When the audit proves every unused byte zero, nothing in the file can
+// hold an earlier version of a record and VACUUM is skipped; otherwise
+// (non-zero free space, or anything the audit cannot decide) VACUUM
+// rebuilds the file from live rows only and the WAL is checkpointed and
+// truncated again. The method reported says which was done, and why. It
+// needs no reader to hold an old snapshot; a busy checkpoint is reported as
+// an error, never ignored. The physical probe decides what is verified,
+// whichever way this went.
+func Reclaim(ctx context.Context, db *sql.DB, path string) (store.ReclaimReport, error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return store.ReclaimReport{}, fmt.Errorf("reclaim: %w", err)
@@ -72,27 +80,50 @@ func Reclaim(ctx context.Context, db *sql.DB) (store.ReclaimReport, error) {
 	if _, err := conn.ExecContext(ctx, "PRAGMA busy_timeout = 2000"); err != nil {
 		return rep, fmt.Errorf("reclaim: %w", err)
 	}
-	steps := []struct{ name, sql string }{
-		{"secure_delete=ON", "PRAGMA secure_delete = ON"},
-		{"wal_checkpoint(TRUNCATE)", "PRAGMA wal_checkpoint(TRUNCATE)"},
-		{"VACUUM", "VACUUM"},
-		{"wal_checkpoint(TRUNCATE)", "PRAGMA wal_checkpoint(TRUNCATE)"},
+	if err := run(ctx, conn, &rep, "secure_delete=ON", "PRAGMA secure_delete = ON"); err != nil {
+		return rep, err
 	}
-	for _, s := range steps {
-		if strings.HasPrefix(s.sql, "PRAGMA wal_checkpoint") {
-			var busy, logFrames, done int
-			if err := conn.QueryRowContext(ctx, s.sql).Scan(&busy, &logFrames, &done); err != nil {
-				return rep, fmt.Errorf("reclaim: %s: %w", s.name, busyErr(err))
-			}
-			if busy != 0 {
-				return rep, fmt.Errorf("reclaim: %s: %w: another connection (the application?) holds a read or write transaction, so the WAL cannot be checkpointed and truncated", s.name, store.ErrBusy)
-			}
-		} else if _, err := conn.ExecContext(ctx, s.sql); err != nil {
-			return rep, fmt.Errorf("reclaim: %s: %w", s.name, busyErr(err))
-		}
-		rep.Steps = append(rep.Steps, s.name)
+	if err := run(ctx, conn, &rep, "wal_checkpoint(TRUNCATE)", "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+		return rep, err
+	}
+	fs, err := AuditFreeSpace(ctx, conn, path)
+	if err != nil {
+		return rep, fmt.Errorf("reclaim: %w", err)
+	}
+	rep.Steps = append(rep.Steps, fs.String())
+	if fs.Clean() {
+		rep.Method = "secure_delete=ON; wal_checkpoint(TRUNCATE); VACUUM skipped: " + fs.String() +
+			"; the WAL is empty: no free space can hold an earlier version of a record"
+		rep.Steps = append(rep.Steps, "VACUUM skipped")
+		return rep, nil
+	}
+	rep.Method = "secure_delete=ON; wal_checkpoint(TRUNCATE); VACUUM, because " + fs.String() +
+		" (free space may hold earlier versions of records); wal_checkpoint(TRUNCATE)"
+	if err := run(ctx, conn, &rep, "VACUUM", "VACUUM"); err != nil {
+		return rep, err
+	}
+	if err := run(ctx, conn, &rep, "wal_checkpoint(TRUNCATE)", "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+		return rep, err
 	}
 	return rep, nil
+}
+
+// run runs one reclaim statement and records it as a step. A checkpoint
+// that another connection kept from completing is store.ErrBusy.
+func run(ctx context.Context, conn *sql.Conn, rep *store.ReclaimReport, name, q string) error {
+	if strings.HasPrefix(q, "PRAGMA wal_checkpoint") {
+		var busy, logFrames, done int
+		if err := conn.QueryRowContext(ctx, q).Scan(&busy, &logFrames, &done); err != nil {
+			return fmt.Errorf("reclaim: %s: %w", name, busyErr(err))
+		}
+		if busy != 0 {
+			return fmt.Errorf("reclaim: %s: %w: another connection (the application?) holds a read or write transaction, so the WAL cannot be checkpointed and truncated", name, store.ErrBusy)
+		}
+	} else if _, err := conn.ExecContext(ctx, q); err != nil {
+		return fmt.Errorf("reclaim: %s: %w", name, busyErr(err))
+	}
+	rep.Steps = append(rep.Steps, name)
+	return nil
 }
 
 // busyErr wraps SQLite's BUSY and LOCKED errors with store.ErrBusy: another
