@@ -109,13 +109,6 @@ Then export the trust file again (amnesia keys export) for verifiers.`,
 			if err != nil {
 				return err
 			}
-			pending, err := saga.SignedUnpublished(dir)
-			if err != nil {
-				return err
-			}
-			if len(pending) > 0 {
-				return fmt.Errorf("rotate: %d erasure(s) signed a certificate that is not published yet (%s); resuming must sign with the same key: finish them first (amnesia forget or amnesia worker resumes them)", len(pending), strings.Join(pending, ", "))
-			}
 			// The ledger records the current key's id, which every host
 			// compares at start (state.Dir.CheckSecrets): opened first, so
 			// that only a host holding the current key rotates.
@@ -127,6 +120,19 @@ Then export the trust file again (amnesia keys export) for verifiers.`,
 				return err
 			default:
 				defer l.Close()
+			}
+			// Erasures keep their journals in the ledger when it keeps
+			// them (PostgreSQL), in the state directory otherwise.
+			dur := saga.FileDurable(dir)
+			if l != nil {
+				dur = saga.DurableFor(dir, l)
+			}
+			pending, err := saga.SignedUnpublished(cmd.Context(), dur)
+			if err != nil {
+				return err
+			}
+			if len(pending) > 0 {
+				return fmt.Errorf("rotate: %d erasure(s) signed a certificate that is not published yet (%s); resuming must sign with the same key: finish them first (amnesia forget or amnesia worker resumes them)", len(pending), strings.Join(pending, ", "))
 			}
 			nk, ok, err := dir.RotateKey(time.Now())
 			if err != nil {

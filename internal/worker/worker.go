@@ -23,8 +23,6 @@ package worker
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -182,7 +180,7 @@ func (w *Worker) runJob(ctx context.Context, j *lineage.Job, claimed func()) err
 	}()
 	claimed()
 	var res *saga.Result
-	t, err := w.Env.LoadTrace(j.ID)
+	t, err := w.Env.LoadTrace(runCtx, j.ID)
 	if err == nil && (t.Subject != j.Subject || t.Scope != j.Scope) {
 		err = fmt.Errorf("trace %s does not match the queued erasure", j.ID)
 	}
@@ -207,7 +205,7 @@ func (w *Worker) runJob(ctx context.Context, j *lineage.Job, claimed func()) err
 	if err == nil {
 		var unlock func()
 		if unlock, err = w.lockFileStores(runCtx); err == nil {
-			res, err = w.Env.Run(runCtx, t, j.Reason, erasure.Options{Progress: w.Progress})
+			res, err = w.Env.Run(runCtx, t, j.Reason, erasure.Options{Progress: w.Progress, Claim: j})
 			unlock()
 		}
 	}
@@ -228,9 +226,9 @@ func (w *Worker) runJob(ctx context.Context, j *lineage.Job, claimed func()) err
 	case errors.Is(context.Cause(runCtx), lineage.ErrLeaseLost):
 		return fmt.Errorf("erasure %s stopped: %w (another worker resumes it from the journal)", id, lineage.ErrLeaseLost)
 	case res != nil: // finished: complete, or with an incomplete certificate
-		var sum string
-		if sum, qerr = fileDigest(w.Env.Dir.CertificatePath(id)); qerr == nil {
-			qerr = w.Queue.Complete(end, j, sum)
+		var b []byte
+		if b, qerr = w.Env.Durable().Certificate(end, id); qerr == nil {
+			qerr = w.Queue.Complete(end, j, saga.Digest(b))
 		}
 	case ctx.Err() != nil:
 		qerr = w.Queue.Release(end, j, 0)
@@ -323,7 +321,7 @@ func Enqueue(ctx context.Context, env *erasure.Env, t *lineage.Trace, reason str
 	if err != nil {
 		return err
 	}
-	if !env.Started(t) {
+	if !env.Started(ctx, t) {
 		if err := saga.CheckFresh(ctx, env.Ledger, t); err != nil {
 			return err
 		}
@@ -378,16 +376,6 @@ func OwnerOf(cfg *state.Config, t *lineage.Trace) (string, error) {
 		}
 	}
 	return owner, nil
-}
-
-// fileDigest returns "sha256:<hex>" of a file.
-func fileDigest(path string) (string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(sum[:]), nil
 }
 
 func errString(err error) string {
