@@ -61,6 +61,9 @@ type Durable interface {
 	// readJournal reads a journal for inspection, leniently (readEntries);
 	// exists is false when there is none.
 	readJournal(ctx context.Context, erasure, name string) (es []JournalEntry, exists bool, err error)
+	// journalBytes returns a journal as ParseJournal reads it, unrepaired
+	// (nil when there is none).
+	journalBytes(ctx context.Context, erasure, name string) ([]byte, error)
 	// journaled lists, sorted, the erasures with a main journal, leaving
 	// out those whose journal has a done entry of unfinishedStep (unless "").
 	journaled(ctx context.Context, unfinishedStep string) ([]string, error)
@@ -150,6 +153,14 @@ func (d *fileDurable) readJournal(_ context.Context, erasure, name string) ([]Jo
 		return nil, false, nil
 	}
 	return es, true, nil
+}
+
+func (d *fileDurable) journalBytes(_ context.Context, erasure, name string) ([]byte, error) {
+	b, err := os.ReadFile(d.journalPath(erasure, name))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return b, err
 }
 
 func (d *fileDurable) journaled(ctx context.Context, unfinishedStep string) ([]string, error) {
@@ -309,6 +320,14 @@ func (d *ledgerDurable) readJournal(ctx context.Context, erasure, name string) (
 	return out, true, nil
 }
 
+func (d *ledgerDurable) journalBytes(ctx context.Context, erasure, name string) ([]byte, error) {
+	lines, err := d.rec.JournalLines(ctx, erasure, name)
+	if err != nil || len(lines) == 0 {
+		return nil, err
+	}
+	return joinLines(lines), nil
+}
+
 func (d *ledgerDurable) journaled(ctx context.Context, unfinishedStep string) ([]string, error) {
 	return d.rec.JournalErasures(ctx, mainJournal, unfinishedStep)
 }
@@ -360,4 +379,30 @@ func Digest(b []byte) string {
 func Started(ctx context.Context, d Durable, traceID string) (bool, error) {
 	_, ok, err := d.readJournal(ctx, ID(traceID), mainJournal)
 	return ok, err
+}
+
+// ReadJournal returns the entries of erasure's own journal, for inspection
+// (tests, reports): an error when it is missing, or when anything breaks
+// its format (ParseJournal), a torn last line included. It repairs nothing.
+func ReadJournal(ctx context.Context, d Durable, erasure string) ([]JournalEntry, error) {
+	b, err := d.journalBytes(ctx, erasure, mainJournal)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) == 0 {
+		return nil, fmt.Errorf("erasure %s has no journal in %s", erasure, d.Where())
+	}
+	es, torn, err := ParseJournal(b)
+	if err == nil && torn != nil {
+		err = fmt.Errorf("its last line is torn (%d bytes)", torn.Len)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("journal of erasure %s: %w", erasure, err)
+	}
+	for i, e := range es {
+		if e.Seq != i+1 {
+			return nil, fmt.Errorf("journal of erasure %s: entry %d has seq %d", erasure, i+1, e.Seq)
+		}
+	}
+	return es, nil
 }
