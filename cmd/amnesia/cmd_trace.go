@@ -8,13 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/amnesia-dev/amnesia/certificate"
+	"github.com/amnesia-dev/amnesia/internal/saga"
 	"github.com/amnesia-dev/amnesia/internal/state"
 	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/subject"
@@ -107,7 +107,7 @@ func (a *app) trace(ctx context.Context, arg, scope string, in io.Reader) (*line
 	}
 	t, v, err := a.env().Trace(ctx, k, scope)
 	if errors.Is(err, lineage.ErrAlreadyErased) {
-		return nil, fmt.Errorf("%w%s%s", err, erasedBy(a.dir, v), a.consentNote(ctx, scope, k))
+		return nil, fmt.Errorf("%w%s%s", err, erasedBy(ctx, a.env().Durable(), v), a.consentNote(ctx, scope, k))
 	}
 	return t, err
 }
@@ -131,9 +131,12 @@ func printTrace(w io.Writer, dir *state.Dir, t *lineage.Trace) {
 
 // erasedBy names the erasures that erased the subject's own artifacts (and
 // what derives from them), with their certificates' paths: the answer to
-// "already erased: where is the proof?". Artifacts of other people that
-// mention the subject are left out: their erasures are not this subject's.
-func erasedBy(dir *state.Dir, v *lineage.View) string {
+// "already erased: where is the proof?". The certificates are read where
+// the installation keeps them (the ledger, or the state directory; a
+// certificate read from the ledger is copied to this host's certificates/).
+// Artifacts of other people that mention the subject are left out: their
+// erasures are not this subject's.
+func erasedBy(ctx context.Context, dur saga.Durable, v *lineage.View) string {
 	seen := map[string]bool{}
 	ids := map[string]bool{}
 	queue := append([]string(nil), v.Owned...)
@@ -164,10 +167,10 @@ func erasedBy(dir *state.Dir, v *lineage.View) string {
 		} else {
 			b.WriteString("\nand by ")
 		}
-		path := dir.CertificatePath(id)
+		path := dur.CertificateRef(id)
 		fmt.Fprintf(&b, "%s; certificate: %s", id, path)
-		if _, err := os.Stat(path); err != nil {
-			b.WriteString(" (not in this state directory: that erasure is unfinished here, or ran with another state directory; run the same forget again to finish an unfinished one)")
+		if _, err := dur.Certificate(ctx, id); err != nil {
+			fmt.Fprintf(&b, " (not in %s: that erasure is unfinished, or ran with another state directory; run the same forget again to finish an unfinished one)", dur.Where())
 		}
 	}
 	return b.String()

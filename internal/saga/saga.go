@@ -9,8 +9,11 @@
 // skips finished steps and reuses their results, so a run that crashed at any
 // point ends with the same certificate as one that did not. A store that
 // fails is journaled as failed and the others go on; its artifacts end
-// UNVERIFIED. The certificate is published (copied to certificates/) only
-// after every step has finished.
+// UNVERIFIED. The certificate is published (certificates/, or the ledger:
+// Durable) only after every step has finished. The journal, the sealed
+// evidence and the certificate are kept where Durable says: files of the
+// state directory, or, with a PostgreSQL ledger, the ledger's tables, so
+// that an erasure started on one host resumes on another.
 package saga
 
 import (
