@@ -74,7 +74,7 @@ and ends with the same certificate.
 			if err != nil {
 				return err
 			}
-			printTrace(out, a.dir, t)
+			printTrace(out, a.dir, a.env().Durable(), t)
 			skip, err := a.env().Preflight(cmd.Context(), cmd.ErrOrStderr(), t, o.allowPartial)
 			if err != nil {
 				return err

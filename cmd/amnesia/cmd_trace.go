@@ -59,7 +59,7 @@ A subject with no lineage is an error (exit 3), never "nothing to delete".`,
 				_, err = cmd.OutOrStdout().Write(b)
 				return err
 			}
-			printTrace(cmd.OutOrStdout(), a.dir, t)
+			printTrace(cmd.OutOrStdout(), a.dir, a.env().Durable(), t)
 			if k, err := subject.ParseKey(t.Subject); err == nil {
 				if note := a.consentNote(cmd.Context(), t.Scope, k); note != "" {
 					fmt.Fprintln(cmd.OutOrStdout(), strings.TrimPrefix(note, "\n"))
@@ -112,7 +112,7 @@ func (a *app) trace(ctx context.Context, arg, scope string, in io.Reader) (*line
 	return t, err
 }
 
-func printTrace(w io.Writer, dir *state.Dir, t *lineage.Trace) {
+func printTrace(w io.Writer, dir *state.Dir, dur saga.Durable, t *lineage.Trace) {
 	fmt.Fprintf(w, "trace %s\n  subject %s, scope %q: %d artifacts to erase, %d third-party mentions, %d already erased\n",
 		t.ID, t.SubjectRef, t.Scope, len(t.Artifacts), len(t.Mentions), t.Erased)
 	for _, p := range t.Plan {
@@ -126,6 +126,10 @@ func printTrace(w io.Writer, dir *state.Dir, t *lineage.Trace) {
 		fmt.Fprintf(w, "  %d artifacts of other people mention this subject: NEEDS_HUMAN, not erased\n", len(t.Mentions))
 	}
 	printModelReach(w, dir, t) // cmd_model.go
+	if saga.InLedger(dur) {
+		fmt.Fprintf(w, "  saved: in the ledger (erase --trace %s)\n", t.ID)
+		return
+	}
 	fmt.Fprintf(w, "  saved: %s\n", dir.TracePath(t.ID))
 }
 

@@ -355,6 +355,36 @@ func (m *multiHost) checkDoneOnce(t *testing.T) {
 	m.noLocalErasureFiles(t)
 }
 
+// noPersonalData: the ledger's erasure tables (journal, sealed evidence,
+// traces and certificates) hold no subject id and no content in clear.
+func (m *multiHost) noPersonalData(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, m.ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	var all []byte
+	for _, q := range []string{`SELECT erasure || name || step || phase || line FROM erasure_journal`,
+		`SELECT convert_to(id, 'UTF8') || body FROM erasure_sealed`, `SELECT convert_to(kind || id, 'UTF8') || body FROM erasure_records`} {
+		rows, _ := c.Query(ctx, q)
+		var b []byte
+		_, err := pgx.ForEachRow(rows, []any{&b}, func() error { all = append(all, b...); return nil })
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if len(all) == 0 {
+		t.Fatal("the ledger's erasure tables are empty: nothing to check")
+	}
+	for _, needle := range []string{"host.subject.", "@example.org", "moved the delivery of order", "to the depot at gate", "boxes for machine"} {
+		if bytes.Contains(bytes.ToLower(all), []byte(strings.ToLower(needle))) {
+			t.Errorf("the ledger's erasure tables hold %q in clear", needle)
+		}
+	}
+}
+
 // TestHostResumesAnotherHostsErasure: a worker on host 0 dies right after
 // the k-th entry of the journal, for every k of the erasure's journal; a
 // worker on host 1, with its own state directory, resumes it from the
@@ -369,6 +399,7 @@ func TestHostResumesAnotherHostsErasure(t *testing.T) {
 			if ws, ok := a.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
 				t.Skipf("the erasure's journal has fewer than %d entries: host 0 finished\n%s", k, a.out.String())
 			}
+			m.noPersonalData(t)
 			time.Sleep(4500 * time.Millisecond) // host 0's lease runs out
 			b := m.startWorker(t, 1, "host-1-b")
 			if err := b.cmd.Wait(); err != nil {

@@ -406,3 +406,10 @@ func ReadJournal(ctx context.Context, d Durable, erasure string) ([]JournalEntry
 	}
 	return es, nil
 }
+
+// InLedger reports whether d keeps erasures' state in the ledger (not in
+// files of the state directory).
+func InLedger(d Durable) bool {
+	_, ok := d.(*ledgerDurable)
+	return ok
+}

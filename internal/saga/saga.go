@@ -233,7 +233,7 @@ func (r *runner) finish(ctx context.Context, st *certificate.Statement, err erro
 		r.log().Error("erasure stopped", "err", err)
 		return nil, err
 	}
-	if _, ok := r.dur.(*ledgerDurable); ok {
+	if InLedger(r.dur) {
 		// A replayed erasure published on another host: this host's copy
 		// of the certificate (CertificateRef) is written on reading it.
 		if _, err := r.dur.Certificate(ctx, r.id); err != nil {
