@@ -421,6 +421,17 @@ func TestHostResumesAnotherHostsErasure(t *testing.T) {
 			if head, _ := journalHead(t, readJournal(t, m.env.Durable(), id)); jr["head"] != head {
 				t.Errorf("certificate journal head %v, the ledger's journal gives %s", jr["head"], head)
 			}
+			// Host 2 ran nothing: `verify <id>` finds the certificate in the
+			// ledger, and `trace` names it as the proof of the erasure.
+			if r := runBinary(t, nil, "", "--state", m.states[2], "verify", id, "--public-key", m.pub); r.code != 0 || !strings.Contains(r.stdout, "VALID certificate "+id) {
+				t.Errorf("verify by id on another host: %s", r)
+			}
+			if _, err := os.Stat(filepath.Join(m.states[2], "certificates", id+".dsse.json")); err != nil {
+				t.Errorf("host 2 has no copy of the certificate it read: %v", err)
+			}
+			if r := runBinary(t, nil, "host.subject.00@example.org\n", "--state", m.states[2], "trace", "-"); !strings.Contains(r.stderr+r.stdout, "already erased by "+id) || strings.Contains(r.stderr+r.stdout, "not in the ledger") {
+				t.Errorf("trace of the erased subject on another host: %s", r)
+			}
 		})
 	}
 }
