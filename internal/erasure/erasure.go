@@ -35,8 +35,6 @@ type Env struct {
 	// Via names the entry point in the log line of a new trace ("capture");
 	// empty for the CLI.
 	Via string
-
-	dur saga.Durable // Durable
 }
 
 // Logger is the installation's log (discarding when Log is nil).
@@ -51,10 +49,7 @@ func (e *Env) Logger() *slog.Logger {
 // sealed evidence, traces and certificates: the ledger when it keeps them
 // (PostgreSQL), the state directory otherwise (saga.DurableFor).
 func (e *Env) Durable() saga.Durable {
-	if e.dur == nil {
-		e.dur = saga.DurableFor(e.Dir, e.Ledger)
-	}
-	return e.dur
+	return saga.DurableFor(e.Dir, e.Ledger) // cheap, and safe from many goroutines
 }
 
 // Pending returns the trace of an unfinished erasure of the subject in

@@ -14,7 +14,8 @@
 //   - anything else (a paused erasure, saga.ErrPending; a store not ready,
 //     erasure.ErrNotReady; a store or ledger error): released for a retry
 //     after RetryDelay, or at once when the worker is stopped;
-//   - the claim was lost (lineage.ErrLeaseLost): nothing is written; the
+//   - the claim was lost (lineage.ErrLeaseLost: seen by the lease renewal,
+//     or a write of the erasure the ledger refused): nothing is written; the
 //     next claim resumes the erasure from its journal.
 //
 // It prints nothing: the caller's hooks (Worker.Claimed, Finished, Failed,
@@ -223,7 +224,10 @@ func (w *Worker) runJob(ctx context.Context, j *lineage.Job, claimed func()) err
 	var qerr error
 	var bad *badTraceError
 	switch {
-	case errors.Is(context.Cause(runCtx), lineage.ErrLeaseLost):
+	case errors.Is(context.Cause(runCtx), lineage.ErrLeaseLost) || errors.Is(err, lineage.ErrLeaseLost):
+		// Lost as the heartbeat saw it, or as the ledger refused a write of
+		// the erasure (its lease ran out: lineage.ErasureRecords): the job
+		// is claimable again as it is; this worker no longer touches it.
 		return fmt.Errorf("erasure %s stopped: %w (another worker resumes it from the journal)", id, lineage.ErrLeaseLost)
 	case res != nil: // finished: complete, or with an incomplete certificate
 		var b []byte
