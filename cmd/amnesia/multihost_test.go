@@ -313,8 +313,13 @@ func (m *multiHost) checkDoneOnce(t *testing.T) {
 		if r := runBinary(t, nil, "", "verify", p, "--public-key", m.pub); r.code != 0 {
 			t.Errorf("verify %s: %s", id, r)
 		}
-		if pr := predicateOf(t, certificatePayload(t, p)); pr["complete"] != true {
+		pr := predicateOf(t, certificatePayload(t, p))
+		if pr["complete"] != true {
 			t.Errorf("erasure %s: certificate is not complete: %v", id, pr["counts"])
+		}
+		// It says how its sealed evidence was destroyed, and what keeps it.
+		if oos := fmt.Sprint(pr["out_of_scope"]); !strings.Contains(oos, "sealed evidence in the ledger's write-ahead log") || !strings.Contains(oos, "VACUUM FULL") {
+			t.Errorf("erasure %s: the certificate does not say where its sealed evidence was kept and how it was destroyed: %s", id, oos)
 		}
 		finished := map[string]int{}
 		for _, e := range readJournal(t, dur, id) {
