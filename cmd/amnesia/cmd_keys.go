@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -58,6 +59,11 @@ func newKeysListCommand(g *globalOptions) *cobra.Command {
 			dir, err := state.Open(g.stateDir)
 			if err != nil {
 				return err
+			}
+			if l, err := sharedKeyring(cmd.Context(), dir); err != nil {
+				return err
+			} else if l != nil {
+				l.Close()
 			}
 			ks, err := dir.Keyring()
 			if err != nil {
@@ -142,6 +148,9 @@ Then export the trust file again (amnesia keys export) for verifiers.`,
 				if err := dir.RecordSigningKey(cmd.Context(), l); err != nil {
 					return fmt.Errorf("rotated to %s, but the ledger still expects the earlier key: %w (run 'amnesia keys rotate' again)", nk.ID, err)
 				}
+				if err := dir.RecordKeyring(cmd.Context(), l); err != nil {
+					return fmt.Errorf("rotated to %s, but the ledger's keyring does not list it yet: %w (run 'amnesia keys list' here to record it)", nk.ID, err)
+				}
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "rotated\n  current key:  %s (%s)\n  earlier key:  %s, still trusted; its private key is destroyed\n  retire it:    amnesia keys retire %s --from <time>\n  verifiers:    amnesia keys export --out trust.json\n",
 				nk.ID, dir.PublicKeyPath(), ok.ID, ok.ID)
@@ -190,9 +199,21 @@ timestamp or a witness-cosigned checkpoint). See docs/keys.md.`,
 			if err != nil {
 				return err
 			}
+			l, err := sharedKeyring(cmd.Context(), dir)
+			if err != nil {
+				return err
+			}
+			if l != nil {
+				defer l.Close()
+			}
 			k, was, err := dir.RetireKey(args[0], at)
 			if err != nil {
 				return err
+			}
+			if l != nil {
+				if err := dir.RecordKeyring(cmd.Context(), l); err != nil {
+					return fmt.Errorf("retired %s here, but the ledger's keyring is not updated: %w (run the same command again)", k.ID, err)
+				}
 			}
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "retired %s from %s\n", k.ID, fmtKeyTime(k.Retired, ""))
@@ -222,6 +243,11 @@ time and, for a retired key, its retirement time. Verifiers pass it to
 			if err != nil {
 				return err
 			}
+			if l, err := sharedKeyring(cmd.Context(), dir); err != nil {
+				return err
+			} else if l != nil {
+				l.Close()
+			}
 			tf, err := dir.TrustFile()
 			if err != nil {
 				return err
@@ -243,4 +269,19 @@ time and, for a retired key, its retirement time. Verifiers pass it to
 	}
 	cmd.Flags().StringVar(&out, "out", "", "write the trust file here instead of standard output")
 	return cmd
+}
+
+// sharedKeyring opens the installation's ledger when it is PostgreSQL, so
+// that this host's keyring.json is the ledger's keyring
+// (state.Dir.SyncKeyring, run by OpenLedger), and returns it (nil with
+// another ledger, which keyring.json alone describes). The caller closes it.
+func sharedKeyring(ctx context.Context, dir *state.Dir) (lineage.Ledger, error) {
+	if !lineage.IsPostgresDSN(dir.LedgerSpec()) {
+		return nil, nil
+	}
+	l, err := dir.OpenLedger(ctx, state.LedgerChecked)
+	if errors.Is(err, lineage.ErrNoLedger) {
+		return nil, nil
+	}
+	return l, err
 }
