@@ -501,9 +501,11 @@ func (r *runner) publish(ctx context.Context, env []byte, sum string) error {
 		names = append(names, evidenceName(st), orphanName(st))
 	}
 	// The evidence was only ever ciphertext (seal.go).
-	if _, err := r.dur.shredSealed(ctx, r.id, names); err != nil {
+	how, err := r.dur.shredSealed(ctx, r.id, names)
+	if err != nil {
 		return fmt.Errorf("publish: destroy evidence: %w", err)
 	}
+	r.log().Info("sealed evidence destroyed", "how", how)
 	return nil
 }
 
