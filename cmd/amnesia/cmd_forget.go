@@ -60,7 +60,7 @@ and ends with the same certificate.
 			}
 			// An interrupted erasure of this subject is finished first, with
 			// the trace it started from (no second confirmation: it was given).
-			if pending, err := a.pending(raw, o.scope); err != nil {
+			if pending, err := a.pending(cmd.Context(), raw, o.scope); err != nil {
 				return err
 			} else if pending != nil {
 				fmt.Fprintf(out, "resuming the interrupted erasure %s of %s\n", saga.ID(pending.ID), pending.SubjectRef)
@@ -74,7 +74,7 @@ and ends with the same certificate.
 			if err != nil {
 				return err
 			}
-			printTrace(out, a.dir, t)
+			printTrace(out, a.dir, a.env().Durable(), t)
 			skip, err := a.env().Preflight(cmd.Context(), cmd.ErrOrStderr(), t, o.allowPartial)
 			if err != nil {
 				return err
@@ -94,7 +94,7 @@ and ends with the same certificate.
 }
 
 // pending returns an unfinished erasure of the raw subject, if any.
-func (a *app) pending(raw, scope string) (*lineage.Trace, error) {
+func (a *app) pending(ctx context.Context, raw, scope string) (*lineage.Trace, error) {
 	if scope == "" {
 		scope = a.dir.Config.Scope
 	}
@@ -102,7 +102,7 @@ func (a *app) pending(raw, scope string) (*lineage.Trace, error) {
 	if err != nil {
 		return nil, withCode(exitUsage, err)
 	}
-	return a.env().Pending(k, scope)
+	return a.env().Pending(ctx, k, scope)
 }
 
 func confirm(out io.Writer, in *bufio.Reader, t *lineage.Trace) bool {
@@ -146,14 +146,14 @@ a path). A new erasure is refused when the ledger no longer gives the same trace
 				return err
 			}
 			defer a.Close()
-			t, err := a.env().LoadTrace(o.trace)
+			t, err := a.env().LoadTrace(cmd.Context(), o.trace)
 			if err != nil {
 				return err
 			}
 			if o.queue {
 				return a.enqueue(cmd.Context(), cmd.OutOrStdout(), t, o.reason)
 			}
-			if strings.TrimSpace(o.reason) == "" && !a.env().Started(t) {
+			if strings.TrimSpace(o.reason) == "" && !a.env().Started(cmd.Context(), t) {
 				return withCode(exitUsage, errors.New("--reason is required for a new erasure"))
 			}
 			skip, err := a.env().Preflight(cmd.Context(), cmd.ErrOrStderr(), t, o.allowPartial)

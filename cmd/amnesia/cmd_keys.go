@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -59,6 +60,11 @@ func newKeysListCommand(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if l, err := sharedKeyring(cmd.Context(), dir); err != nil {
+				return err
+			} else if l != nil {
+				l.Close()
+			}
 			ks, err := dir.Keyring()
 			if err != nil {
 				return err
@@ -109,13 +115,6 @@ Then export the trust file again (amnesia keys export) for verifiers.`,
 			if err != nil {
 				return err
 			}
-			pending, err := saga.SignedUnpublished(dir)
-			if err != nil {
-				return err
-			}
-			if len(pending) > 0 {
-				return fmt.Errorf("rotate: %d erasure(s) signed a certificate that is not published yet (%s); resuming must sign with the same key: finish them first (amnesia forget or amnesia worker resumes them)", len(pending), strings.Join(pending, ", "))
-			}
 			// The ledger records the current key's id, which every host
 			// compares at start (state.Dir.CheckSecrets): opened first, so
 			// that only a host holding the current key rotates.
@@ -128,6 +127,19 @@ Then export the trust file again (amnesia keys export) for verifiers.`,
 			default:
 				defer l.Close()
 			}
+			// Erasures keep their journals in the ledger when it keeps
+			// them (PostgreSQL), in the state directory otherwise.
+			dur := saga.FileDurable(dir)
+			if l != nil {
+				dur = saga.DurableFor(dir, l)
+			}
+			pending, err := saga.SignedUnpublished(cmd.Context(), dur)
+			if err != nil {
+				return err
+			}
+			if len(pending) > 0 {
+				return fmt.Errorf("rotate: %d erasure(s) signed a certificate that is not published yet (%s); resuming must sign with the same key: finish them first (amnesia forget or amnesia worker resumes them)", len(pending), strings.Join(pending, ", "))
+			}
 			nk, ok, err := dir.RotateKey(time.Now())
 			if err != nil {
 				return err
@@ -135,6 +147,9 @@ Then export the trust file again (amnesia keys export) for verifiers.`,
 			if l != nil {
 				if err := dir.RecordSigningKey(cmd.Context(), l); err != nil {
 					return fmt.Errorf("rotated to %s, but the ledger still expects the earlier key: %w (run 'amnesia keys rotate' again)", nk.ID, err)
+				}
+				if err := dir.RecordKeyring(cmd.Context(), l); err != nil {
+					return fmt.Errorf("rotated to %s, but the ledger's keyring does not list it yet: %w (run 'amnesia keys list' here to record it)", nk.ID, err)
 				}
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "rotated\n  current key:  %s (%s)\n  earlier key:  %s, still trusted; its private key is destroyed\n  retire it:    amnesia keys retire %s --from <time>\n  verifiers:    amnesia keys export --out trust.json\n",
@@ -184,9 +199,21 @@ timestamp or a witness-cosigned checkpoint). See docs/keys.md.`,
 			if err != nil {
 				return err
 			}
+			l, err := sharedKeyring(cmd.Context(), dir)
+			if err != nil {
+				return err
+			}
+			if l != nil {
+				defer l.Close()
+			}
 			k, was, err := dir.RetireKey(args[0], at)
 			if err != nil {
 				return err
+			}
+			if l != nil {
+				if err := dir.RecordKeyring(cmd.Context(), l); err != nil {
+					return fmt.Errorf("retired %s here, but the ledger's keyring is not updated: %w (run the same command again)", k.ID, err)
+				}
 			}
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "retired %s from %s\n", k.ID, fmtKeyTime(k.Retired, ""))
@@ -216,6 +243,11 @@ time and, for a retired key, its retirement time. Verifiers pass it to
 			if err != nil {
 				return err
 			}
+			if l, err := sharedKeyring(cmd.Context(), dir); err != nil {
+				return err
+			} else if l != nil {
+				l.Close()
+			}
 			tf, err := dir.TrustFile()
 			if err != nil {
 				return err
@@ -237,4 +269,19 @@ time and, for a retired key, its retirement time. Verifiers pass it to
 	}
 	cmd.Flags().StringVar(&out, "out", "", "write the trust file here instead of standard output")
 	return cmd
+}
+
+// sharedKeyring opens the installation's ledger when it is PostgreSQL, so
+// that this host's keyring.json is the ledger's keyring
+// (state.Dir.SyncKeyring, run by OpenLedger), and returns it (nil with
+// another ledger, which keyring.json alone describes). The caller closes it.
+func sharedKeyring(ctx context.Context, dir *state.Dir) (lineage.Ledger, error) {
+	if !lineage.IsPostgresDSN(dir.LedgerSpec()) {
+		return nil, nil
+	}
+	l, err := dir.OpenLedger(ctx, state.LedgerChecked)
+	if errors.Is(err, lineage.ErrNoLedger) {
+		return nil, nil
+	}
+	return l, err
 }

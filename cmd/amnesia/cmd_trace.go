@@ -8,13 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/amnesia-dev/amnesia/certificate"
+	"github.com/amnesia-dev/amnesia/internal/saga"
 	"github.com/amnesia-dev/amnesia/internal/state"
 	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/subject"
@@ -59,7 +59,7 @@ A subject with no lineage is an error (exit 3), never "nothing to delete".`,
 				_, err = cmd.OutOrStdout().Write(b)
 				return err
 			}
-			printTrace(cmd.OutOrStdout(), a.dir, t)
+			printTrace(cmd.OutOrStdout(), a.dir, a.env().Durable(), t)
 			if k, err := subject.ParseKey(t.Subject); err == nil {
 				if note := a.consentNote(cmd.Context(), t.Scope, k); note != "" {
 					fmt.Fprintln(cmd.OutOrStdout(), strings.TrimPrefix(note, "\n"))
@@ -107,12 +107,12 @@ func (a *app) trace(ctx context.Context, arg, scope string, in io.Reader) (*line
 	}
 	t, v, err := a.env().Trace(ctx, k, scope)
 	if errors.Is(err, lineage.ErrAlreadyErased) {
-		return nil, fmt.Errorf("%w%s%s", err, erasedBy(a.dir, v), a.consentNote(ctx, scope, k))
+		return nil, fmt.Errorf("%w%s%s", err, erasedBy(ctx, a.env().Durable(), v), a.consentNote(ctx, scope, k))
 	}
 	return t, err
 }
 
-func printTrace(w io.Writer, dir *state.Dir, t *lineage.Trace) {
+func printTrace(w io.Writer, dir *state.Dir, dur saga.Durable, t *lineage.Trace) {
 	fmt.Fprintf(w, "trace %s\n  subject %s, scope %q: %d artifacts to erase, %d third-party mentions, %d already erased\n",
 		t.ID, t.SubjectRef, t.Scope, len(t.Artifacts), len(t.Mentions), t.Erased)
 	for _, p := range t.Plan {
@@ -126,14 +126,21 @@ func printTrace(w io.Writer, dir *state.Dir, t *lineage.Trace) {
 		fmt.Fprintf(w, "  %d artifacts of other people mention this subject: NEEDS_HUMAN, not erased\n", len(t.Mentions))
 	}
 	printModelReach(w, dir, t) // cmd_model.go
+	if saga.InLedger(dur) {
+		fmt.Fprintf(w, "  saved: in the ledger (erase --trace %s)\n", t.ID)
+		return
+	}
 	fmt.Fprintf(w, "  saved: %s\n", dir.TracePath(t.ID))
 }
 
 // erasedBy names the erasures that erased the subject's own artifacts (and
 // what derives from them), with their certificates' paths: the answer to
-// "already erased: where is the proof?". Artifacts of other people that
-// mention the subject are left out: their erasures are not this subject's.
-func erasedBy(dir *state.Dir, v *lineage.View) string {
+// "already erased: where is the proof?". The certificates are read where
+// the installation keeps them (the ledger, or the state directory; a
+// certificate read from the ledger is copied to this host's certificates/).
+// Artifacts of other people that mention the subject are left out: their
+// erasures are not this subject's.
+func erasedBy(ctx context.Context, dur saga.Durable, v *lineage.View) string {
 	seen := map[string]bool{}
 	ids := map[string]bool{}
 	queue := append([]string(nil), v.Owned...)
@@ -164,10 +171,10 @@ func erasedBy(dir *state.Dir, v *lineage.View) string {
 		} else {
 			b.WriteString("\nand by ")
 		}
-		path := dir.CertificatePath(id)
+		path := dur.CertificateRef(id)
 		fmt.Fprintf(&b, "%s; certificate: %s", id, path)
-		if _, err := os.Stat(path); err != nil {
-			b.WriteString(" (not in this state directory: that erasure is unfinished here, or ran with another state directory; run the same forget again to finish an unfinished one)")
+		if _, err := dur.Certificate(ctx, id); err != nil {
+			fmt.Fprintf(&b, " (not in %s: that erasure is unfinished, or ran with another state directory; run the same forget again to finish an unfinished one)", dur.Where())
 		}
 	}
 	return b.String()

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -22,10 +25,10 @@ type verifyOptions struct {
 	origin     string
 }
 
-func newVerifyCommand() *cobra.Command {
+func newVerifyCommand(g *globalOptions) *cobra.Command {
 	o := &verifyOptions{}
 	cmd := &cobra.Command{
-		Use:   "verify <certificate> (--public-key <pem> | --trust <trust file>)",
+		Use:   "verify <certificate file | certificate id> (--public-key <pem> | --trust <trust file>)",
 		Short: "Check a certificate offline: signature, key id, schema, log inclusion, checkpoint, witnesses, timestamp",
 		Long: `Verify checks an erasure certificate with nothing but the file and keys you
 trust: no database, no store, no network. In order: the file's form; the DSSE
@@ -39,6 +42,11 @@ The trusted keys come from --public-key and --trust (the file 'amnesia keys
 export' writes: every key of a keyring with its retirement time). A key
 given more than once is retired from the earliest time given for it.
 
+Given a certificate id (er-…, rv-…, rp-…) that is not a file, verify reads
+the certificate from the installation (--state): from its PostgreSQL ledger,
+where every host of the installation keeps its certificates, or from the
+state directory's certificates/. The checks are the same.
+
 ` + exitCodesHelp,
 		Args: usageArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -49,9 +57,9 @@ given more than once is retired from the earliest time given for it.
 			if err != nil {
 				return err
 			}
-			data, err := os.ReadFile(args[0])
+			data, err := readCertificateArg(cmd.Context(), g, args[0])
 			if err != nil {
-				return fmt.Errorf("read certificate: %w", err)
+				return err
 			}
 			res, err := certificate.VerifyBundle(cmd.Context(), data, opts)
 			if err != nil {
@@ -94,6 +102,34 @@ given more than once is retired from the earliest time given for it.
 	cmd.Flags().BoolVar(&o.requireTS, "require-timestamp", false, "fail a certificate that carries no RFC 3161 timestamp")
 	cmd.Flags().StringVar(&o.origin, "log-origin", "", "pin the transparency log: the checkpoint must name this origin (as `amnesia audit log-key` prints it)")
 	return cmd
+}
+
+// certificateID is the form of a certificate id: an erasure's, a
+// re-verification's or a replay's.
+var certificateID = regexp.MustCompile(`^(er|rv|rp)-[0-9a-f]{8,64}$`)
+
+// readCertificateArg reads the certificate verify was given: a file, or,
+// when no such file exists and arg is a certificate id, the certificate of
+// that id where the installation keeps it (saga.Durable).
+func readCertificateArg(ctx context.Context, g *globalOptions, arg string) ([]byte, error) {
+	data, err := os.ReadFile(arg)
+	if err == nil || !errors.Is(err, fs.ErrNotExist) || !certificateID.MatchString(arg) {
+		if err != nil {
+			return nil, fmt.Errorf("read certificate: %w", err)
+		}
+		return data, nil
+	}
+	a, err := openApp(ctx, g)
+	if err != nil {
+		return nil, fmt.Errorf("read certificate %s from the installation: %w", arg, err)
+	}
+	defer a.Close()
+	dur := a.env().Durable()
+	data, err = dur.Certificate(ctx, arg)
+	if err != nil {
+		return nil, fmt.Errorf("read certificate %s from %s: %w", arg, dur.Where(), err)
+	}
+	return data, nil
 }
 
 // options turns the flags into certificate.VerifyOptions: the policy

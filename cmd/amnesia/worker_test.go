@@ -107,6 +107,9 @@ func testWorkers(t *testing.T, ledger string) {
 		t.Fatal(err)
 	}
 	defer l.Close()
+	// Journals, traces and certificates are where the installation keeps
+	// them: the ledger (PostgreSQL) or the state directory (SQLite).
+	dur := saga.DurableFor(sd, l)
 	jobs, err := l.(lineage.Queue).Jobs(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -123,7 +126,7 @@ func testWorkers(t *testing.T, ledger string) {
 		if j.State != lineage.JobDone || j.Attempts != 1 {
 			t.Errorf("job %s: %s after %d claims (%s), want done after exactly 1", j.ID, j.State, j.Attempts, j.Error)
 		}
-		if want := fileDigestT(t, sd.CertificatePath(id)); j.Certificate != want {
+		if want := certDigest(t, dur, id); j.Certificate != want {
 			t.Errorf("job %s completed with certificate %q, want the published one %s", j.ID, j.Certificate, want)
 		}
 		byWorker[j.Worker] = append(byWorker[j.Worker], id)
@@ -158,7 +161,7 @@ func testWorkers(t *testing.T, ledger string) {
 			t.Errorf("verify %s: %s", id, r)
 		}
 		begun, finished := map[string]int{}, map[string]int{}
-		for _, e := range readJournalFile(t, filepath.Join(sd.ErasureDir(id), "journal.jsonl")) {
+		for _, e := range readJournal(t, dur, id) {
 			switch e.Phase {
 			case "begin":
 				begun[e.Step]++
@@ -182,7 +185,7 @@ func testWorkers(t *testing.T, ledger string) {
 	}
 	// The ledger holds this erasure's outcome for every artifact it traced.
 	for trace, id := range erasures {
-		b, err := os.ReadFile(sd.TracePath(trace))
+		b, err := dur.Trace(context.Background(), trace)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -246,6 +249,28 @@ func runConcurrently(t *testing.T, env []string, argss ...[]string) []binResult 
 		t.Fatalf("the workers did not finish within two minutes:\n%s\n%s", res[0], res[1])
 	}
 	return res
+}
+
+// certDigest is the digest of certificate id where the installation keeps
+// it, as the worker reports it to the queue.
+func certDigest(t *testing.T, dur saga.Durable, id string) string {
+	t.Helper()
+	b, err := dur.Certificate(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return saga.Digest(b)
+}
+
+// readJournal reads erasure id's journal where the installation keeps it,
+// strictly (saga.ReadJournal: whole lines, unbroken chain, seq 1, 2, …).
+func readJournal(t *testing.T, dur saga.Durable, id string) []journalEntry {
+	t.Helper()
+	es, err := saga.ReadJournal(context.Background(), dur, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return es
 }
 
 func fileDigestT(t *testing.T, path string) string {

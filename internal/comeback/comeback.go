@@ -4,7 +4,7 @@
 // from a backup (`amnesia replay --since`). Both issue certificates through
 // saga.Reverify, linked to the erasure certificate they check
 // (predicate.reverifies), and keep nothing new: the schedule is read from
-// the certificates the state directory holds.
+// the certificates the installation keeps (saga.Durable).
 package comeback
 
 import (
@@ -13,8 +13,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -42,21 +40,26 @@ type Erasure struct {
 // NextAt is when the erasure is next due, every after its last check.
 func (e Erasure) NextAt(every time.Duration) time.Time { return e.LastChecked.Add(every) }
 
-// Erasures lists the erasure certificates in the state directory's
-// certificates/ (re-verifications and replays are not listed; they count as
-// checks of the certificate they link to), oldest first. The files are
-// parsed, not verified: saga.CheckReverify verifies each before it is
-// probed. A file that does not parse is returned in bad, as an error naming
-// it, and left out.
-func Erasures(dir *state.Dir) (list []Erasure, bad []error, err error) {
-	paths, err := filepath.Glob(filepath.Join(dir.Path, "certificates", "*.dsse.json"))
+// Erasures lists the erasure certificates the installation keeps (d: the
+// state directory's certificates/, or the PostgreSQL ledger); re-verifications
+// and replays are not listed; they count as checks of the certificate they
+// link to), oldest first. The certificates are parsed, not verified:
+// saga.CheckReverify verifies each before it is probed. One that does not
+// parse is returned in bad, as an error naming it, and left out.
+func Erasures(ctx context.Context, d saga.Durable) (list []Erasure, bad []error, err error) {
+	ids, err := d.Certificates(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
 	byID := map[string]*Erasure{}
 	checks := map[string]time.Time{}
-	for _, path := range paths {
-		p, err := parse(path)
+	for _, id := range ids {
+		path := d.CertificateRef(id)
+		b, err := d.Certificate(ctx, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		p, err := parse(path, b)
 		if err != nil {
 			bad = append(bad, err)
 			continue
@@ -86,11 +89,7 @@ func Erasures(dir *state.Dir) (list []Erasure, bad []error, err error) {
 	return out, bad, nil
 }
 
-func parse(path string) (*certificate.Predicate, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
+func parse(path string, b []byte) (*certificate.Predicate, error) {
 	bu, err := certificate.DecodeBundle(b)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -176,7 +175,7 @@ func Due(ctx context.Context, e *Env, every time.Duration) (*Report, error) {
 	if every <= 0 {
 		return nil, errors.New("no re-verification interval: set reverify.every in amnesia.yaml (e.g. 7d), or give --every")
 	}
-	all, bad, err := Erasures(e.Dir)
+	all, bad, err := Erasures(ctx, saga.DurableFor(e.Dir, e.Ledger))
 	if err != nil {
 		return nil, err
 	}
@@ -203,7 +202,7 @@ func Due(ctx context.Context, e *Env, every time.Duration) (*Report, error) {
 // reverifiable: false cannot be replayed (their stores' keys are not
 // usable) and are counted in Skipped.
 func Replay(ctx context.Context, e *Env, since time.Time) (*Report, error) {
-	all, bad, err := Erasures(e.Dir)
+	all, bad, err := Erasures(ctx, saga.DurableFor(e.Dir, e.Ledger))
 	if err != nil {
 		return nil, err
 	}
@@ -258,7 +257,7 @@ func (e *Env) run(ctx context.Context, rep *Report, todo []Erasure, replay bool)
 }
 
 func (e *Env) one(ctx context.Context, er Erasure, stores map[string]store.Store, failed map[string]error, replay bool) Outcome {
-	b, err := os.ReadFile(er.Path)
+	b, err := saga.DurableFor(e.Dir, e.Ledger).Certificate(ctx, er.CertificateID)
 	if err != nil {
 		return Outcome{Erasure: er, Err: err}
 	}

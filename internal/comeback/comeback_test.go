@@ -15,6 +15,7 @@ import (
 	"github.com/amnesia-dev/amnesia/certificate"
 	"github.com/amnesia-dev/amnesia/internal/comeback"
 	"github.com/amnesia-dev/amnesia/internal/pgtest"
+	"github.com/amnesia-dev/amnesia/internal/saga"
 	"github.com/amnesia-dev/amnesia/internal/state"
 	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/store"
@@ -146,8 +147,9 @@ func restoredTable(t *testing.T, ledger string) {
 	if err != nil || len(rep.Outcomes) != 1 || len(rep.Reappeared()) != 0 || rep.Incomplete() != 0 {
 		t.Fatalf("due after the replay: %+v, %v", rep, err)
 	}
-	// An unreadable certificate file is reported and does not stop the others.
-	if err := os.WriteFile(sd.CertificatePath("er-broken"), []byte("{}"), 0o600); err != nil {
+	// An unreadable certificate is reported and does not stop the others
+	// (a file in certificates/, or a row of the PostgreSQL ledger).
+	if err := saga.DurableFor(sd, env.Ledger).PutCertificate(ctx, "er-broken", []byte("{}")); err != nil {
 		t.Fatal(err)
 	}
 	clock = clock.Add(8 * 24 * time.Hour)

@@ -45,16 +45,23 @@ func (e *Env) Logger() *slog.Logger {
 	return e.Log
 }
 
+// Durable is where the installation's erasures keep their journals,
+// sealed evidence, traces and certificates: the ledger when it keeps them
+// (PostgreSQL), the state directory otherwise (saga.DurableFor).
+func (e *Env) Durable() saga.Durable {
+	return saga.DurableFor(e.Dir, e.Ledger) // cheap, and safe from many goroutines
+}
+
 // Pending returns the trace of an unfinished erasure of the subject in
 // scope, or nil when there is none (saga.Pending). Such an erasure is
 // finished first, with the trace it started from: after its decide step
 // the ledger marks the artifacts erased, so a new trace would find nothing.
-func (e *Env) Pending(key subject.Key, scope string) (*lineage.Trace, error) {
-	return saga.Pending(e.Dir, key.String(), scope)
+func (e *Env) Pending(ctx context.Context, key subject.Key, scope string) (*lineage.Trace, error) {
+	return saga.Pending(ctx, e.Durable(), key.String(), scope)
 }
 
 // Trace computes the trace of the subject in scope from the ledger alone
-// and saves it under traces/<id>.json. A subject with nothing recorded is
+// and saves it (Durable: traces/<id>.json, or the ledger). A subject with nothing recorded is
 // an error wrapping lineage.ErrNoLineage, one whose every artifact is
 // erased wraps lineage.ErrAlreadyErased; the ledger's view is returned
 // with them (to name the erasures that erased it).
@@ -71,7 +78,7 @@ func (e *Env) Trace(ctx context.Context, key subject.Key, scope string) (*lineag
 	if err != nil {
 		return nil, v, err
 	}
-	if err := state.WriteFileAtomic(e.Dir.TracePath(t.ID), b); err != nil {
+	if err := e.Durable().SaveTrace(ctx, t.ID, b); err != nil {
 		return nil, v, fmt.Errorf("save trace: %w", err)
 	}
 	attrs := []any{"subject", t.SubjectRef, "trace", t.ID, "artifacts", len(t.Artifacts), "mentions", len(t.Mentions)}
@@ -85,21 +92,23 @@ func (e *Env) Trace(ctx context.Context, key subject.Key, scope string) (*lineag
 // Begin returns the trace to erase for the subject in scope: the trace of
 // its unfinished erasure (resumed), or a new trace, saved.
 func (e *Env) Begin(ctx context.Context, key subject.Key, scope string) (t *lineage.Trace, resumed bool, err error) {
-	if t, err = e.Pending(key, scope); err != nil || t != nil {
+	if t, err = e.Pending(ctx, key, scope); err != nil || t != nil {
 		return t, t != nil, err
 	}
 	t, _, err = e.Trace(ctx, key, scope)
 	return t, false, err
 }
 
-// LoadTrace reads a saved trace: ref is a trace id (traces/<id>.json) or
+// LoadTrace reads a saved trace: ref is a trace id (saved by Trace) or
 // the path of a trace file.
-func (e *Env) LoadTrace(ref string) (*lineage.Trace, error) {
-	path := ref
-	if _, err := os.Stat(path); err != nil {
-		path = e.Dir.TracePath(ref)
+func (e *Env) LoadTrace(ctx context.Context, ref string) (*lineage.Trace, error) {
+	var b []byte
+	var err error
+	if _, serr := os.Stat(ref); serr == nil {
+		b, err = os.ReadFile(ref)
+	} else {
+		b, err = e.Durable().Trace(ctx, ref)
 	}
-	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("load trace %s: %w", ref, err)
 	}
@@ -111,10 +120,11 @@ func (e *Env) LoadTrace(ref string) (*lineage.Trace, error) {
 }
 
 // Started reports whether the erasure of trace t has begun (its journal
-// directory exists): it then resumes, and the ledger is not asked again.
-func (e *Env) Started(t *lineage.Trace) bool {
-	_, err := os.Stat(e.Dir.ErasureDir(saga.ID(t.ID)))
-	return err == nil
+// exists): it then resumes, and the ledger is not asked again. A journal
+// that cannot be read counts as begun.
+func (e *Env) Started(ctx context.Context, t *lineage.Trace) bool {
+	ok, err := saga.Started(ctx, e.Durable(), t.ID)
+	return ok || err != nil
 }
 
 // Options tune Run.
@@ -135,6 +145,9 @@ type Options struct {
 	// anything, and closes them before it returns.
 	Stores  map[string]store.Store
 	OpenErr map[string]error
+	// Claim is the queue's claim the erasure runs under (a worker), nil
+	// otherwise (saga.Erasure.Claim).
+	Claim *lineage.Job
 }
 
 // Run runs, or resumes, the journaled erasure of trace t (saga.Run) and
@@ -157,5 +170,6 @@ func (e *Env) Run(ctx context.Context, t *lineage.Trace, reason string, o Option
 		Dir: e.Dir, Ledger: e.Ledger, Stores: stores, OpenErr: failed,
 		Trace: t, Reason: reason, Log: e.Log, Progress: o.Progress,
 		AllowPartial: o.AllowPartial, ReclaimWait: e.Dir.Config.ReclaimWaitDuration(),
+		Durable: e.Durable(), Claim: o.Claim,
 	})
 }

@@ -90,10 +90,10 @@ func TestFlowNotReadyPartialThenComplete(t *testing.T) {
 	if err != nil || resumed {
 		t.Fatalf("Begin: %v, resumed %v", err, resumed)
 	}
-	if saved, err := env.LoadTrace(tr.ID); err != nil || saved.ID != tr.ID {
+	if saved, err := env.LoadTrace(ctx, tr.ID); err != nil || saved.ID != tr.ID {
 		t.Fatalf("the trace was not saved: %v", err)
 	}
-	if env.Started(tr) {
+	if env.Started(ctx, tr) {
 		t.Fatalf("an erasure that never ran is reported started")
 	}
 

@@ -9,16 +9,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 
 	"github.com/amnesia-dev/amnesia/certificate"
-	"github.com/amnesia-dev/amnesia/internal/state"
 )
-
-// journalPath is where erasure id keeps its journal.
-func journalPath(dir *state.Dir, id string) string {
-	return filepath.Join(dir.ErasureDir(id), "journal.jsonl")
-}
 
 // readEntries reads the entries of a journal for inspection (which steps
 // finished, with which results). It is lenient: it reads with ParseJournal
@@ -68,12 +61,12 @@ type erasureState struct {
 	complete  bool // its certificate says complete
 }
 
-func readErasureState(path string) (erasureState, error) {
-	es, err := readEntries(path)
+func readErasureState(ctx context.Context, d Durable, id string) (erasureState, error) {
+	es, exists, err := d.readJournal(ctx, id, mainJournal)
 	if err != nil {
 		return erasureState{}, fmt.Errorf("read journal: %w", err)
 	}
-	if _, err := os.Stat(path); err != nil {
+	if !exists {
 		return erasureState{}, nil
 	}
 	st := erasureState{started: true, published: doneIn(es, "publish")}
@@ -98,7 +91,7 @@ func readErasureState(path string) (erasureState, error) {
 func (r *runner) chooseID(ctx context.Context) error {
 	id, prev := ID(r.Trace.ID), ""
 	for {
-		st, err := readErasureState(journalPath(r.Dir, id))
+		st, err := readErasureState(ctx, r.dur, id)
 		if err != nil {
 			return err
 		}
@@ -114,7 +107,7 @@ func (r *runner) chooseID(ctx context.Context) error {
 	if prev == "" {
 		return nil
 	}
-	l, err := certificateLink(r.Dir, prev)
+	l, err := certificateLink(ctx, r.dur, prev)
 	if err != nil {
 		return err
 	}
@@ -124,11 +117,11 @@ func (r *runner) chooseID(ctx context.Context) error {
 
 // certificateLink names the published certificate of erasure id: its id,
 // the SHA-256 of its signed payload and its log index.
-func certificateLink(dir *state.Dir, id string) (*certificate.ReverifyLink, error) {
-	path := dir.CertificatePath(id)
-	raw, err := os.ReadFile(path)
+func certificateLink(ctx context.Context, d Durable, id string) (*certificate.ReverifyLink, error) {
+	path := d.CertificateRef(id)
+	raw, err := d.Certificate(ctx, id)
 	if err != nil {
-		return nil, fmt.Errorf("erasure %s finished incomplete, and its certificate, which the next erasure must link to, cannot be read (%w): restore %s from a backup, then run the erasure again", id, err, path)
+		return nil, fmt.Errorf("erasure %s finished incomplete, and its certificate, which the next erasure must link to, cannot be read from %s (%w): restore %s from a backup, then run the erasure again", id, d.Where(), err, path)
 	}
 	b, err := certificate.DecodeBundle(raw)
 	if err != nil || b.LogEntry == nil {

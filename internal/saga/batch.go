@@ -83,7 +83,7 @@ func RunBatch(ctx context.Context, es []*Erasure) ([]*Result, error) {
 	var paused error
 	for i, r := range runners {
 		st, err := r.after(ctx, res[i])
-		out[i], err = r.finish(st, err)
+		out[i], err = r.finish(ctx, st, err)
 		if errors.Is(err, ErrPending) {
 			if paused == nil {
 				paused = err

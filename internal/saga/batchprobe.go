@@ -154,7 +154,7 @@ func (r *runner) scanPhysical(ctx context.Context, st string, pp store.PhysicalP
 				}
 			} else {
 				var err error
-				if oev, err = o.evidence(st); err != nil {
+				if oev, err = o.evidence(ctx, st); err != nil {
 					continue // o's own probe step fails on it, and scans alone if it gets here
 				}
 			}

@@ -365,6 +365,10 @@ const stateUnreachable = "UNREACHABLE"
 // records can be shown gone from every query path, never from their files).
 func (r *runner) installationExclusions() []certificate.Exclusion {
 	var out []certificate.Exclusion
+	if InLedger(r.dur) {
+		out = append(out, certificate.Exclusion{What: "this erasure's sealed evidence in the ledger's write-ahead log, replicas and backups",
+			Reason: "while the erasure ran, the evidence read from the stores (text windows, vector bytes) was kept in the PostgreSQL ledger's erasure_sealed table, sealed with AES-256-GCM under a key derived from the installation pepper and the erasure id; when this certificate is published its rows are deleted and the table rewritten (VACUUM FULL), but pg_wal keeps the ciphertext until the server recycles it, and replicas and backups of the ledger keep their copies"})
+	}
 	for _, sc := range r.Dir.Config.Stores {
 		s, open := r.Stores[sc.Name]
 		switch {

@@ -34,23 +34,59 @@ type JournalEntry struct {
 	Hash   string          `json:"hash"`
 }
 
-// journal is an append-only, hash-chained, fsynced JSON-lines file.
+// journal is an append-only, hash-chained journal: a JSON-lines file in
+// the state directory (fileJournal), or rows of the ledger (ledgerJournal,
+// durable.go). Its entries and their chain are the same in both.
 type journal struct {
-	path    string
-	f       *os.File
+	w       journalWriter
 	entries []JournalEntry
 	appends int
-	dirty   bool // written since the last fsync
+	dirty   bool // written since the last sync
 	now     func() time.Time
 	release func() // the subject's erasure lock (lock.go), released by close
 }
+
+// journalWriter is where a journal's entries go.
+type journalWriter interface {
+	// writeLine writes entry e, encoded as line (no newline). It may
+	// reach durable storage only with the next sync.
+	writeLine(e JournalEntry, line []byte) error
+	// sync makes every line written so far durable.
+	sync() error
+	close() error
+}
+
+// fileJournal is a journal's JSON-lines file, fsynced by sync.
+type fileJournal struct {
+	path string
+	f    *os.File
+}
+
+func (w *fileJournal) writeLine(_ JournalEntry, line []byte) error {
+	_, err := w.f.Write(append(line, '\n'))
+	return err
+}
+
+func (w *fileJournal) sync() error {
+	if err := w.f.Sync(); err != nil {
+		return err
+	}
+	if onJournalSyncFile != nil {
+		onJournalSyncFile(w.path)
+	}
+	return nil
+}
+
+func (w *fileJournal) close() error { return w.f.Close() }
 
 // openJournal opens or creates the journal at path and replays it. A torn
 // last line (a crash mid-write) is truncated away; any other damage is an
 // error. It is the only reader of a journal that repairs it: ParseJournal
 // does the reading.
 func openJournal(path string, now func() time.Time) (*journal, error) {
-	j := &journal{path: path, now: now}
+	j := &journal{now: now}
+	fj := &fileJournal{path: path}
+	j.w = fj
 	b, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("open journal: %w", err)
@@ -69,23 +105,23 @@ func openJournal(path string, now func() time.Time) (*journal, error) {
 		j.entries = entries
 		unterminated = torn == nil && b[len(b)-1] != '\n'
 	}
-	j.f, err = os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	fj.f, err = os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open journal: %w", err)
 	}
 	switch {
 	case len(b) == 0:
-		if _, err := j.f.WriteString(JournalVersion + "\n"); err != nil {
+		if _, err := fj.f.WriteString(JournalVersion + "\n"); err != nil {
 			return nil, fmt.Errorf("open journal: %w", err)
 		}
 	case unterminated:
 		// The last line is whole but its newline never reached the disk
 		// (a power loss between the two): end it, or the next entry would
 		// be written onto the same line and break the journal.
-		if _, err := j.f.WriteString("\n"); err != nil {
+		if _, err := fj.f.WriteString("\n"); err != nil {
 			return nil, fmt.Errorf("open journal: %w", err)
 		}
-		if err := j.f.Sync(); err != nil {
+		if err := fj.f.Sync(); err != nil {
 			return nil, fmt.Errorf("open journal: %w", err)
 		}
 	}
@@ -124,7 +160,7 @@ func (j *journal) write(step, phase string, result any, stepErr error) error {
 	}
 	e.Hash = e.hash()
 	line, _ := json.Marshal(e)
-	if _, err := j.f.Write(append(line, '\n')); err != nil {
+	if err := j.w.writeLine(e, line); err != nil {
 		return fmt.Errorf("journal %s: %w", step, err)
 	}
 	j.entries = append(j.entries, e)
@@ -139,15 +175,12 @@ func (j *journal) sync() error {
 	if !j.dirty {
 		return nil
 	}
-	if err := j.f.Sync(); err != nil {
+	if err := j.w.sync(); err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
 	j.dirty = false
 	if onJournalSync != nil {
 		onJournalSync(j.entries[len(j.entries)-1]) // tests: export_test.go
-	}
-	if onJournalSyncFile != nil {
-		onJournalSyncFile(j.path)
 	}
 	return nil
 }
@@ -201,5 +234,5 @@ func (j *journal) close() error {
 		defer j.release()
 		j.release = nil
 	}
-	return j.f.Close()
+	return j.w.close()
 }

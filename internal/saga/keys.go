@@ -1,47 +1,26 @@
 package saga
 
-import (
-	"path/filepath"
-	"sort"
-
-	"github.com/amnesia-dev/amnesia/internal/state"
-)
+import "context"
 
 // SignedUnpublished returns the ids of erasures whose certificate step is
 // done but whose certificate is not published: resumed, they sign again
 // with the current key and must get the envelope whose digest they
 // journaled, so the signing key must not change under them (`amnesia keys
 // rotate` refuses until they are finished).
-func SignedUnpublished(dir *state.Dir) ([]string, error) {
-	paths, err := filepath.Glob(filepath.Join(dir.Path, "erasures", "*", "journal.jsonl"))
+func SignedUnpublished(ctx context.Context, d Durable) ([]string, error) {
+	ids, err := d.journaled(ctx, "publish")
 	if err != nil {
 		return nil, err
 	}
-	sort.Strings(paths)
 	var out []string
-	for _, p := range paths {
-		id := filepath.Base(filepath.Dir(p))
-		if published, err := stepDone(p, "publish"); err != nil {
-			return nil, err
-		} else if published {
-			continue
-		}
-		signed, err := stepDone(p, "certificate")
+	for _, id := range ids {
+		es, _, err := d.readJournal(ctx, id, mainJournal)
 		if err != nil {
 			return nil, err
 		}
-		if signed {
+		if !doneIn(es, "publish") && doneIn(es, "certificate") {
 			out = append(out, id)
 		}
 	}
 	return out, nil
-}
-
-// stepDone reports whether the journal at path has a done entry of step.
-func stepDone(path, step string) (bool, error) {
-	es, err := readEntries(path)
-	if err != nil {
-		return false, err
-	}
-	return doneIn(es, step), nil
 }

@@ -1,6 +1,7 @@
 package saga_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -36,7 +37,7 @@ func TestSignedUnpublished(t *testing.T) {
 	journal("er-written", `{"seq":1,"step":"certificate","phase":"done"}`)
 	os.WriteFile(d.CertificatePath("er-written"), []byte("{}"), 0o600)
 	journal("er-early", `{"seq":1,"step":"plan","phase":"done"}`, `{"seq":2,"step":"certificate","phase":"begin"}`)
-	got, err := saga.SignedUnpublished(d)
+	got, err := saga.SignedUnpublished(context.Background(), saga.FileDurable(d))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -155,7 +155,12 @@ func concurrentErasures(t *testing.T, in *lockInstall, open func() lineage.Ledge
 	}
 	// One journal, intact: every entry once, in one unbroken chain.
 	id := saga.ID(tr.ID)
-	checkJournalChain(t, filepath.Join(in.dir.ErasureDir(id), "journal.jsonl"))
+	// (where the installation keeps it: the ledger, or the state directory)
+	es, err := saga.ReadJournal(ctx, saga.DurableFor(in.dir, in.ledger), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkJournalChain(t, es)
 	// One certificate leaf for this erasure in the log (and one for the
 	// other subject's).
 	st := in.ledger.(transparency.Store)
@@ -183,10 +188,10 @@ func concurrentErasures(t *testing.T, in *lockInstall, open func() lineage.Ledge
 	}
 }
 
-func checkJournalChain(t *testing.T, path string) {
+func checkJournalChain(t *testing.T, es []saga.JournalEntry) {
 	t.Helper()
 	begins := map[string]int{}
-	for i, e := range readJournal(t, path) { // checks the hash chain
+	for i, e := range es { // saga.ReadJournal checked the hash chain
 		if e.Seq != i+1 {
 			t.Fatalf("journal line %d: seq %d, want %d", i+2, e.Seq, i+1)
 		}

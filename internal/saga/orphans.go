@@ -2,10 +2,7 @@ package saga
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"strings"
 
 	"github.com/amnesia-dev/amnesia/certificate"
@@ -42,9 +39,8 @@ type orphanResult struct {
 	Bytes      int64          `json:"bytes,omitempty"`
 }
 
-func (r *runner) orphanPath(st string) string {
-	return r.evidencePath(st + ".orphans")
-}
+// orphanName is the name of the sealed evidence of st's orphans (Durable).
+func orphanName(st string) string { return evidenceName(st + ".orphans") }
 
 // absentDigests returns, for the keys of st that the evidence ev does not
 // hold, the ledger's content digest of each.
@@ -93,12 +89,12 @@ func (r *runner) probeOrphans(ctx context.Context, st string, s store.Store, ev 
 			out.Needles[k] = len(e.Needles)
 		}
 		if len(rep.Found) > 0 {
-			if err := sealEvidence(r.orphanPath(st), sealKey(r.Dir.Keyer, r.id, st+"\x00orphans"), rep.Found); err != nil {
+			if err := r.putEvidence(ctx, orphanName(st), sealKey(r.Dir.Keyer, r.id, st+"\x00orphans"), rep.Found); err != nil {
 				return nil, err
 			}
 		}
 	case "probe":
-		before, err := r.orphanEvidence(st)
+		before, err := r.orphanEvidence(ctx, st)
 		if err != nil {
 			return nil, err
 		}
@@ -115,11 +111,12 @@ func (r *runner) probeOrphans(ctx context.Context, st string, s store.Store, ev 
 
 // orphanEvidence unseals the evidence of the records the orphan probe found
 // before reclaim (none when the file does not exist).
-func (r *runner) orphanEvidence(st string) (map[string]*store.Evidence, error) {
-	if _, err := os.Stat(r.orphanPath(st)); errors.Is(err, fs.ErrNotExist) {
-		return map[string]*store.Evidence{}, nil
+func (r *runner) orphanEvidence(ctx context.Context, st string) (map[string]*store.Evidence, error) {
+	ev, ok, err := r.getEvidence(ctx, orphanName(st), sealKey(r.Dir.Keyer, r.id, st+"\x00orphans"))
+	if err != nil || !ok {
+		return map[string]*store.Evidence{}, err
 	}
-	return unsealEvidence(r.orphanPath(st), sealKey(r.Dir.Keyer, r.id, st+"\x00orphans"))
+	return ev, nil
 }
 
 // absentReasonPrefix opens the reason of every outcome of a record that was

@@ -1,16 +1,13 @@
 package saga
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
-	"sort"
 	"time"
 
-	"github.com/amnesia-dev/amnesia/internal/state"
 	"github.com/amnesia-dev/amnesia/lineage"
 )
 
@@ -47,14 +44,13 @@ func (e *PendingError) Is(target error) bool { return target == ErrPending }
 // nothing and the erasure would never finish. An erasure that crashed after
 // writing its certificate but before destroying its sealed evidence is
 // unfinished too: resuming it finishes publication.
-func Pending(dir *state.Dir, subjectKey, scope string) (*lineage.Trace, error) {
-	paths, err := filepath.Glob(filepath.Join(dir.Path, "erasures", "*", "journal.jsonl"))
+func Pending(ctx context.Context, d Durable, subjectKey, scope string) (*lineage.Trace, error) {
+	ids, err := d.journaled(ctx, "publish")
 	if err != nil {
 		return nil, err
 	}
-	sort.Strings(paths)
-	for _, p := range paths {
-		es, err := readEntries(p)
+	for _, id := range ids {
+		es, _, err := d.readJournal(ctx, id, mainJournal)
 		if err != nil {
 			return nil, err
 		}
@@ -65,7 +61,7 @@ func Pending(dir *state.Dir, subjectKey, scope string) (*lineage.Trace, error) {
 		if traceID == "" {
 			continue // a journal without a finished plan step has erased nothing
 		}
-		b, err := os.ReadFile(dir.TracePath(traceID))
+		b, err := d.Trace(ctx, traceID)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}

@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -160,9 +159,10 @@ const MethodReplayByID = "replay: delete by id, then lookup by id"
 
 // Reverify probes the stores of rv.Original again and issues a new
 // certificate linked to it (predicate.reverifies), logged in the
-// transparency log like any certificate and written to certificates/. It
-// changes no store. The journal of the run is
-// erasures/<erasure>/reverify-<id>.jsonl.
+// transparency log like any certificate and kept with the others
+// (Durable: certificates/, or the ledger). It changes no store. The journal
+// of the run is the erasure's journal reverify-<id> (a state directory:
+// erasures/<erasure>/reverify-<id>.jsonl).
 func Reverify(ctx context.Context, rv *Reverification) (*Result, error) {
 	if rv.Original == nil {
 		return nil, errors.New("reverify: no checked certificate")
@@ -194,7 +194,8 @@ func Reverify(ctx context.Context, rv *Reverification) (*Result, error) {
 	}
 	progress("%s %s of certificate %s (%s)", map[bool]string{false: "re-verification", true: "replay"}[rv.Replay], id, op.CertificateID, op.SubjectRef)
 
-	j, err := openJournal(filepath.Join(rv.Dir.ErasureDir(o.ErasureID), kind+"-"+id+".jsonl"), rv.Now)
+	dur := DurableFor(rv.Dir, rv.Ledger)
+	j, err := dur.openJournal(ctx, o.ErasureID, kind+"-"+id, rv.Now)
 	if err != nil {
 		return nil, fmt.Errorf("reverify: %w", err)
 	}
@@ -387,8 +388,8 @@ func Reverify(ctx context.Context, rv *Reverification) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reverify: publish: %w", err)
 	}
-	path := rv.Dir.CertificatePath(id)
-	if err := state.WriteFileAtomic(path, bundle); err != nil {
+	path := dur.CertificateRef(id)
+	if err := dur.PutCertificate(ctx, id, bundle); err != nil {
 		return nil, fmt.Errorf("reverify: publish: %w", err)
 	}
 	if err := done("publish", nil); err != nil {

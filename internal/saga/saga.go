@@ -9,8 +9,11 @@
 // skips finished steps and reuses their results, so a run that crashed at any
 // point ends with the same certificate as one that did not. A store that
 // fails is journaled as failed and the others go on; its artifacts end
-// UNVERIFIED. The certificate is published (copied to certificates/) only
-// after every step has finished.
+// UNVERIFIED. The certificate is published (certificates/, or the ledger:
+// Durable) only after every step has finished. The journal, the sealed
+// evidence and the certificate are kept where Durable says: files of the
+// state directory, or, with a PostgreSQL ledger, the ledger's tables, so
+// that an erasure started on one host resumes on another.
 package saga
 
 import (
@@ -22,8 +25,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"sort"
 	"time"
 
@@ -56,6 +57,13 @@ type Erasure struct {
 	// (a busy SQLite WAL, a lock or a long transaction on PostgreSQL) is
 	// retried before the erasure pauses (PendingError). Zero: DefaultReclaimWait.
 	ReclaimWait time.Duration
+	// Durable is where the erasure's journal, sealed evidence and
+	// certificate are kept; nil: DurableFor(Dir, Ledger).
+	Durable Durable
+	// Claim is the queue's claim this erasure runs under (a worker), nil
+	// for one run directly: with a ledger that keeps the erasure's durable
+	// state, every write of it is refused once the claim is lost.
+	Claim *lineage.Job
 }
 
 // DefaultReclaimWait is the default of Erasure.ReclaimWait.
@@ -126,7 +134,8 @@ func AttemptID(traceID, prev string) string {
 type runner struct {
 	*Erasure
 	id      string
-	dir     string
+	dir     string // the erasure's directory in this host's state directory (model legs)
+	dur     Durable
 	j       *journal
 	stores  []string // stores in the plan that are configured, sorted
 	keys    map[string][]string
@@ -147,7 +156,7 @@ func Run(ctx context.Context, e *Erasure) (*Result, error) {
 	}
 	defer r.j.close()
 	st, err := r.run(ctx)
-	return r.finish(st, err)
+	return r.finish(ctx, st, err)
 }
 
 // start checks the trace, opens (or replays) the journal and resolves the
@@ -178,20 +187,22 @@ func start(ctx context.Context, e *Erasure) (*runner, error) {
 		}
 	}()
 	r := &runner{Erasure: e, keys: map[string][]string{}, ev: map[string]map[string]*store.Evidence{}, failed: map[string]string{}, paused: map[string]*PendingError{}}
+	if e.Durable == nil {
+		e.Durable = DurableFor(e.Dir, e.Ledger)
+	}
+	r.dur = e.Durable.fenced(e.Claim)
 	if err := r.chooseID(ctx); err != nil {
 		return nil, err
 	}
 	r.dir = e.Dir.ErasureDir(r.id)
-	jpath := filepath.Join(r.dir, "journal.jsonl")
-	if _, err := os.Stat(jpath); err == nil {
+	if _, exists, err := r.dur.readJournal(ctx, r.id, mainJournal); err != nil {
+		return nil, fmt.Errorf("erase: read journal: %w", err)
+	} else if exists {
 		r.resumed = true
 	} else if err := CheckFresh(ctx, e.Ledger, e.Trace); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(r.dir, 0o700); err != nil {
-		return nil, fmt.Errorf("erase: %w", err)
-	}
-	j, err := openJournal(jpath, e.Now)
+	j, err := r.dur.openJournal(ctx, r.id, mainJournal, e.Now)
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +223,7 @@ func (r *runner) log() *slog.Logger {
 	return r.Log.With("erasure", r.id, "subject", r.Trace.SubjectRef)
 }
 
-func (r *runner) finish(st *certificate.Statement, err error) (*Result, error) {
+func (r *runner) finish(ctx context.Context, st *certificate.Statement, err error) (*Result, error) {
 	var pe *PendingError
 	if errors.As(err, &pe) {
 		r.log().Warn("erasure paused", "store", pe.Store, "step", pe.Step, "state", pe.State, "waited", pe.Waited.String())
@@ -222,8 +233,15 @@ func (r *runner) finish(st *certificate.Statement, err error) (*Result, error) {
 		r.log().Error("erasure stopped", "err", err)
 		return nil, err
 	}
-	r.log().Info("erasure done", "complete", st.Predicate.Complete, "certificate", r.Dir.CertificatePath(r.id))
-	res := &Result{ID: r.id, CertificatePath: r.Dir.CertificatePath(r.id), Statement: st, Resumed: r.resumed}
+	if InLedger(r.dur) {
+		// A replayed erasure published on another host: this host's copy
+		// of the certificate (CertificateRef) is written on reading it.
+		if _, err := r.dur.Certificate(ctx, r.id); err != nil {
+			return nil, fmt.Errorf("erasure %s: read its certificate: %w", r.id, err)
+		}
+	}
+	r.log().Info("erasure done", "complete", st.Predicate.Complete, "certificate", r.dur.CertificateRef(r.id))
+	res := &Result{ID: r.id, CertificatePath: r.dur.CertificateRef(r.id), Statement: st, Resumed: r.resumed}
 	if r.follows != nil {
 		res.Follows = r.follows.CertificateID
 	}

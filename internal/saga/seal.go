@@ -1,16 +1,16 @@
 package saga
 
 import (
+	"context"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"path/filepath"
 
-	"github.com/amnesia-dev/amnesia/internal/state"
 	"github.com/amnesia-dev/amnesia/store"
 	"github.com/amnesia-dev/amnesia/subject"
 )
@@ -18,46 +18,49 @@ import (
 // Evidence (text windows, vector bytes) is personal data. It lives in memory
 // while an erasure runs; so that a crash between deletion and the final
 // probe can still be resumed to the same certificate, it is also kept on
-// disk, sealed with AES-256-GCM under a key derived from the installation
-// pepper and the erasure id, and destroyed (overwritten, fsynced, unlinked)
-// when the certificate is published. It never exists in clear on disk.
+// disk (or in the ledger: Durable), sealed with AES-256-GCM under a key
+// derived from the installation pepper and the erasure id, and destroyed
+// when the certificate is published (a file: overwritten, fsynced,
+// unlinked; rows of the ledger: deleted and their table rewritten). It
+// never exists in clear outside memory.
 
 func sealKey(k *subject.Keyer, erasure, storeName string) []byte {
 	key := k.DeriveKey("amnesia.evidence/v1", erasure+"\x00"+storeName)
 	return key[:]
 }
 
-// sealAAD is the additional data a sealed evidence file is bound to: its
-// file name (evidence-<store>.sealed). The key already binds the erasure
-// and the store; the name keeps one store's file from being swapped for
-// another's. It does not depend on how the state directory is spelled
-// (relative, absolute, moved), so a resume from anywhere opens it.
-func sealAAD(path string) []byte {
-	return []byte("amnesia.evidence/v1\x00" + filepath.Base(path))
+// sealAAD is the additional data sealed evidence is bound to: its name
+// (evidence-<store>.sealed), as a file in the erasure's directory or a row
+// of the ledger. The key already binds the erasure and the store; the name
+// keeps one store's evidence from being swapped for another's. It does not
+// depend on where the evidence is kept, so a resume from anywhere (another
+// spelling of the state directory, another host) opens it.
+func sealAAD(name string) []byte {
+	return []byte("amnesia.evidence/v1\x00" + name)
 }
 
-func sealEvidence(path string, key []byte, ev map[string]*store.Evidence) error {
+// sealEvidence returns ev sealed under key, bound to name.
+func sealEvidence(name string, key []byte, ev map[string]*store.Evidence) ([]byte, error) {
 	plain, err := json.Marshal(ev)
 	if err != nil {
-		return fmt.Errorf("seal evidence: %w", err)
+		return nil, fmt.Errorf("seal evidence: %w", err)
 	}
 	defer clear(plain)
 	aead, err := newAEAD(key)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	nonce := make([]byte, aead.NonceSize())
 	if _, err := rand.Read(nonce); err != nil {
-		return fmt.Errorf("seal evidence: %w", err)
+		return nil, fmt.Errorf("seal evidence: %w", err)
 	}
-	return state.WriteFileAtomic(path, aead.Seal(nonce, nonce, plain, sealAAD(path)))
+	return aead.Seal(nonce, nonce, plain, sealAAD(name)), nil
 }
 
-func unsealEvidence(path string, key []byte) (map[string]*store.Evidence, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("unseal evidence: %w", err)
-	}
+// unsealEvidence opens b, sealed under key and bound to name. legacyAAD is
+// the path such evidence had in a state directory: evidence sealed by
+// amnesia before 2026-12 bound the path as it was spelled then.
+func unsealEvidence(name, legacyAAD string, b, key []byte) (map[string]*store.Evidence, error) {
 	aead, err := newAEAD(key)
 	if err != nil {
 		return nil, err
@@ -65,11 +68,9 @@ func unsealEvidence(path string, key []byte) (map[string]*store.Evidence, error)
 	if len(b) < aead.NonceSize() {
 		return nil, errors.New("unseal evidence: file is truncated")
 	}
-	plain, err := aead.Open(nil, b[:aead.NonceSize()], b[aead.NonceSize():], sealAAD(path))
-	if err != nil {
-		// Evidence sealed by amnesia before 2026-12 bound the path as it
-		// was spelled then; try it as given.
-		plain, err = aead.Open(nil, b[:aead.NonceSize()], b[aead.NonceSize():], []byte(path))
+	plain, err := aead.Open(nil, b[:aead.NonceSize()], b[aead.NonceSize():], sealAAD(name))
+	if err != nil && legacyAAD != "" {
+		plain, err = aead.Open(nil, b[:aead.NonceSize()], b[aead.NonceSize():], []byte(legacyAAD))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("unseal evidence: %w", err)
@@ -80,6 +81,29 @@ func unsealEvidence(path string, key []byte) (map[string]*store.Evidence, error)
 		return nil, fmt.Errorf("unseal evidence: %w", err)
 	}
 	return ev, nil
+}
+
+// putEvidence seals ev under key as name and keeps it (Durable).
+func (r *runner) putEvidence(ctx context.Context, name string, key []byte, ev map[string]*store.Evidence) error {
+	b, err := sealEvidence(name, key, ev)
+	if err != nil {
+		return err
+	}
+	return r.dur.putSealed(ctx, r.id, name, b)
+}
+
+// getEvidence unseals the evidence kept as name; ok is false when there is
+// none.
+func (r *runner) getEvidence(ctx context.Context, name string, key []byte) (ev map[string]*store.Evidence, ok bool, err error) {
+	b, err := r.dur.sealed(ctx, r.id, name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("unseal evidence: %w", err)
+	}
+	ev, err = unsealEvidence(name, filepath.Join(r.Dir.ErasureDir(r.id), name), b, key)
+	return ev, err == nil, err
 }
 
 func newAEAD(key []byte) (cipher.AEAD, error) {

@@ -6,15 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/amnesia-dev/amnesia/certificate"
-	"github.com/amnesia-dev/amnesia/internal/atomicfile"
-	"github.com/amnesia-dev/amnesia/internal/state"
 	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/store"
 	"github.com/amnesia-dev/amnesia/subject"
@@ -325,9 +321,8 @@ func (r *runner) after(ctx context.Context, res *results) (*certificate.Statemen
 	return st, nil
 }
 
-func (r *runner) evidencePath(st string) string {
-	return filepath.Join(r.dir, "evidence-"+st+".sealed")
-}
+// evidenceName is the name of st's sealed evidence (Durable).
+func evidenceName(st string) string { return "evidence-" + st + ".sealed" }
 
 func (r *runner) readEvidence(ctx context.Context, st string) (any, error) {
 	s, ok := r.Stores[st]
@@ -360,7 +355,7 @@ func (r *runner) readEvidence(ctx context.Context, st string) (any, error) {
 		out.Records[k] = recordEvidence{Needles: len(e.Needles), Shared: e.Shared, FoundBefore: found[k],
 			SharedWith: e.SharedWith, SharedWithMore: e.SharedWithMore, SharedOwner: owners, RecordBytes: e.RecordBytes, CoveredBytes: e.CoveredBytes}
 	}
-	if err := sealEvidence(r.evidencePath(st), sealKey(r.Dir.Keyer, r.id, st), ev); err != nil {
+	if err := r.putEvidence(ctx, evidenceName(st), sealKey(r.Dir.Keyer, r.id, st), ev); err != nil {
 		return nil, err
 	}
 	r.ev[st] = ev
@@ -414,16 +409,16 @@ func (r *runner) sharedOwners(ctx context.Context, st string, with map[string]in
 }
 
 // evidence returns the store's evidence: in memory, or unsealed after a resume.
-func (r *runner) evidence(st string) (map[string]*store.Evidence, error) {
+func (r *runner) evidence(ctx context.Context, st string) (map[string]*store.Evidence, error) {
 	if ev, ok := r.ev[st]; ok {
 		return ev, nil
 	}
-	if _, err := os.Stat(r.evidencePath(st)); err != nil {
-		return map[string]*store.Evidence{}, nil // the store had no evidence reader
-	}
-	ev, err := unsealEvidence(r.evidencePath(st), sealKey(r.Dir.Keyer, r.id, st))
+	ev, ok, err := r.getEvidence(ctx, evidenceName(st), sealKey(r.Dir.Keyer, r.id, st))
 	if err != nil {
 		return nil, err
+	}
+	if !ok {
+		return map[string]*store.Evidence{}, nil // the store had no evidence reader
 	}
 	r.ev[st] = ev
 	return ev, nil
@@ -454,7 +449,7 @@ func (r *runner) probe(ctx context.Context, st string) (any, error) {
 	if !ok || s == nil {
 		return nil, &PendingError{Erasure: r.id, Store: st, Step: "probe", State: "PENDING-store-unreachable", Cause: unreachable(r.OpenErr[st]).Error()}
 	}
-	ev, err := r.evidence(st)
+	ev, err := r.evidence(ctx, st)
 	if err != nil {
 		return nil, err
 	}
@@ -498,18 +493,19 @@ func (r *runner) publish(ctx context.Context, env []byte, sum string) error {
 	if err != nil {
 		return fmt.Errorf("publish: %w", err)
 	}
-	if err := state.WriteFileAtomic(r.Dir.CertificatePath(r.id), bundle); err != nil {
-		return err
+	if err := r.dur.PutCertificate(ctx, r.id, bundle); err != nil {
+		return fmt.Errorf("publish: %w", err)
 	}
+	var names []string
 	for _, st := range r.stores {
-		for _, p := range []string{r.evidencePath(st), r.orphanPath(st)} {
-			// The file was only ever ciphertext (seal.go). Shred fsyncs
-			// the directory after the unlink.
-			if err := atomicfile.Shred(p); err != nil {
-				return fmt.Errorf("publish: destroy evidence: %w", err)
-			}
-		}
+		names = append(names, evidenceName(st), orphanName(st))
 	}
+	// The evidence was only ever ciphertext (seal.go).
+	how, err := r.dur.shredSealed(ctx, r.id, names)
+	if err != nil {
+		return fmt.Errorf("publish: destroy evidence: %w", err)
+	}
+	r.log().Info("sealed evidence destroyed", "how", how)
 	return nil
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"slices"
 
 	"golang.org/x/mod/sumdb/tlog"
@@ -46,7 +45,7 @@ func (s *Service) Certificate(ctx context.Context, p *Principal, id string) ([]b
 	if !validID(id, "") || len(id) < 8 {
 		return nil, fmt.Errorf("%w: no such certificate", ErrNotFound)
 	}
-	b, err := os.ReadFile(s.dir.CertificatePath(id))
+	b, err := s.env.Durable().Certificate(ctx, id)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w: no such certificate", ErrNotFound)
 	}

@@ -3,14 +3,10 @@ package service
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -60,7 +56,10 @@ func (s *Service) Run(ctx context.Context) error {
 					outcome = "incomplete"
 				}
 				s.metrics.erasures.WithLabelValues(outcome).Inc()
-				sum, _ := fileDigest(res.CertificatePath)
+				sum := ""
+				if b, err := s.env.Durable().Certificate(ctx, res.ID); err == nil {
+					sum = saga.Digest(b)
+				}
 				complete := res.Complete()
 				s.setByTrace(context.WithoutCancel(ctx), j.ID, func(d *reqDoc) bool {
 					s.finish(d, res.ID, sum, &complete)
@@ -203,7 +202,7 @@ func (s *Service) Sync(ctx context.Context) error {
 	for _, d := range docs {
 		j, ok := byTrace[d.TraceID]
 		if ok && (d.State == StateQueued || d.State == StateRunning || d.State == StatePaused) {
-			if s.syncJob(d, j) {
+			if s.syncJob(ctx, d, j) {
 				if err := s.update(ctx, d); err != nil && !errors.Is(err, ErrConflict) {
 					return err
 				}
@@ -229,7 +228,7 @@ func (s *Service) Sync(ctx context.Context) error {
 // requeue queues again the erasure of a confirmed request whose job is
 // missing (the process that confirmed it stopped between the two writes).
 func (s *Service) requeue(ctx context.Context, d *reqDoc) {
-	t, err := s.env.LoadTrace(d.TraceID)
+	t, err := s.env.LoadTrace(ctx, d.TraceID)
 	if err == nil {
 		err = worker.Enqueue(ctx, s.env, t, d.Reason)
 	}
@@ -245,7 +244,7 @@ func (s *Service) requeue(ctx context.Context, d *reqDoc) {
 }
 
 // syncJob updates d from its job; it reports whether d changed.
-func (s *Service) syncJob(d *reqDoc, j lineage.Job) bool {
+func (s *Service) syncJob(ctx context.Context, d *reqDoc, j lineage.Job) bool {
 	switch j.State {
 	case lineage.JobClaimed:
 		if d.State != StateRunning && j.LeaseUntil.After(time.Now()) {
@@ -253,7 +252,7 @@ func (s *Service) syncJob(d *reqDoc, j lineage.Job) bool {
 			return true
 		}
 	case lineage.JobDone:
-		id, complete := s.certificateOf(j)
+		id, complete := s.certificateOf(ctx, j)
 		s.finish(d, id, j.Certificate, complete)
 		return true
 	case lineage.JobFailed:
@@ -281,15 +280,16 @@ func failReason(msg string) string {
 }
 
 // certificateOf finds the certificate a done job published (its digest is
-// the job's): the erasure of its trace, or a continuation of it.
-func (s *Service) certificateOf(j lineage.Job) (id string, complete *bool) {
+// the job's): the erasure of its trace, or a continuation of it. It reads
+// them where erasures keep them (erasure.Env.Durable: the ledger, or the
+// state directory).
+func (s *Service) certificateOf(ctx context.Context, j lineage.Job) (id string, complete *bool) {
+	dur := s.env.Durable()
 	try := func(cid string) bool {
-		p := s.dir.CertificatePath(cid)
-		sum, err := fileDigest(p)
-		if err != nil || sum != j.Certificate {
+		b, err := dur.Certificate(ctx, cid)
+		if err != nil || saga.Digest(b) != j.Certificate {
 			return false
 		}
-		b, _ := os.ReadFile(p)
 		if st, err := bundleStatement(b); err == nil {
 			c := st.Predicate.Complete
 			complete = &c
@@ -300,9 +300,9 @@ func (s *Service) certificateOf(j lineage.Job) (id string, complete *bool) {
 	if try(saga.ID(j.ID)) {
 		return id, complete
 	}
-	entries, _ := os.ReadDir(filepath.Dir(s.dir.CertificatePath("x")))
-	for _, e := range entries {
-		if cid, ok := strings.CutSuffix(e.Name(), ".dsse.json"); ok && try(cid) {
+	ids, _ := dur.Certificates(ctx)
+	for _, cid := range ids {
+		if try(cid) {
 			return id, complete
 		}
 	}
@@ -373,14 +373,4 @@ func (s *Service) post(ctx context.Context, url string, body []byte) error {
 		return fmt.Errorf("the callback URL answered %d", resp.StatusCode)
 	}
 	return nil
-}
-
-// fileDigest returns "sha256:<hex>" of a file, as the worker reports it.
-func fileDigest(path string) (string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(sum[:]), nil
 }

@@ -166,6 +166,10 @@ func (d *Dir) OpenLedger(ctx context.Context, mode LedgerMode) (lineage.Ledger, 
 		l.Close()
 		return nil, err
 	}
+	if err := d.SyncKeyring(ctx, l); err != nil { // keyringsync.go
+		l.Close()
+		return nil, err
+	}
 	if mode == LedgerUnchecked {
 		return l, nil
 	}

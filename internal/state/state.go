@@ -13,9 +13,13 @@
 //	                       time (a trust file, see keyring.go and docs/keys.md)
 //	ledger.db              lineage ledger (SQLite), unless amnesia.yaml names another (ledger:)
 //	ledger-state.json      the ledger's kind and its log's last signed size and root (ledgerstate.go)
-//	traces/<id>.json       traces saved for `erase --trace`
+//	traces/<id>.json       traces saved for `erase --trace`          (SQLite ledger)
 //	erasures/<id>/         one erasure: journal.jsonl, sealed evidence while it runs
+//	                       (SQLite ledger; a model leg's journal with either)
 //	certificates/<id>.dsse.json
+//	                       (with a PostgreSQL ledger: this host's copies; journals,
+//	                       evidence, traces and certificates live in the ledger,
+//	                       see internal/saga/durable.go and docs/ledger.md)
 //	amnesia.log            structured log (JSON lines)
 //	worker.lock            flock of `amnesia worker` while it erases (file-based stores)
 //	locks/erasure-<h>.lock flock of the erasure of one subject (SQLite ledger; internal/saga/lock.go)

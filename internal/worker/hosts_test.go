@@ -30,8 +30,8 @@ func TestWorkersOnTwoHostsEraseTheirOwnStores(t *testing.T) {
 		{Name: "docs-a", Type: sqlitedoc.Type, Path: paths["docs-a"], Owner: "alpha"},
 		{Name: "docs-b", Type: sqlitedoc.Type, Path: paths["docs-b"], Owner: "beta"},
 	}
-	// Point 1 of issue 18 (journals and traces in the ledger) is not done:
-	// the two workers share one state directory, as workers must today.
+	// The two workers share one state directory here; with a PostgreSQL
+	// ledger they need not (cmd/amnesia/multihost_test.go runs three).
 	sd, err := state.Init(filepath.Join(root, "state"), cfg)
 	if err != nil {
 		t.Fatal(err)

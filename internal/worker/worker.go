@@ -14,7 +14,8 @@
 //   - anything else (a paused erasure, saga.ErrPending; a store not ready,
 //     erasure.ErrNotReady; a store or ledger error): released for a retry
 //     after RetryDelay, or at once when the worker is stopped;
-//   - the claim was lost (lineage.ErrLeaseLost): nothing is written; the
+//   - the claim was lost (lineage.ErrLeaseLost: seen by the lease renewal,
+//     or a write of the erasure the ledger refused): nothing is written; the
 //     next claim resumes the erasure from its journal.
 //
 // It prints nothing: the caller's hooks (Worker.Claimed, Finished, Failed,
@@ -23,8 +24,6 @@ package worker
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -182,7 +181,7 @@ func (w *Worker) runJob(ctx context.Context, j *lineage.Job, claimed func()) err
 	}()
 	claimed()
 	var res *saga.Result
-	t, err := w.Env.LoadTrace(j.ID)
+	t, err := w.Env.LoadTrace(runCtx, j.ID)
 	if err == nil && (t.Subject != j.Subject || t.Scope != j.Scope) {
 		err = fmt.Errorf("trace %s does not match the queued erasure", j.ID)
 	}
@@ -207,7 +206,7 @@ func (w *Worker) runJob(ctx context.Context, j *lineage.Job, claimed func()) err
 	if err == nil {
 		var unlock func()
 		if unlock, err = w.lockFileStores(runCtx); err == nil {
-			res, err = w.Env.Run(runCtx, t, j.Reason, erasure.Options{Progress: w.Progress})
+			res, err = w.Env.Run(runCtx, t, j.Reason, erasure.Options{Progress: w.Progress, Claim: j})
 			unlock()
 		}
 	}
@@ -225,12 +224,15 @@ func (w *Worker) runJob(ctx context.Context, j *lineage.Job, claimed func()) err
 	var qerr error
 	var bad *badTraceError
 	switch {
-	case errors.Is(context.Cause(runCtx), lineage.ErrLeaseLost):
+	case errors.Is(context.Cause(runCtx), lineage.ErrLeaseLost) || errors.Is(err, lineage.ErrLeaseLost):
+		// Lost as the heartbeat saw it, or as the ledger refused a write of
+		// the erasure (its lease ran out: lineage.ErasureRecords): the job
+		// is claimable again as it is; this worker no longer touches it.
 		return fmt.Errorf("erasure %s stopped: %w (another worker resumes it from the journal)", id, lineage.ErrLeaseLost)
 	case res != nil: // finished: complete, or with an incomplete certificate
-		var sum string
-		if sum, qerr = fileDigest(w.Env.Dir.CertificatePath(id)); qerr == nil {
-			qerr = w.Queue.Complete(end, j, sum)
+		var b []byte
+		if b, qerr = w.Env.Durable().Certificate(end, id); qerr == nil {
+			qerr = w.Queue.Complete(end, j, saga.Digest(b))
 		}
 	case ctx.Err() != nil:
 		qerr = w.Queue.Release(end, j, 0)
@@ -323,7 +325,7 @@ func Enqueue(ctx context.Context, env *erasure.Env, t *lineage.Trace, reason str
 	if err != nil {
 		return err
 	}
-	if !env.Started(t) {
+	if !env.Started(ctx, t) {
 		if err := saga.CheckFresh(ctx, env.Ledger, t); err != nil {
 			return err
 		}
@@ -378,16 +380,6 @@ func OwnerOf(cfg *state.Config, t *lineage.Trace) (string, error) {
 		}
 	}
 	return owner, nil
-}
-
-// fileDigest returns "sha256:<hex>" of a file.
-func fileDigest(path string) (string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(sum[:]), nil
 }
 
 func errString(err error) string {

@@ -172,7 +172,7 @@ func TestWorkerEndsClaimsOnResultAndTypedErrors(t *testing.T) {
 	if j := f.job(t, ready.ID); j.State != lineage.JobPending || j.Attempts != 1 {
 		t.Errorf("store not ready: job %s after %d attempts, want pending (released)", j.State, j.Attempts)
 	}
-	if f.env.Started(ready) {
+	if f.env.Started(context.Background(), ready) {
 		t.Errorf("an erasure refused by the preflight was started")
 	}
 }

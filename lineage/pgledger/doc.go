@@ -8,5 +8,7 @@
 // Its semantics and its hash chain are those of lineage/sqliteledger. Its
 // Ledger implements lineage.Ledger, lineage.Queue (claims use SELECT … FOR
 // UPDATE SKIP LOCKED), lineage.EventLog, lineage.ErasureReader,
-// lineage.SubjectLocker and transparency.Store. It links no cgo.
+// lineage.SubjectLocker, lineage.ErasureRecords (the erasures' journals,
+// sealed evidence, traces and certificates, so that hosts share nothing
+// but the database: records.go) and transparency.Store. It links no cgo.
 package pgledger

@@ -135,7 +135,7 @@ func (l *Ledger) initSchema(ctx context.Context, create bool) error {
 			if _, err := tx.Exec(ctx, `INSERT INTO meta (k, v) VALUES ('schema', $1)`, lineage.SchemaVersion); err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, pgLogSchema+pgRequestsSchema+pgAdoptSchema+pgKeysSchema); err != nil {
+			if _, err := tx.Exec(ctx, pgLogSchema+pgRequestsSchema+pgAdoptSchema+pgKeysSchema+pgRecordsSchema); err != nil {
 				return err
 			}
 			return initConsent(ctx, tx)
@@ -147,7 +147,7 @@ func (l *Ledger) initSchema(ctx context.Context, create bool) error {
 		if v != lineage.SchemaVersion {
 			return fmt.Errorf("schema %q, this amnesia reads %q", v, lineage.SchemaVersion)
 		}
-		if _, err := tx.Exec(ctx, pgLogSchema+pgRequestsSchema+pgAdoptSchema+pgKeysSchema); err != nil {
+		if _, err := tx.Exec(ctx, pgLogSchema+pgRequestsSchema+pgAdoptSchema+pgKeysSchema+pgRecordsSchema); err != nil {
 			return err
 		}
 		if err := pgQueueOwner(ctx, tx); err != nil {
