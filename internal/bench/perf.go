@@ -36,6 +36,7 @@ type PerfOptions struct {
 	PG       string   // PostgreSQL server URL (a database is created on it); needed for "postgres"
 	PGData   string   // that server's data directory: cold traces on PostgreSQL drop its files from the page cache (empty: no cold figure)
 	Work     string
+	Name     string // of the trace ledger (file, database amnesia_bench_<name>); default "trace"
 	Progress io.Writer
 }
 
@@ -222,7 +223,11 @@ func TracePerf(ctx context.Context, o PerfOptions) (*TraceResult, error) {
 	}
 	keyer, _ := subject.NewKeyer(make([]byte, subject.PepperSize))
 	for _, kind := range o.Ledgers {
-		l, spec, err := openLedger(ctx, o, kind, "trace")
+		name := "trace"
+		if o.Name != "" {
+			name = o.Name
+		}
+		l, spec, err := openLedger(ctx, o, kind, name)
 		if err != nil {
 			return nil, err
 		}
