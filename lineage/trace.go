@@ -1,7 +1,6 @@
 package lineage
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -110,15 +109,10 @@ func BuildTrace(v *View) (*Trace, error) {
 }
 
 // Encode returns the canonical JSON encoding of t (indented, trailing newline).
+// It is the JSON that encoding/json writes with SetEscapeHTML(false) and
+// SetIndent("", "  "), written directly (appendTrace).
 func (t *Trace) Encode() ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(t); err != nil {
-		return nil, fmt.Errorf("encode trace: %w", err)
-	}
-	return buf.Bytes(), nil
+	return appendTrace(make([]byte, 0, 512+400*(len(t.Artifacts)+len(t.Mentions))), t), nil
 }
 
 // Check verifies that t.ID matches its content.

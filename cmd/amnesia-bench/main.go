@@ -6,7 +6,7 @@
 //
 //	go run ./cmd/amnesia-bench residue [--store sqlite-doc] [--subjects 200 --docs-each 15 --sample 20]
 //	go run ./cmd/amnesia-bench scale [--edges 10000000]
-//	go run ./cmd/amnesia-bench trace [--edges 100000,1000000 --ledgers sqlite,postgres --pg $AMNESIA_TEST_PG_DSN --traces 1000]
+//	go run ./cmd/amnesia-bench trace [--edges 100000,1000000 --ledgers sqlite,postgres --pg $AMNESIA_TEST_PG_DSN --pg-datadir $AMNESIA_TEST_PG_DATADIR --traces 1000]
 //	go run ./cmd/amnesia-bench capture [--ledgers sqlite,postgres --pg $AMNESIA_TEST_PG_DSN --batches 200 --singles 1000]
 //	go run ./cmd/amnesia-bench pgvector [--vectors 100000 --dim 384 --subjects 1000 --batch 100 --dsn $AMNESIA_TEST_PG_DSN]
 //	go run ./cmd/amnesia-bench scanner [--mib 1024 --needles 1000,10000 --runs 3]
@@ -82,6 +82,7 @@ func main() {
 		edges := fs.String("edges", "100000,1000000", "ledger sizes in edges, ascending (trace)")
 		ledgers := fs.String("ledgers", "sqlite,postgres", "ledgers measured")
 		fs.StringVar(&o.PG, "pg", os.Getenv("AMNESIA_TEST_PG_DSN"), "PostgreSQL server URL; a database amnesia_bench_<name> is created (dropped first) on it")
+		fs.StringVar(&o.PGData, "pg-datadir", os.Getenv("AMNESIA_TEST_PG_DATADIR"), "that server's data directory, readable here: cold traces drop its database's files from the page cache (trace; empty: no PostgreSQL cold figure)")
 		fs.IntVar(&o.Traces, "traces", 1000, "traces timed at each size")
 		fs.IntVar(&o.Batches, "batches", 200, "1+20+20 ingestions timed (capture)")
 		fs.IntVar(&o.Singles, "singles", 1000, "single writes timed (capture)")

@@ -3,8 +3,12 @@ package bench
 import (
 	"context"
 	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/amnesia-dev/amnesia/internal/pgtest"
 )
@@ -82,12 +86,43 @@ func TestPerfSmoke(t *testing.T) {
 	if len(tr.Runs) != 2 || tr.Runs[1].Edges != 4000 || tr.Runs[1].Events != 4500 || tr.Runs[1].WarmP99Ms <= 0 || tr.Commit == "" {
 		t.Errorf("trace result: %+v", tr)
 	}
+	if runtime.GOOS == "linux" && (tr.Runs[1].ColdTraces != 2 || tr.Runs[1].ColdP99Ms == nil || tr.Runs[1].ColdMethod == "") {
+		t.Errorf("no cold traces on SQLite: %+v", tr.Runs[1])
+	}
 	cr, err := CapturePerf(ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(cr.Runs) != 1 || cr.Runs[0].Batched.Ingestions != 3 || cr.Runs[0].Batched.LedgerPerS <= 0 || cr.Runs[0].Single.Writes != 10 {
 		t.Errorf("capture result: %+v", cr)
+	}
+}
+
+// TestTracePerfPostgresSmoke: the trace benchmark on PostgreSQL, cold
+// traces included (its database's files dropped from the page cache), when
+// the test server's data directory is readable here.
+func TestTracePerfPostgresSmoke(t *testing.T) {
+	dsn, data := os.Getenv("AMNESIA_TEST_PG_DSN"), os.Getenv("AMNESIA_TEST_PG_DATADIR")
+	if dsn == "" || data == "" || runtime.GOOS != "linux" {
+		t.Skip("needs AMNESIA_TEST_PG_DSN and AMNESIA_TEST_PG_DATADIR, on Linux")
+	}
+	if _, err := os.ReadDir(filepath.Join(data, "base")); err != nil {
+		t.Skipf("the server's data directory is not readable here: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		if c, err := pgx.Connect(ctx, dsn); err == nil {
+			c.Exec(ctx, "DROP DATABASE IF EXISTS amnesia_bench_trace_smoke")
+			c.Close(ctx)
+		}
+	})
+	o := PerfOptions{Edges: []int{1600}, Traces: 20, Ledgers: []string{"postgres"}, PG: dsn, PGData: data, Name: "trace_smoke", Work: t.TempDir()}
+	tr, err := TracePerf(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.Runs) != 1 || tr.Runs[0].WarmP99Ms <= 0 || tr.Runs[0].ColdTraces != 2 || tr.Runs[0].ColdP99Ms == nil || !strings.Contains(tr.Runs[0].ColdMethod, "shared_buffers") {
+		t.Errorf("trace result: %+v", tr.Runs)
 	}
 }
 

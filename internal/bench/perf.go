@@ -34,7 +34,9 @@ type PerfOptions struct {
 	Singles  int      // single document writes timed, with and without capture
 	Ledgers  []string // "sqlite", "postgres"
 	PG       string   // PostgreSQL server URL (a database is created on it); needed for "postgres"
+	PGData   string   // that server's data directory: cold traces on PostgreSQL drop its files from the page cache (empty: no cold figure)
 	Work     string
+	Name     string // of the trace ledger (file, database amnesia_bench_<name>); default "trace"
 	Progress io.Writer
 }
 
@@ -63,6 +65,7 @@ type TraceRun struct {
 	ColdTraces   int      `json:"cold_traces,omitempty"`
 	ColdP50Ms    *float64 `json:"cold_p50_ms,omitempty"`
 	ColdP99Ms    *float64 `json:"cold_p99_ms,omitempty"`
+	ColdMethod   string   `json:"cold_method,omitempty"` // how the ledger was put out of the cache
 }
 
 // CaptureResult is bench/results/capture.json.
@@ -220,7 +223,11 @@ func TracePerf(ctx context.Context, o PerfOptions) (*TraceResult, error) {
 	}
 	keyer, _ := subject.NewKeyer(make([]byte, subject.PepperSize))
 	for _, kind := range o.Ledgers {
-		l, spec, err := openLedger(ctx, o, kind, "trace")
+		name := "trace"
+		if o.Name != "" {
+			name = o.Name
+		}
+		l, spec, err := openLedger(ctx, o, kind, name)
 		if err != nil {
 			return nil, err
 		}
@@ -272,8 +279,10 @@ func TracePerf(ctx context.Context, o PerfOptions) (*TraceResult, error) {
 				lat = append(lat, ms)
 			}
 			run.WarmP50Ms, run.WarmP99Ms = percentile(lat, 0.5), percentile(lat, 0.99)
-			if kind == "sqlite" {
-				var cold []float64
+			var cold []float64
+			switch {
+			case kind == "sqlite":
+				run.ColdMethod = "the ledger reopened and its files dropped from the page cache (posix_fadvise DONTNEED) before each trace"
 				for i := 0; i < o.Traces/10; i++ {
 					ms, err := coldTrace(ctx, spec, trace)
 					if err != nil {
@@ -281,17 +290,26 @@ func TracePerf(ctx context.Context, o PerfOptions) (*TraceResult, error) {
 					}
 					cold = append(cold, ms)
 				}
-				if len(cold) > 0 {
-					p50, p99 := percentile(cold, 0.5), percentile(cold, 0.99)
-					run.ColdTraces, run.ColdP50Ms, run.ColdP99Ms = len(cold), &p50, &p99
+			case kind == "postgres" && o.PGData != "":
+				var sb string
+				if cold, sb, err = pgColdTraces(ctx, l, spec, o.PGData, o.Traces/10, trace); err != nil {
+					l.Close()
+					return nil, fmt.Errorf("cold traces on postgres: %w", err)
 				}
+				run.ColdMethod = "the database's files (" + o.PGData + "/base/OID) dropped from the page cache (posix_fadvise DONTNEED) before each trace, on an open ledger; the server's own buffer cache (shared_buffers " + sb + ") cannot be dropped without a restart and keeps what earlier traces read (such as the indexes' upper levels)"
 			}
-			logScale(ScaleOptions{Progress: o.Progress}, "trace %s %d edges: p50 %.2f ms, p99 %.2f ms warm", kind, run.Edges, run.WarmP50Ms, run.WarmP99Ms)
+			if len(cold) > 0 {
+				p50, p99 := percentile(cold, 0.5), percentile(cold, 0.99)
+				run.ColdTraces, run.ColdP50Ms, run.ColdP99Ms = len(cold), &p50, &p99
+			} else {
+				run.ColdMethod = ""
+			}
+			logScale(ScaleOptions{Progress: o.Progress}, "trace %s %d edges: p50 %.2f ms, p99 %.2f ms warm; %d cold", kind, run.Edges, run.WarmP50Ms, run.WarmP99Ms, len(cold))
 			r.Runs = append(r.Runs, run)
 		}
 		l.Close()
 	}
-	r.Note = "Ledgers grown through lineage.BatchRecorder.RecordBatch (every event hashed into the chain, 20 subjects a transaction), no side loader. Warm: after a warm-up of a tenth as many traces, each timed trace is View + BuildTrace of a random subject on an open ledger. Cold (SQLite only): the ledger reopened and its files dropped from the page cache (posix_fadvise DONTNEED) before each trace. PostgreSQL cold latency is not measured (its shared buffers cannot be dropped without a restart). Other work shared the machine."
+	r.Note = "Ledgers grown through lineage.BatchRecorder.RecordBatch (every event hashed into the chain, 20 subjects a transaction), no side loader. Warm: after a warm-up of a tenth as many traces, each timed trace is View + BuildTrace of a random subject on an open ledger. Cold: a tenth as many traces, each after the ledger's files were dropped from the page cache (cold_method of each run says how; PostgreSQL only with --pg-datadir)."
 	return r, nil
 }
 
@@ -309,6 +327,48 @@ func coldTrace(ctx context.Context, path string, trace func(lineage.Ledger) (flo
 		}
 	}
 	return trace(l)
+}
+
+// pgColdTraces times n traces on the open PostgreSQL ledger l (whose
+// database spec names), each after every file of that database under
+// datadir was dropped from the page cache. It also returns the server's
+// shared_buffers, which stay warm.
+func pgColdTraces(ctx context.Context, l lineage.Ledger, spec, datadir string, n int, trace func(lineage.Ledger) (float64, error)) ([]float64, string, error) {
+	c, err := pgx.Connect(ctx, spec)
+	if err != nil {
+		return nil, "", err
+	}
+	var oid uint32
+	var sb string
+	err = c.QueryRow(ctx, `SELECT oid FROM pg_database WHERE datname = current_database()`).Scan(&oid)
+	if err == nil {
+		err = c.QueryRow(ctx, `SHOW shared_buffers`).Scan(&sb)
+	}
+	c.Close(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	dir := filepath.Join(datadir, "base", fmt.Sprint(oid))
+	var out []float64
+	for i := 0; i < n; i++ {
+		files, err := os.ReadDir(dir)
+		if err != nil {
+			return nil, "", err
+		}
+		for _, f := range files {
+			if f.Type().IsRegular() {
+				if err := dropCache(filepath.Join(dir, f.Name())); err != nil {
+					return nil, "", err
+				}
+			}
+		}
+		ms, err := trace(l)
+		if err != nil {
+			return nil, "", err
+		}
+		out = append(out, ms)
+	}
+	return out, sb, nil
 }
 
 // CapturePerf measures capture's overhead against the plain store writes

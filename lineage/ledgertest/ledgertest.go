@@ -39,6 +39,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("ErasedBy", func(t *testing.T) { testErasedBy(t, open(t)) })
 	t.Run("SubjectGuard", func(t *testing.T) { testSubjectGuard(t, open(t)) })
 	t.Run("ViewMatchesNaiveReference", func(t *testing.T) { testViewNaive(t, open(t)) })
+	t.Run("ViewMatchesNaiveReferenceRandom", func(t *testing.T) { testViewRandom(t, open) })
 	t.Run("RecordBatch", func(t *testing.T) { testBatch(t, open) })
 	t.Run("Adopt", func(t *testing.T) { testAdopt(t, open(t)) })
 	t.Run("DataKeys", func(t *testing.T) { testKeys(t, open(t)) })

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -80,6 +81,35 @@ func (l *Ledger) Events(ctx context.Context) ([]lineage.Event, error) {
 	return out, nil
 }
 
+// The set-based reads of a view (pgx prepares each once per connection and
+// reuses it). The subject's own and mentioning artifacts come whole from
+// the subject's index, and the parents, children and erasure marks of
+// both in the same round trip (viewFirstLinks); each later breadth-first
+// level costs one round trip of at most two statements, each taking the
+// level's ids as one array.
+const (
+	viewOwned    = `SELECT id, scope, subject, kind, store, key, digest FROM artifacts WHERE scope = $1 AND subject = $2`
+	viewMentions = `SELECT a.id, a.scope, a.subject, a.kind, a.store, a.key, a.digest FROM mentions m JOIN artifacts a ON a.id = m.artifact WHERE a.scope = $1 AND m.subject = $2`
+	// viewLinks reads the parents (0), children (1) and erasure marks (2)
+	// of the artifacts in f.
+	viewLinks = `SELECT 0, e.child, e.parent, '', 0::bigint FROM f JOIN edges e ON e.child = f.id
+UNION ALL SELECT 1, e.parent, e.child, '', 0::bigint FROM f JOIN edges e ON e.parent = f.id
+UNION ALL SELECT 2, m.artifact, m.outcome, m.erasure, m.seq FROM f JOIN erasures m ON m.artifact = f.id`
+	viewFirstLinks = `WITH f AS (SELECT id FROM artifacts WHERE scope = $1 AND subject = $2
+UNION SELECT m.artifact FROM mentions m JOIN artifacts a ON a.id = m.artifact WHERE a.scope = $1 AND m.subject = $2)
+` + viewLinks
+	viewLevelLinks = `WITH f AS (SELECT unnest($1::text[]) AS id)
+` + viewLinks
+	viewArtifacts = `SELECT id, scope, subject, kind, store, key, digest FROM artifacts WHERE id = ANY($1)`
+)
+
+// link is one row of viewLinks.
+type link struct {
+	what               int
+	id, other, erasure string
+	seq                int64
+}
+
 // lineage.View implements lineage.Ledger. It reads inside one REPEATABLE READ transaction,
 // so the view is one snapshot even while other processes write.
 func (l *Ledger) View(ctx context.Context, scope string, s subject.Key) (*lineage.View, error) {
@@ -87,19 +117,25 @@ func (l *Ledger) View(ctx context.Context, scope string, s subject.Key) (*lineag
 	err := l.pool.with(ctx, func(c *pgx.Conn) error {
 		opts := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
 		return pgx.BeginTxFunc(ctx, c, opts, func(tx pgx.Tx) error {
+			known := map[string]*lineage.Artifact{} // read whole already
+			var links []link
 			b := &pgx.Batch{}
-			b.Queue(`SELECT id FROM artifacts WHERE scope = $1 AND subject = $2 ORDER BY id COLLATE "C"`, scope, s.String()).Query(func(rows pgx.Rows) (err error) {
-				v.Owned, err = pgx.CollectRows(rows, pgx.RowTo[string])
+			b.Queue(viewOwned, scope, s.String()).Query(func(rows pgx.Rows) (err error) {
+				v.Owned, err = collectArtifacts(rows, known)
 				return err
 			})
-			b.Queue(`SELECT m.artifact FROM mentions m JOIN artifacts a ON a.id = m.artifact WHERE a.scope = $1 AND m.subject = $2 ORDER BY m.artifact COLLATE "C"`, scope, s.String()).Query(func(rows pgx.Rows) (err error) {
-				v.Mentions, err = pgx.CollectRows(rows, pgx.RowTo[string])
+			b.Queue(viewMentions, scope, s.String()).Query(func(rows pgx.Rows) (err error) {
+				v.Mentions, err = collectArtifacts(rows, known)
+				return err
+			})
+			b.Queue(viewFirstLinks, scope, s.String()).Query(func(rows pgx.Rows) (err error) {
+				links, err = collectLinks(rows)
 				return err
 			})
 			if err := tx.SendBatch(ctx, b).Close(); err != nil {
 				return err
 			}
-			return pgLoadLevels(ctx, tx, v)
+			return pgLoadLevels(ctx, tx, v, known, links)
 		})
 	})
 	if err != nil {
@@ -108,44 +144,70 @@ func (l *Ledger) View(ctx context.Context, scope string, s subject.Key) (*lineag
 	return v, nil
 }
 
+// collectArtifacts reads whole artifacts into known and returns their ids
+// sorted (byte order, as ORDER BY id COLLATE "C").
+func collectArtifacts(rows pgx.Rows, known map[string]*lineage.Artifact) ([]string, error) {
+	arts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*lineage.Artifact, error) { return scanArtifact(r) })
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, a := range arts {
+		known[a.ID] = a
+		ids = append(ids, a.ID)
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
+
+func collectLinks(rows pgx.Rows) ([]link, error) {
+	var out []link
+	var k link
+	_, err := pgx.ForEachRow(rows, []any{&k.what, &k.id, &k.other, &k.erasure, &k.seq}, func() error {
+		out = append(out, k)
+		return nil
+	})
+	return out, err
+}
+
 // pgLoadLevels loads the owned and mentioning artifacts and all their
-// descendants, one breadth-first level at a time: four statements a level
-// (each = ANY of the level's ids; pgx prepares and caches them), sent in
-// one round trip, instead of four statements per artifact.
-func pgLoadLevels(ctx context.Context, tx pgx.Tx, v *lineage.View) error {
+// descendants, one breadth-first level at a time. known holds the
+// artifacts read already, links the links of the first level.
+func pgLoadLevels(ctx context.Context, tx pgx.Tx, v *lineage.View, known map[string]*lineage.Artifact, links []link) error {
 	frontier := lineage.NewFrontier(v, append(append([]string{}, v.Owned...), v.Mentions...))
-	for len(frontier) > 0 {
+	for first := true; len(frontier) > 0; first = false {
 		level := map[string]*lineage.Artifact{}
-		children := map[string][]string{}
-		b := &pgx.Batch{}
-		b.Queue(`SELECT id, scope, subject, kind, store, key, digest FROM artifacts WHERE id = ANY($1)`, frontier).Query(func(rows pgx.Rows) error {
-			arts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*lineage.Artifact, error) { return scanArtifact(r) })
-			for _, a := range arts {
-				level[a.ID] = a
+		var missing []string
+		for _, id := range frontier {
+			if a := known[id]; a != nil {
+				level[id] = a
+				delete(known, id)
+			} else {
+				missing = append(missing, id)
 			}
-			return err
-		})
-		b.Queue(`SELECT child, parent FROM edges WHERE child = ANY($1)`, frontier).Query(func(rows pgx.Rows) error {
-			return pgPairs(rows, level, func(child, parent string) { level[child].Parents = append(level[child].Parents, parent) })
-		})
-		b.Queue(`SELECT parent, child FROM edges WHERE parent = ANY($1)`, frontier).Query(func(rows pgx.Rows) error {
-			return pgPairs(rows, level, func(parent, child string) { children[parent] = append(children[parent], child) })
-		})
-		b.Queue(`SELECT artifact, outcome, erasure FROM erasures WHERE artifact = ANY($1) ORDER BY artifact, seq DESC, erasure COLLATE "C" DESC`, frontier).Query(func(rows pgx.Rows) error {
-			var id, outcome, erasure string
-			_, err := pgx.ForEachRow(rows, []any{&id, &outcome, &erasure}, func() error {
-				if _, ok := v.Erased[id]; !ok { // the latest: rows come seq DESC
-					v.Erased[id] = strings.TrimSpace(outcome)
-					v.ErasedBy[id] = strings.TrimSpace(erasure)
-				}
-				return nil
-			})
-			return err
-		})
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		}
+		if !first || len(missing) > 0 {
+			b := &pgx.Batch{}
+			if len(missing) > 0 {
+				b.Queue(viewArtifacts, missing).Query(func(rows pgx.Rows) error {
+					_, err := collectArtifacts(rows, level)
+					return err
+				})
+			}
+			if !first {
+				b.Queue(viewLevelLinks, frontier).Query(func(rows pgx.Rows) (err error) {
+					links, err = collectLinks(rows)
+					return err
+				})
+			}
+			if err := tx.SendBatch(ctx, b).Close(); err != nil {
+				return err
+			}
+		}
+		children, err := applyLinks(v, level, links)
+		if err != nil {
 			return err
 		}
-		var err error
 		if frontier, err = lineage.AddLevel(v, frontier, level, children); err != nil {
 			return err
 		}
@@ -153,17 +215,36 @@ func pgLoadLevels(ctx context.Context, tx pgx.Tx, v *lineage.View) error {
 	return nil
 }
 
-// pgPairs reads (id, other) rows, where id is of the level.
-func pgPairs(rows pgx.Rows, level map[string]*lineage.Artifact, add func(id, other string)) error {
-	var id, other string
-	_, err := pgx.ForEachRow(rows, []any{&id, &other}, func() error {
-		if _, ok := level[id]; !ok {
-			return fmt.Errorf("edge of artifact %s, which is not recorded", id)
+// applyLinks adds a level's parents to its artifacts and the latest
+// erasure mark of each to v, and returns each artifact's children.
+func applyLinks(v *lineage.View, level map[string]*lineage.Artifact, links []link) (map[string][]string, error) {
+	children := map[string][]string{}
+	latest := map[string]link{}
+	for _, k := range links {
+		switch k.what {
+		case 0, 1:
+			a, ok := level[k.id]
+			if !ok {
+				return nil, fmt.Errorf("edge of artifact %s, which is not recorded", k.id)
+			}
+			if k.what == 0 {
+				a.Parents = append(a.Parents, k.other)
+			} else {
+				children[k.id] = append(children[k.id], k.other)
+			}
+		case 2:
+			// The latest mark: the highest seq, then the highest erasure
+			// id in byte order (as ORDER BY seq DESC, erasure COLLATE "C" DESC).
+			if m, ok := latest[k.id]; !ok || k.seq > m.seq || (k.seq == m.seq && k.erasure > m.erasure) {
+				latest[k.id] = k
+			}
 		}
-		add(id, other)
-		return nil
-	})
-	return err
+	}
+	for id, m := range latest {
+		v.Erased[id] = strings.TrimSpace(m.other)
+		v.ErasedBy[id] = strings.TrimSpace(m.erasure)
+	}
+	return children, nil
 }
 
 // pgPool is a small pool of PostgreSQL connections: at most max open, idle

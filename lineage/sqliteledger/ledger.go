@@ -69,6 +69,7 @@ CREATE TABLE IF NOT EXISTS erasures (
 type Ledger struct {
 	db *sql.DB
 	st stmts
+	rd *reader // View's handle
 }
 
 // driverName is mattn/go-sqlite3 with each connection reading the ledger
@@ -191,6 +192,11 @@ func open(ctx context.Context, path string, create bool) (*Ledger, error) {
 		db.Close()
 		return nil, fmt.Errorf("open ledger: %w", err)
 	}
+	if l.rd, err = openReader(ctx, path); err != nil {
+		l.closeStmts()
+		db.Close()
+		return nil, fmt.Errorf("open ledger: %w", err)
+	}
 	return l, nil
 }
 
@@ -217,7 +223,11 @@ func privateFiles(paths ...string) error {
 // Close closes the database.
 func (l *Ledger) Close() error {
 	l.closeStmts()
-	return l.db.Close()
+	rerr := l.rd.close()
+	if err := l.db.Close(); err != nil {
+		return err
+	}
+	return rerr
 }
 
 // append writes one event to the hash chain and returns its seq.
