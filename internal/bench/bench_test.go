@@ -61,6 +61,12 @@ func TestResidueSmoke(t *testing.T) {
 				if c := byID[id]; c.PhysicalResidue != 0 || c.LogicalExclusion != 1 {
 					t.Errorf("%s amnesia: residue %.2f, exclusion %.2f", id, c.PhysicalResidue, c.LogicalExclusion)
 				}
+				// At this size every erasure ends with a certificate and
+				// nothing RESIDUAL, UNVERIFIED or OUT_OF_SCOPE (NEEDS_HUMAN,
+				// a boilerplate chunk another subject holds whole, may be).
+				if o := byID[id].Outcomes; o == nil || o.Erasures != byID[id].Subjects || o.Pending+o.Residual+o.Unverified+o.OutOfScope != 0 {
+					t.Errorf("%s amnesia: outcomes %+v", id, o)
+				}
 			}
 		})
 	}

@@ -206,7 +206,8 @@ func (r *Results) Headline() string {
 		if f.Fresh == nil || f.Fresh.Stale {
 			on += "; " + f.Status()
 		}
-		fmt.Fprintf(&b, "| %s | %d docs, %d subjects | %d | %s | %s | %s | %s / %s | %s | %s | %s |\n", s.Store, s.Docs, s.Subjects, c["B4"].Records, pct(c["B0"].PhysicalResidue), pct(c["B4"].PhysicalResidue), pct(c["B4"].ProbePower), ms(c["B4"].WallMedianMs), ms(c["B4"].WallP95Ms), peer, rat, on)
+		b4 := pct(c["B4"].PhysicalResidue) + flagged("", c["B4"].Outcomes) + flagged("B5", c["B5"].Outcomes)
+		fmt.Fprintf(&b, "| %s | %d docs, %d subjects | %d | %s | %s | %s | %s / %s | %s | %s | %s |\n", s.Store, s.Docs, s.Subjects, c["B4"].Records, pct(c["B0"].PhysicalResidue), b4, pct(c["B4"].ProbePower), ms(c["B4"].WallMedianMs), ms(c["B4"].WallP95Ms), peer, rat, on)
 	}
 	if len(r.Residue) > 0 {
 		s := r.Residue[0]
@@ -216,6 +217,20 @@ func (r *Results) Headline() string {
 		b.WriteString("\nA peer's figure is quoted from its README, not measured by us: the peer ran it on its own hardware and corpus, and its table does not say whether wall/erasure is a median or a mean; amnesia / peer divides amnesia's median by it and says no more than that. Lethe's and vector-forget's READMEs publish no measured figure. The quoted lines: [RESULTS.md](RESULTS.md#peers-published-figures).\n")
 	}
 	return b.String()
+}
+
+// flagged is " (<flag>)" when the erasures of a cell did not all end
+// clean, prefixed with the baseline when it is not the column's own, and
+// "" otherwise.
+func flagged(baseline string, o *Outcomes) string {
+	f := o.Flag()
+	switch {
+	case f == "":
+		return ""
+	case baseline != "":
+		return " (" + baseline + ": " + f + ")"
+	}
+	return " (" + f + ")"
 }
 
 func cells(s *StoreResult) map[string]Cell {
@@ -247,20 +262,27 @@ func (r *Results) Markdown() string {
 			} else if c.RecallBefore != nil {
 				recall = fmt.Sprintf("%.2f → (no survivors)", *c.RecallBefore)
 			}
-			fmt.Fprintf(&b, "| %s | %d | %d | %s | %s | %s | %d (%d) | %s | %s / %s | %s |\n", c.Baseline, c.Subjects, c.Records, pct(c.LogicalExclusion), pct(c.PhysicalResidue), pct(c.ProbePower), c.SharedWindows, c.SharedFound, recall, ms(c.WallMedianMs), ms(c.WallP95Ms), ms(c.WallTotalMs))
+			fmt.Fprintf(&b, "| %s | %d | %d | %s | %s | %s | %d (%d) | %s | %s / %s | %s |\n", c.Baseline, c.Subjects, c.Records, pct(c.LogicalExclusion), pct(c.PhysicalResidue)+flagged("", c.Outcomes), pct(c.ProbePower), c.SharedWindows, c.SharedFound, recall, ms(c.WallMedianMs), ms(c.WallP95Ms), ms(c.WallTotalMs))
 		}
 		// What a baseline means for this store (one that does not apply,
-		// and why), as the results file says.
+		// and why), as the results file says, and how its erasures ended.
 		first := true
 		for _, c := range s.Cells {
-			if c.Note == "" {
+			if c.Note == "" && c.Outcomes == nil {
 				continue
 			}
 			if first {
 				b.WriteString("\n")
 				first = false
 			}
-			fmt.Fprintf(&b, "- %s: %s\n", c.Baseline, c.Note)
+			switch {
+			case c.Outcomes == nil:
+				fmt.Fprintf(&b, "- %s: %s\n", c.Baseline, c.Note)
+			case c.Note == "":
+				fmt.Fprintf(&b, "- %s: %s\n", c.Baseline, c.Outcomes.Summary())
+			default:
+				fmt.Fprintf(&b, "- %s: %s; %s\n", c.Baseline, c.Note, c.Outcomes.Summary())
+			}
 		}
 	}
 	if sc := r.Scale; sc != nil {
@@ -340,6 +362,7 @@ func (r *Results) peersSection() string {
 			if x := ratio(c.PhysicalResidue, p.PhysicalResidue); x != "" {
 				res += " = " + x
 			}
+			res += flagged("", c.Outcomes)
 			wall = fmt.Sprintf("%s / %s", ms(c.WallMedianMs), p.WallText)
 			if x := ratio(c.WallMedianMs, p.WallMs); x != "" {
 				wall += " = " + x

@@ -52,7 +52,12 @@ type Cell struct {
 	WallMedianMs     float64  `json:"wall_median_ms"` // per erasure
 	WallP95Ms        float64  `json:"wall_p95_ms"`
 	WallTotalMs      float64  `json:"wall_total_ms"`
-	Note             string   `json:"note,omitempty"`
+	// Outcomes (B4, B5) is how the erasures ended, as their certificates
+	// say (outcome.go); absent from files written before it was recorded,
+	// when the harness stopped at the first erasure that left an
+	// artifact UNVERIFIED, RESIDUAL or OUT_OF_SCOPE.
+	Outcomes *Outcomes `json:"outcomes,omitempty"`
+	Note     string    `json:"note,omitempty"`
 }
 
 // StoreResult is one results file: bench/results/residue-<store>.json.

@@ -138,8 +138,24 @@ func init() {
 			return false, err
 		},
 		drop: func(ctx context.Context, e *env) error { return dropWeaviateClass(ctx, e.st.(*weaviate.Store)) },
+		notes: map[string]string{
+			"B1": weaviateB1Note,
+			"B4": weaviateReclaimNote,
+			"B5": weaviateReclaimNote,
+		},
 	}
 }
+
+// What B1 and amnesia's reclaim mean on Weaviate (docs/weaviate.md,
+// "Why a wait can end PENDING").
+var (
+	weaviateB1Note = fmt.Sprintf("Weaviate has no compaction call: B1 is the native delete, then a %.0f s wait for the server's own memtable flush and segment compaction", weaviateSettle.Seconds())
+	// The erasure's reclaim wait is saga.DefaultReclaimWait (30 s), each
+	// Reclaim call polling for up to weaviate.DefaultPoll (10 s).
+	weaviateReclaimNote = "Weaviate has no compaction API: reclaim waits up to the erasure's reclaim wait (30 s, one Reclaim polls up to 10 s) for the server's own compaction, " +
+		"which merges only segments of the same level: the delete's tombstone lands in a new level-0 segment, and an object in an older, higher-level segment stays there until later writes raise the newer segments to its level; " +
+		"no server setting bounds that, so an erasure still waiting is PENDING-weaviate-compaction (outcomes)"
+)
 
 // weaviateText is a chunk's text as the object store writes it (a JSON
 // string's body).
