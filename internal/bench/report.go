@@ -285,6 +285,9 @@ func (r *Results) Markdown() string {
 			}
 		}
 	}
+	if len(r.Residue) > 0 {
+		b.WriteString("\nNot in these tables: **Pinecone**, a managed service whose storage cannot be read, so there are no files for the probe to scan; its adapter is tested against a local fake of its data-plane API and always reports `UNVERIFIED-managed` ([docs/pinecone.md](docs/pinecone.md)). The **file** adapter is measured on JSONL (`file-jsonl`); its CSV and Parquet formats (Parquet's probe also decodes every page) are covered by its tests ([docs/stores.md](docs/stores.md#file-jsonl-csv-parquet)), not by a row here.\n")
+	}
 	if sc := r.Scale; sc != nil {
 		fmt.Fprintf(&b, "\n## Scale (%s; %s)\n\n", sc.Describe(), sc.Date)
 		b.WriteString(r.file("scale", "").stamp() + "\n")
