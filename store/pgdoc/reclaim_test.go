@@ -227,12 +227,15 @@ func TestInvalidIndexLeftByReindex(t *testing.T) {
 // it is taken: if another database on the shared server had a transaction
 // open from before the delete, the snapshot really does pin the deleted row
 // (PENDING-long-transaction is then the right answer), and the scenario is
-// set up again, up to five times.
+// set up again, up to 30 times, waiting a little longer each time (the
+// test packages run in parallel on one server; five attempts were not
+// enough once in CI).
 func TestDeadTuplesRemain(t *testing.T) {
-	for attempt := 1; attempt <= 5; attempt++ {
+	for attempt := 1; attempt <= 30; attempt++ {
 		if deadTuplesScenario(t, attempt) {
 			return
 		}
+		time.Sleep(time.Duration(attempt) * 50 * time.Millisecond)
 	}
 	t.Fatal("every attempt was pinned by a transaction older than the delete: the server is too busy for this test")
 }
