@@ -27,8 +27,9 @@ var runTag = fmt.Sprintf("%d", time.Now().UnixNano()%1e9)
 // suppression marker the way capture's wrappers do.
 func init() {
 	targets[pgdoc.Type] = &target{
-		typ:   pgdoc.Type,
-		fresh: true,
+		typ:    pgdoc.Type,
+		fresh:  true,
+		server: pgDSN,
 		config: func(dir string) store.Config {
 			return store.Config{Name: "pgdocs", Type: pgdoc.Type, DSN: pgDSN(), Table: "bench_docs_" + runTag + "_" + filepath.Base(dir)}
 		},

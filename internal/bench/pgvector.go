@@ -217,6 +217,11 @@ func PGVector(ctx context.Context, o PGVectorOptions) (*PGVectorResult, error) {
 	if o.Note != "" {
 		r.res.Notes = append(r.res.Notes, o.Note)
 	}
+	if set, err := provenance.PostgresSettings(ctx, o.DSN); err == nil {
+		r.res.ServerSettings = set
+	} else {
+		r.note("The server's settings could not be read (%v).", err)
+	}
 	r.note("Each baseline gets its own table, built the same way: created in the adapter's layout, filled with multi-row INSERTs (250 rows each, " +
 		"vectors in pgvector's binary format; PGlite's socket server loses protocol sync on COPY FROM STDIN), VACUUM (ANALYZE), then the vector index " +
 		"and the subject index. Between baselines the table is dropped and pg_wal rotated, so each table's files and WAL hold only its own history.")

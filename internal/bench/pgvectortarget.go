@@ -36,8 +36,9 @@ func pgvectorDataDir() string {
 // do. Lineage and the read path are handled as for the postgres target.
 func init() {
 	targets[pgvector.Type] = &target{
-		typ:   pgvector.Type,
-		fresh: true,
+		typ:    pgvector.Type,
+		fresh:  true,
+		server: pgvectorDSN,
 		config: func(dir string) store.Config {
 			return store.Config{Name: "pgvec", Type: pgvector.Type, DSN: pgvectorDSN(), Table: "bench_vec_" + runTag + "_" + filepath.Base(dir), Dimensions: Dim, DataDir: pgvectorDataDir()}
 		},

@@ -93,6 +93,13 @@ func Residue(ctx context.Context, typ string, o Options) (*StoreResult, error) {
 	}
 	res := &StoreResult{Kind: "residue", Store: typ, Seed: o.Seed, Subjects: o.Subjects, Docs: len(c.Docs), Records: records, Sample: o.Sample,
 		Provenance: provenance.Capture(provenance.ResiduePaths)}
+	if tg.server != nil {
+		set, err := provenance.PostgresSettings(ctx, tg.server())
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", typ, err)
+		}
+		res.ServerSettings = set
+	}
 	for _, b := range Baselines {
 		subjects := sample(o.Subjects, o.Sample)
 		if b.ID == "B5" {

@@ -40,6 +40,9 @@ type target struct {
 	// fresh: each baseline ingests anew instead of copying the template
 	// (for server stores, whose data is not in the template directory).
 	fresh bool
+	// server, if set, returns the DSN of the database server the store
+	// lives on: its settings are recorded with the results.
+	server func() string
 	// drop, if set, removes the store's data when a baseline is done.
 	drop func(ctx context.Context, e *env) error
 	// notes, per baseline, say what the numbers mean for this store: a

@@ -49,6 +49,15 @@ type Provenance struct {
 	// Date is the UTC day the run started (YYYY-MM-DD); MeasuredAt the instant.
 	Date       string `json:"date"`
 	MeasuredAt string `json:"measured_at,omitempty"`
+	// LoadAvg is /proc/loadavg's 1-, 5- and 15-minute load averages when
+	// the run started: whether the machine was quiet.
+	LoadAvg string `json:"load_avg,omitempty"`
+	// ServerSettings are the settings of a database server the run
+	// measured that change its timings (PostgreSQL: version, fsync,
+	// synchronous_commit, shared_buffers, maintenance_work_mem, …), as the
+	// server reported them; nil when the run used no server or predates the
+	// field. Set by the benchmark (PostgresSettings), not by Capture.
+	ServerSettings map[string]string `json:"server_settings,omitempty"`
 }
 
 // ResiduePaths is the code the residue, pgvector and scale benchmarks
@@ -88,6 +97,7 @@ func Capture(paths []string) Provenance {
 		CPU:           cpuModel(),
 		Date:          now.Format("2006-01-02"),
 		MeasuredAt:    now.Format(time.RFC3339),
+		LoadAvg:       loadAvg(),
 	}
 	p.Machine = fmt.Sprintf("%s/%s, %d CPUs, %s", p.GOOS, p.GOARCH, p.CPUs, p.GoVersion)
 	p.Commit = "unknown"
@@ -325,7 +335,21 @@ func cpuModel() string {
 	return ""
 }
 
-// Describe is the machine in one line, with the CPU model when known.
+// loadAvg returns the three load averages of /proc/loadavg, or "".
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// Describe is the machine in one line, with the CPU model when known, the
+// load when the run started and the settings of the server it measured.
 func (p Provenance) Describe() string {
 	m := p.Machine
 	if m == "" {
@@ -333,6 +357,17 @@ func (p Provenance) Describe() string {
 	}
 	if p.CPU != "" && !strings.Contains(m, p.CPU) {
 		m += ", " + p.CPU
+	}
+	if p.LoadAvg != "" {
+		m += ", load average " + strings.ReplaceAll(p.LoadAvg, " ", "/") + " at start"
+	}
+	if s := p.ServerSettings; len(s) > 0 {
+		m += "; " + s["server"]
+		for _, k := range PostgresSettingNames {
+			if v, ok := s[k]; ok {
+				m += ", " + k + "=" + v
+			}
+		}
 	}
 	return m
 }
