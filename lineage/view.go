@@ -24,6 +24,23 @@ func NewFrontier(v *View, ids []string) []string {
 	return out
 }
 
+// SplitKnown starts a level of a view's walk: it moves the artifacts of
+// frontier that known already holds (read with the subject's own, say)
+// into a new level map, deleting them from known, and returns the ids
+// still to be read, in frontier's order.
+func SplitKnown(frontier []string, known map[string]*Artifact) (level map[string]*Artifact, missing []string) {
+	level = make(map[string]*Artifact, len(frontier))
+	for _, id := range frontier {
+		if a := known[id]; a != nil {
+			level[id] = a
+			delete(known, id)
+		} else {
+			missing = append(missing, id)
+		}
+	}
+	return level, missing
+}
+
 // AddLevel adds the artifacts of one level to v: level holds them by id
 // (their Parents as read, in any order), children the child ids of each
 // (in any order). It sorts both (byte order, as the backends' ORDER BY

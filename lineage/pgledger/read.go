@@ -176,16 +176,7 @@ func collectLinks(rows pgx.Rows) ([]link, error) {
 func pgLoadLevels(ctx context.Context, tx pgx.Tx, v *lineage.View, known map[string]*lineage.Artifact, links []link) error {
 	frontier := lineage.NewFrontier(v, append(append([]string{}, v.Owned...), v.Mentions...))
 	for first := true; len(frontier) > 0; first = false {
-		level := map[string]*lineage.Artifact{}
-		var missing []string
-		for _, id := range frontier {
-			if a := known[id]; a != nil {
-				level[id] = a
-				delete(known, id)
-			} else {
-				missing = append(missing, id)
-			}
-		}
+		level, missing := lineage.SplitKnown(frontier, known)
 		if !first || len(missing) > 0 {
 			b := &pgx.Batch{}
 			if len(missing) > 0 {

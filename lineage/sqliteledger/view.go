@@ -139,16 +139,7 @@ func (r *reader) loadLevels(ctx context.Context, tx *sql.Tx, v *lineage.View, kn
 	artifacts, linked := tx.StmtContext(ctx, r.artifacts), tx.StmtContext(ctx, r.linked)
 	frontier := lineage.NewFrontier(v, append(append([]string{}, v.Owned...), v.Mentions...))
 	for len(frontier) > 0 {
-		level := map[string]*lineage.Artifact{}
-		var missing []string
-		for _, id := range frontier {
-			if a := known[id]; a != nil {
-				level[id] = a
-				delete(known, id)
-			} else {
-				missing = append(missing, id)
-			}
-		}
+		level, missing := lineage.SplitKnown(frontier, known)
 		if len(missing) > 0 {
 			ids, err := jsonIDs(missing)
 			if err != nil {
