@@ -44,6 +44,11 @@ type Job struct {
 	// in a store that lives in files on that host: owner: in amnesia.yaml),
 	// "" for any host. Set at enqueue (RoutedQueue.EnqueueFor).
 	Owner string
+	// EnqueuedAt is when the erasure was queued (the request time from which
+	// its delete persistence latency is measured); Due is its due date, zero
+	// for a job queued without one (WindowQueue.EnqueueDue).
+	EnqueuedAt time.Time
+	Due        time.Time
 }
 
 // Queue is the erasure work queue kept in the ledger, implemented by
