@@ -81,4 +81,3 @@ func sortWindow(js []*lineage.Job) {
 		return js[a].EnqueuedAt.Before(js[b].EnqueuedAt)
 	})
 }
-
