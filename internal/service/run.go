@@ -81,6 +81,9 @@ func (s *Service) Run(ctx context.Context) error {
 				})
 			},
 		}
+		if wait, max, margin := s.dir.Config.ErasureWindow(); wait > 0 {
+			w.Window = &worker.Window{Wait: wait, Max: max, Margin: margin}
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -230,7 +233,7 @@ func (s *Service) Sync(ctx context.Context) error {
 func (s *Service) requeue(ctx context.Context, d *reqDoc) {
 	t, err := s.env.LoadTrace(ctx, d.TraceID)
 	if err == nil {
-		err = worker.Enqueue(ctx, s.env, t, d.Reason)
+		err = worker.EnqueueDue(ctx, s.env, t, d.Reason, queueDue(d.DueAt))
 	}
 	if err == nil {
 		s.log.Info("erasure request queued again", "request", d.ID, "trace", d.TraceID)
