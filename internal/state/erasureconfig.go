@@ -98,4 +98,3 @@ func (c *Config) ErasureWindow() (wait time.Duration, max int, margin time.Durat
 	}
 	return c.Erasure.window, max, c.Erasure.margin
 }
-
