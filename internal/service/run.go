@@ -66,6 +66,13 @@ func (s *Service) Run(ctx context.Context) error {
 					return true
 				})
 			},
+			Latency: func(_ *lineage.Job, _ *saga.Result, ls []saga.StoreLatency) {
+				for _, l := range ls {
+					if l.State == saga.LatencyClean {
+						s.metrics.latency.WithLabelValues(l.Store).Observe(l.Latency.Seconds())
+					}
+				}
+			},
 			Failed: func(j *lineage.Job, err error) {
 				started.Delete(j.ID)
 				paused := errors.Is(err, saga.ErrPending) || errors.Is(err, erasure.ErrNotReady)
