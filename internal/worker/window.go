@@ -205,7 +205,7 @@ func (w *Worker) runWindow(ctx context.Context, jobs []*lineage.Job) (failed int
 				for k, i := range ready {
 					res[i] = out[k]
 					if out[k] == nil {
-						errs[i] = berr
+						errs[i] = pausedIn(berr, saga.ID(jobs[i].ID))
 					}
 				}
 			case runCtx.Err() != nil || errors.Is(berr, lineage.ErrLeaseLost):
@@ -302,4 +302,14 @@ func (w *Worker) latency(ctx context.Context, j *lineage.Job, res *saga.Result) 
 	if w.Latency != nil {
 		w.Latency(j, res, ls)
 	}
+}
+
+// pausedIn is the error of erasure id, paused in a window whose first pause
+// was err (saga.RunBatch returns the first one only).
+func pausedIn(err error, id string) error {
+	var pe *saga.PendingError
+	if errors.As(err, &pe) && pe.Erasure == id {
+		return err
+	}
+	return fmt.Errorf("%w: erasure %s paused in its window (a store held up its reclaim or probe); released for a retry in %s", saga.ErrPending, id, RetryDelay)
 }

@@ -12,7 +12,7 @@ import (
 // testWindow: due dates are kept (a job queued without one has none and
 // counts as due when queued); Waiting sees what is claimable; ClaimWindow
 // claims at most max jobs, earliest due first, each with its own fenced
-// claim; a window claimed through one handle is not claimable through the
+// claim; Claim takes the job due first; a window claimed through one handle is not claimable through the
 // other; a host sees only its own jobs and those bound to none.
 func testWindow(t *testing.T, queues func(*testing.T) (lineage.Queue, lineage.Queue)) {
 	ctx := context.Background()
@@ -120,6 +120,18 @@ func testWindow(t *testing.T, queues func(*testing.T) (lineage.Queue, lineage.Qu
 	again, err := wa.ClaimWindow(ctx, "w4", "", 10, time.Minute)
 	if err != nil || len(again) != 1 || again[0].ID != "w-soon" || again[0].Attempts != 2 {
 		t.Fatalf("after a release: %+v, %v; want w-soon alone, attempt 2", again, err)
+	}
+	// Claim (one job) takes the job due first too, not the oldest.
+	if err := wa.EnqueueDue(ctx, "c-later", Subject(t, "c-later"), "default", "TICKET-9", "", base.Add(10*24*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := wa.EnqueueDue(ctx, "c-sooner", Subject(t, "c-sooner"), "default", "TICKET-9", "", base.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"c-sooner", "c-later"} {
+		if j, err := qb.Claim(ctx, "w5", time.Minute); err != nil || j.ID != want {
+			t.Fatalf("Claim = %+v, %v; want %s (due first)", j, err, want)
+		}
 	}
 }
 

@@ -133,7 +133,7 @@ func (l *Ledger) claim(ctx context.Context, worker, host string, anyHost bool, l
 			FROM (SELECT id FROM queue
 				WHERE ((state = 'pending' AND available_at <= now()) OR (state = 'claimed' AND lease_until <= now()))
 					AND ($3 OR owner = '' OR owner = $4)
-				ORDER BY n LIMIT 1 FOR UPDATE SKIP LOCKED) c
+				ORDER BY coalesce(due_at, enqueued_at), n LIMIT 1 FOR UPDATE SKIP LOCKED) c
 			WHERE q.id = c.id
 			RETURNING q.id, q.subject, q.scope, q.reason, q.state, q.worker, q.attempts, q.lease_until, q.certificate, q.error, q.owner, q.enqueued_at, q.due_at`,
 			worker, lease.Seconds(), anyHost, host))

@@ -134,7 +134,7 @@ func (l *Ledger) claim(ctx context.Context, worker, host string, anyHost bool, l
 		WHERE n = (SELECT n FROM queue
 			WHERE ((state = 'pending' AND available_at <= ?) OR (state = 'claimed' AND lease_until <= ?))
 				AND (? OR owner = '' OR owner = ?)
-			ORDER BY n LIMIT 1)
+			ORDER BY coalesce(due_at, enqueued_at), n LIMIT 1)
 		RETURNING `+sqliteJobColumns, worker, now+lease.Milliseconds(), now, now, anyHost, host))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, lineage.ErrNoJob
