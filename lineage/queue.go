@@ -44,6 +44,11 @@ type Job struct {
 	// in a store that lives in files on that host: owner: in amnesia.yaml),
 	// "" for any host. Set at enqueue (RoutedQueue.EnqueueFor).
 	Owner string
+	// EnqueuedAt is when the erasure was queued (the request time from which
+	// its delete persistence latency is measured); Due is its due date, zero
+	// for a job queued without one (WindowQueue.EnqueueDue).
+	EnqueuedAt time.Time
+	Due        time.Time
 }
 
 // Queue is the erasure work queue kept in the ledger, implemented by
@@ -71,8 +76,10 @@ type Queue interface {
 	// *subject.PersonalDataError; the queue cannot check it against the
 	// subject, which the caller must (saga.CheckReason).
 	Enqueue(ctx context.Context, traceID, subjectKeyHex, scope, reason string) error
-	// Claim claims the oldest pending or lease-expired job for worker, for
-	// lease. It returns ErrNoJob when there is none.
+	// Claim claims the pending or lease-expired job due first (a job
+	// without a due date is due when it was queued; among equal due dates
+	// the oldest) for worker, for lease. It returns ErrNoJob when there is
+	// none.
 	Claim(ctx context.Context, worker string, lease time.Duration) (*Job, error)
 	// Renew extends the lease of the claim j to lease from now.
 	Renew(ctx context.Context, j *Job, lease time.Duration) error

@@ -188,6 +188,7 @@ func main() {
 		counts := fs.String("workers", "1,2,4", "worker counts, one run each")
 		fs.IntVar(&o.Erasures, "erasures", 200, "erasures queued per run")
 		fs.IntVar(&o.DocsEach, "docs-each", 5, "documents per subject (each with 2 chunks)")
+		fs.IntVar(&o.Window, "window", 0, "run the workers in erasure windows of at most this many erasures (0: one at a time); reports the delete persistence latency per store either way")
 		fs.Parse(os.Args[2:])
 		o.Work = scratch(*work)
 		for _, c := range strings.Split(*counts, ",") {

@@ -119,6 +119,7 @@ type eraseOptions struct {
 	trace        string
 	reason       string
 	queue        bool
+	due          string
 	allowPartial bool
 	verbose      bool
 }
@@ -151,7 +152,10 @@ a path). A new erasure is refused when the ledger no longer gives the same trace
 				return err
 			}
 			if o.queue {
-				return a.enqueue(cmd.Context(), cmd.OutOrStdout(), t, o.reason)
+				return a.enqueue(cmd.Context(), cmd.OutOrStdout(), t, o.reason, o.due)
+			}
+			if o.due != "" {
+				return withCode(exitUsage, errors.New("--due goes with --queue: an erasure run at once has no due date"))
 			}
 			if strings.TrimSpace(o.reason) == "" && !a.env().Started(cmd.Context(), t) {
 				return withCode(exitUsage, errors.New("--reason is required for a new erasure"))
@@ -165,7 +169,8 @@ a path). A new erasure is refused when the ledger no longer gives the same trace
 	}
 	cmd.Flags().StringVar(&o.trace, "trace", "", "trace id (from 'amnesia trace') or path to a trace file")
 	cmd.Flags().StringVar(&o.reason, "reason", "", "request or ticket reference (goes into the certificate: no personal data)")
-	cmd.Flags().BoolVar(&o.queue, "queue", false, "queue the erasure in the ledger for 'amnesia worker' instead of running it")
+	cmd.Flags().BoolVar(&o.queue, "queue", false, "queue the erasure in the ledger for 'amnesia worker' instead of running it; its artifacts are suppressed at once")
+	cmd.Flags().StringVar(&o.due, "due", "", "with --queue: the erasure's due date (RFC 3339, at most one month away; default: now + erasure.deadline of amnesia.yaml)")
 	cmd.Flags().BoolVar(&o.allowPartial, "allow-partial", false, allowPartialHelp)
 	cmd.Flags().BoolVar(&o.verbose, "verbose", false, "print one line per artifact and each store's evidence, not only one line per store")
 	return cmd

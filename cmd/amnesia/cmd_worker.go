@@ -25,12 +25,14 @@ type workerOptions struct {
 	poll  time.Duration
 	id    string
 	host  string
+	// noWindow runs one erasure at a time even when erasure.window is set.
+	noWindow bool
 }
 
 func newWorkerCommand(g *globalOptions) *cobra.Command {
 	o := &workerOptions{}
 	cmd := &cobra.Command{
-		Use:   "worker [--once | --drain] [--lease 10m]",
+		Use:   "worker [--once | --drain] [--lease 10m] [--no-window]",
 		Short: "Run the erasures queued with 'erase --queue'",
 		Long: `Worker claims queued erasures from the ledger and runs each exactly like
 'amnesia erase --trace <id>'. Any number of workers may share one PostgreSQL
@@ -48,7 +50,17 @@ erasures of its own stores in files, and those of server stores (docs/scale.md).
 
 --once runs at most one erasure; --drain exits when nothing is waiting;
 otherwise the worker polls until it is stopped (SIGINT/SIGTERM hand the
-current erasure back to the queue).`,
+current erasure back to the queue).
+
+Erasure windows (erasure.window in amnesia.yaml, docs/windows.md): the worker
+claims every waiting erasure (up to erasure.window_max) at once and runs them
+together, each store reclaiming once for all, when the oldest has waited
+erasure.window, when the earliest due date is less than the margin away, or
+when window_max are waiting; --once runs one window, --drain runs windows at
+once until nothing is waiting. Each erasure keeps its own claim and its own
+certificate. After each erasure the worker prints its delete persistence
+latency per store: from the request to the physical probe that found none of
+the subject's bytes. --no-window runs one erasure at a time.`,
 		Args: usageArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.lease < 3*time.Second {
@@ -85,6 +97,12 @@ current erasure back to the queue).`,
 					fmt.Fprintf(progress, "worker %s: erasure %s: %v\n", o.id, saga.ID(j.ID), err)
 				},
 				Idle: func() { fmt.Fprintf(out, "worker %s: no erasure waiting\n", o.id) },
+				Latency: func(_ *lineage.Job, res *saga.Result, ls []saga.StoreLatency) {
+					printLatency(out, res.ID, ls)
+				},
+			}
+			if wait, max, margin := a.dir.Config.ErasureWindow(); wait > 0 && !o.noWindow {
+				w.Window = &worker.Window{Wait: wait, Max: max, Margin: margin}
 			}
 			return w.Run(cmd.Context())
 		},
@@ -94,21 +112,45 @@ current erasure back to the queue).`,
 	cmd.Flags().DurationVar(&o.lease, "lease", 10*time.Minute, "how long a claim lasts without renewal (renewed every third of it)")
 	cmd.Flags().DurationVar(&o.poll, "poll", 5*time.Second, "how often an idle worker looks for work")
 	cmd.Flags().StringVar(&o.id, "id", "", "worker name in the queue (default host:pid)")
+	cmd.Flags().BoolVar(&o.noWindow, "no-window", false, "run one erasure at a time, at once, even when erasure.window is set in amnesia.yaml")
 	cmd.Flags().StringVar(&o.host, "host", "", "this host's name: claim only erasures of the stores in files whose owner: it is, and of server stores (required when stores have owners)")
 	return cmd
 }
 
 // enqueue is `erase --queue`: the trace must still match the ledger (or its
-// erasure must have begun), as for `erase`.
-func (a *app) enqueue(ctx context.Context, out io.Writer, t *lineage.Trace, reason string) error {
+// erasure must have begun), as for `erase`; due is an RFC 3339 due date or
+// "" (now + erasure.deadline).
+func (a *app) enqueue(ctx context.Context, out io.Writer, t *lineage.Trace, reason, due string) error {
 	if strings.TrimSpace(reason) == "" {
 		return withCode(exitUsage, errors.New("--reason is required to queue an erasure"))
 	}
-	if err := worker.Enqueue(ctx, a.env(), t, reason); err != nil {
+	var at time.Time
+	if due != "" {
+		var err error
+		if at, err = time.Parse(time.RFC3339, due); err != nil {
+			return withCode(exitUsage, fmt.Errorf("--due %q: want an RFC 3339 date, e.g. 2026-12-24T12:00:00Z", due))
+		}
+		if err := lineage.CheckDue(at, time.Now()); err != nil {
+			return withCode(exitUsage, fmt.Errorf("--due: %w", err))
+		}
+	}
+	if err := worker.EnqueueDue(ctx, a.env(), t, reason, at); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "queued erasure %s of %s (trace %s): run 'amnesia worker'\n", saga.ID(t.ID), t.SubjectRef, t.ID)
+	fmt.Fprintf(out, "queued erasure %s of %s (trace %s); its artifacts are suppressed: run 'amnesia worker'\n", saga.ID(t.ID), t.SubjectRef, t.ID)
 	return nil
 }
 
 func init() { worker.TestBarrier = testBarrier }
+
+// printLatency prints the delete persistence latency of an erasure, one
+// line per store.
+func printLatency(out io.Writer, id string, ls []saga.StoreLatency) {
+	for _, l := range ls {
+		if l.State == saga.LatencyClean {
+			fmt.Fprintf(out, "  delete persistence latency %s %s: %s (request to a physical probe that found no bytes)\n", id, l.Store, l.Latency.Round(time.Millisecond))
+		} else {
+			fmt.Fprintf(out, "  delete persistence latency %s %s: none (%s)\n", id, l.Store, l.State)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,6 +32,10 @@ type WorkersOptions struct {
 	DocsEach int    // documents per subject, each with ChunksEach chunks
 	Work     string
 	Progress io.Writer
+	// Window, when positive, runs the workers in erasure windows of at
+	// most Window erasures (worker.Window; --drain: each window runs at
+	// once); 0 runs one erasure at a time.
+	Window int
 }
 
 // ChunksEach is the chunks of each document in the workers benchmark.
@@ -60,6 +65,48 @@ type WorkersRun struct {
 	// column); CertificateBytes the mean size of a certificate file.
 	LogLeafBytes     float64 `json:"log_leaf_bytes_mean"`
 	CertificateBytes float64 `json:"certificate_bytes_mean"`
+	// Window is the most erasures per window (0: one at a time).
+	Window int `json:"window,omitempty"`
+	// Latency is the delete persistence latency per store
+	// (saga.PersistenceLatency): from each erasure's enqueue to the
+	// physical probe that found none of its bytes. Every erasure is queued
+	// before the workers start, so it includes the time spent waiting in
+	// the queue.
+	Latency map[string]*LatencyStats `json:"delete_persistence_latency,omitempty"`
+}
+
+// LatencyStats summarises the delete persistence latency of one store.
+type LatencyStats struct {
+	Clean int `json:"clean"` // erasures whose physical probe found no bytes: the latencies below
+	// NotClean counts the others by state (found, no-physical-probe, not-probed).
+	NotClean map[string]int `json:"not_clean,omitempty"`
+	P50ms    float64        `json:"p50_ms"`
+	P95ms    float64        `json:"p95_ms"`
+	Maxms    float64        `json:"max_ms"`
+	all      []time.Duration
+}
+
+func (l *LatencyStats) add(s saga.StoreLatency) {
+	if s.State != saga.LatencyClean {
+		if l.NotClean == nil {
+			l.NotClean = map[string]int{}
+		}
+		l.NotClean[s.State]++
+		return
+	}
+	l.Clean++
+	l.all = append(l.all, s.Latency)
+}
+
+func (l *LatencyStats) finish() {
+	if len(l.all) == 0 {
+		return
+	}
+	slices.Sort(l.all)
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	l.P50ms = ms(l.all[(len(l.all)-1)/2])
+	l.P95ms = ms(l.all[(len(l.all)*95+99)/100-1])
+	l.Maxms = ms(l.all[len(l.all)-1])
 }
 
 // WorkersResult is bench/results/workers.json.
@@ -172,6 +219,8 @@ func workersRun(ctx context.Context, o WorkersOptions, n int) (*WorkersRun, erro
 	// Each worker opens the installation as its own process would.
 	ws := make([]*worker.Worker, n)
 	var complete atomic.Int64
+	var latMu sync.Mutex
+	latency := map[string]*LatencyStats{}
 	for i := range ws {
 		d, err := state.Open(statePath)
 		if err != nil {
@@ -193,7 +242,20 @@ func workersRun(ctx context.Context, o WorkersOptions, n int) (*WorkersRun, erro
 				} else {
 					progress(o.Progress, "workers=%d: erasure %s incomplete: %v\n", n, res.ID, res.Err())
 				}
+			},
+			Latency: func(_ *lineage.Job, _ *saga.Result, ls []saga.StoreLatency) {
+				latMu.Lock()
+				defer latMu.Unlock()
+				for _, l := range ls {
+					if latency[l.Store] == nil {
+						latency[l.Store] = &LatencyStats{}
+					}
+					latency[l.Store].add(l)
+				}
 			}}
+		if o.Window > 0 {
+			ws[i].Window = &worker.Window{Wait: time.Hour, Max: o.Window}
+		}
 	}
 	progress(o.Progress, "workers=%d: draining %d erasures\n", n, o.Erasures)
 	errs := make([]error, n)
@@ -213,7 +275,10 @@ func workersRun(ctx context.Context, o WorkersOptions, n int) (*WorkersRun, erro
 	if err != nil {
 		return nil, err
 	}
-	run := &WorkersRun{Workers: n, Erasures: len(jobs), Seconds: elapsed.Seconds()}
+	run := &WorkersRun{Workers: n, Erasures: len(jobs), Seconds: elapsed.Seconds(), Window: o.Window, Latency: latency}
+	for _, l := range latency {
+		l.finish()
+	}
 	for _, j := range jobs {
 		if j.State != lineage.JobDone {
 			return nil, fmt.Errorf("job %s ended %s: %s", j.ID, j.State, j.Error)
@@ -243,6 +308,9 @@ func workersRun(ctx context.Context, o WorkersOptions, n int) (*WorkersRun, erro
 		run.CertificateBytes = float64(total) / float64(len(certs))
 	}
 	progress(o.Progress, "workers=%d: %d erasures (%d complete) in %.1fs: %.1f per minute\n", n, run.Erasures, run.Complete, run.Seconds, run.PerMinute)
+	for st, l := range latency {
+		progress(o.Progress, "workers=%d: store %s: delete persistence latency p50 %.0f ms, p95 %.0f ms, max %.0f ms (%d clean, others %v)\n", n, st, l.P50ms, l.P95ms, l.Maxms, l.Clean, l.NotClean)
+	}
 	return run, nil
 }
 

@@ -36,3 +36,31 @@ func TestWorkersSmoke(t *testing.T) {
 type testWriter struct{ t *testing.T }
 
 func (w testWriter) Write(b []byte) (int, error) { w.t.Log(string(b)); return len(b), nil }
+
+// A smoke-sized windowed run: the erasures run in windows, every job ends
+// done, and the delete persistence latency of the store is reported (clean
+// where the physical probe ran, counted by state where it did not).
+func TestWorkersWindowSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs erasures against PostgreSQL")
+	}
+	r, err := Workers(context.Background(), WorkersOptions{PG: pgtest.Server(t), Counts: []int{1}, Erasures: 3, DocsEach: 1, Window: 2, Work: t.TempDir(), Progress: testWriter{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := r.Runs[0]
+	if run.Erasures != 3 || run.Window != 2 || run.Complete != 3 {
+		t.Fatalf("run %+v: want 3 complete erasures in windows of 2", run)
+	}
+	l := run.Latency["docs"]
+	if l == nil {
+		t.Fatalf("no latency for store docs: %+v", run.Latency)
+	}
+	n := l.Clean
+	for _, c := range l.NotClean {
+		n += c
+	}
+	if n != 3 || (l.Clean > 0 && (l.P50ms <= 0 || l.P95ms < l.P50ms || l.Maxms < l.P95ms)) {
+		t.Errorf("latency %+v: want 3 erasures counted and ordered percentiles", l)
+	}
+}

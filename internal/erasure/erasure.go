@@ -166,10 +166,49 @@ func (e *Env) Run(ctx context.Context, t *lineage.Trace, reason string, o Option
 			}
 		}()
 	}
-	return saga.Run(ctx, &saga.Erasure{
+	return saga.Run(ctx, e.erasure(t, reason, o, stores, failed))
+}
+
+func (e *Env) erasure(t *lineage.Trace, reason string, o Options, stores map[string]store.Store, failed map[string]error) *saga.Erasure {
+	return &saga.Erasure{
 		Dir: e.Dir, Ledger: e.Ledger, Stores: stores, OpenErr: failed,
 		Trace: t, Reason: reason, Log: e.Log, Progress: o.Progress,
 		AllowPartial: o.AllowPartial, ReclaimWait: e.Dir.Config.ReclaimWaitDuration(),
 		Durable: e.Durable(), Claim: o.Claim,
-	})
+	}
+}
+
+// Queued is one erasure of a window (RunWindow): its trace, reason and the
+// queue's claim it runs under (nil: none).
+type Queued struct {
+	Trace  *lineage.Trace
+	Reason string
+	Claim  *lineage.Job
+}
+
+// RunWindow runs, or resumes, the journaled erasures ws as one erasure
+// window (saga.RunBatch: per store one evidence read, one byte scan before
+// deletion, one reclaim and one byte scan after it for all of them; each
+// erasure journaled and certified on its own) on stores opened once. Its
+// results and error are saga.RunBatch's: a nil result is an erasure that
+// paused (the error is then a *saga.PendingError); a nil result slice with
+// an error stopped the window, every erasure resumable from its journal.
+// o.Claim is ignored (each erasure has its own); o.Stores, o.Skip and
+// o.AllowPartial apply to all.
+func (e *Env) RunWindow(ctx context.Context, ws []Queued, o Options) ([]*saga.Result, error) {
+	stores, failed := o.Stores, o.OpenErr
+	if stores == nil {
+		stores, failed = e.Dir.Config.OpenStoresExcept(ctx, o.Skip)
+		defer func() {
+			for _, s := range stores {
+				s.Close()
+			}
+		}()
+	}
+	es := make([]*saga.Erasure, len(ws))
+	for i, w := range ws {
+		o.Claim = w.Claim
+		es[i] = e.erasure(w.Trace, w.Reason, o, stores, failed)
+	}
+	return saga.RunBatch(ctx, es)
 }

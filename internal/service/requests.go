@@ -160,6 +160,9 @@ func (s *Service) newDoc(id, scope, raw, reason, externalRef string, due *time.T
 		if !due.After(now) {
 			return nil, Invalid("due", "must be in the future (RFC 3339)")
 		}
+		if due.After(now.Add(lineage.MaxDue)) {
+			return nil, Invalid("due", "must be at most one month (744h, GDPR Art. 12(3)) after the request")
+		}
 		dueAt = due.UTC()
 	}
 	return &reqDoc{
@@ -335,7 +338,7 @@ func (s *Service) Confirm(ctx context.Context, p *Principal, id, confirmation st
 	if err := s.update(ctx, d); err != nil {
 		return nil, fmt.Errorf("%w: the confirmation was already used", ErrConflict)
 	}
-	if err := worker.Enqueue(ctx, s.env, t, d.Reason); err != nil {
+	if err := worker.EnqueueDue(ctx, s.env, t, d.Reason, queueDue(d.DueAt)); err != nil {
 		d.State, d.Error = StateFailed, "could not queue the erasure: "+safeReason(err)
 		if uerr := s.update(ctx, d); uerr != nil {
 			s.log.Error("request: record the queue failure", "request", d.ID, "err", uerr)
@@ -424,4 +427,19 @@ func (s *Service) allDocs(ctx context.Context) ([]*reqDoc, error) {
 		out = append(out, d)
 	}
 	return out, nil
+}
+
+// queueDue is the due date a request's erasure is queued with: the
+// request's, brought into the range the queue takes (lineage.CheckDue): an
+// overdue request is due a minute from now (its window closes at once, the
+// margin being at least a minute).
+func queueDue(due time.Time) time.Time {
+	now := time.Now()
+	if lo := now.Add(time.Minute); due.Before(lo) {
+		return lo
+	}
+	if hi := now.Add(lineage.MaxDue - time.Minute); due.After(hi) {
+		return hi
+	}
+	return due
 }

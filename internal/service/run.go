@@ -66,6 +66,13 @@ func (s *Service) Run(ctx context.Context) error {
 					return true
 				})
 			},
+			Latency: func(_ *lineage.Job, _ *saga.Result, ls []saga.StoreLatency) {
+				for _, l := range ls {
+					if l.State == saga.LatencyClean {
+						s.metrics.latency.WithLabelValues(l.Store).Observe(l.Latency.Seconds())
+					}
+				}
+			},
 			Failed: func(j *lineage.Job, err error) {
 				started.Delete(j.ID)
 				paused := errors.Is(err, saga.ErrPending) || errors.Is(err, erasure.ErrNotReady)
@@ -80,6 +87,9 @@ func (s *Service) Run(ctx context.Context) error {
 					return false
 				})
 			},
+		}
+		if wait, max, margin := s.dir.Config.ErasureWindow(); wait > 0 {
+			w.Window = &worker.Window{Wait: wait, Max: max, Margin: margin}
 		}
 		wg.Add(1)
 		go func() {
@@ -230,7 +240,7 @@ func (s *Service) Sync(ctx context.Context) error {
 func (s *Service) requeue(ctx context.Context, d *reqDoc) {
 	t, err := s.env.LoadTrace(ctx, d.TraceID)
 	if err == nil {
-		err = worker.Enqueue(ctx, s.env, t, d.Reason)
+		err = worker.EnqueueDue(ctx, s.env, t, d.Reason, queueDue(d.DueAt))
 	}
 	if err == nil {
 		s.log.Info("erasure request queued again", "request", d.ID, "trace", d.TraceID)

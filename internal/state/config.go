@@ -50,6 +50,8 @@ type Config struct {
 	Serve ServeConfig `yaml:"serve,omitempty"`
 	// Reverify schedules re-verification (reverifyconfig.go).
 	Reverify ReverifyConfig `yaml:"reverify,omitempty"`
+	// Erasure sets due dates and erasure windows (erasureconfig.go).
+	Erasure ErasureConfig `yaml:"erasure,omitempty"`
 	// Models are the models trained on the configured dataset stores
 	// (package model, docs/models.md).
 	Models []model.Config `yaml:"models,omitempty"`
@@ -151,6 +153,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.Serve.validate(); err != nil {
+		return err
+	}
+	if err := c.Erasure.validate(); err != nil {
 		return err
 	}
 	if c.reverifyEvery, err = c.Reverify.validate(); err != nil {

@@ -78,6 +78,19 @@ type Worker struct {
 	Finished func(j *lineage.Job, res *saga.Result)
 	Failed   func(j *lineage.Job, err error)
 	Idle     func()
+	// Latency, optional, receives the delete persistence latency of each
+	// finished erasure, per store (saga.PersistenceLatency).
+	Latency func(j *lineage.Job, res *saga.Result, ls []saga.StoreLatency)
+
+	// Window, when set, runs the queued erasures in erasure windows
+	// (window.go) instead of one at a time; Once then runs one window, and
+	// Drain runs windows at once until nothing is waiting.
+	Window *Window
+	// Now is the clock of the window schedule (default time.Now): a test
+	// hook. Due dates, queue times and leases are the ledger's.
+	Now func() time.Time
+
+	recent []time.Duration // run times of the latest windows
 }
 
 // QueueOf returns the erasure queue of a ledger.
@@ -108,6 +121,12 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 	case w.Env.Dir.Config.HasOwners():
 		return errors.New("this installation's stores in files have owners (owner: in amnesia.yaml): start the worker with --host NAME, the name of the host it runs on, so that it erases only the stores in files this host holds")
+	}
+	if w.Window != nil {
+		if w.Window.Max < 1 || w.Window.Wait <= 0 {
+			return errors.New("worker: an erasure window needs a positive wait and a maximum of at least 1")
+		}
+		return w.runWindows(ctx)
 	}
 	failed, first := 0, true
 	for {
@@ -211,30 +230,50 @@ func (w *Worker) runJob(ctx context.Context, j *lineage.Job, claimed func()) err
 		}
 	}
 	if res != nil {
-		id = res.ID // a continuation of an incomplete erasure has its own id
 		if w.Finished != nil {
 			w.Finished(j, res)
 		}
 		err = res.Err()
+		w.latency(ctx, j, res)
 	}
 	cancel(nil)
 	<-beat
+	lost := errors.Is(context.Cause(runCtx), lineage.ErrLeaseLost)
+	err, qerr := w.end(ctx, j, res, err, lost, ctx.Err() != nil)
+	if qerr != nil {
+		return errors.Join(err, qerr)
+	}
+	return err
+}
+
+// end ends the claim j on the erasure's result res and error err, and
+// returns the erasure's error and that of the queue's update: done with
+// the certificate's digest when it finished, nothing written when the
+// claim was lost (lost, or a write of the erasure the ledger refused),
+// released at once when the worker stopped (stopped), failed when the
+// erasure can never succeed, released for a retry after RetryDelay
+// otherwise.
+func (w *Worker) end(ctx context.Context, j *lineage.Job, res *saga.Result, err error, lost, stopped bool) (error, error) {
+	id := saga.ID(j.ID)
+	if res != nil {
+		id = res.ID // a continuation of an incomplete erasure has its own id
+	}
 	end, cancelEnd := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancelEnd()
 	var qerr error
 	var bad *badTraceError
 	switch {
-	case errors.Is(context.Cause(runCtx), lineage.ErrLeaseLost) || errors.Is(err, lineage.ErrLeaseLost):
+	case lost || errors.Is(err, lineage.ErrLeaseLost):
 		// Lost as the heartbeat saw it, or as the ledger refused a write of
 		// the erasure (its lease ran out: lineage.ErasureRecords): the job
 		// is claimable again as it is; this worker no longer touches it.
-		return fmt.Errorf("erasure %s stopped: %w (another worker resumes it from the journal)", id, lineage.ErrLeaseLost)
+		return fmt.Errorf("erasure %s stopped: %w (another worker resumes it from the journal)", id, lineage.ErrLeaseLost), nil
 	case res != nil: // finished: complete, or with an incomplete certificate
 		var b []byte
 		if b, qerr = w.Env.Durable().Certificate(end, id); qerr == nil {
 			qerr = w.Queue.Complete(end, j, saga.Digest(b))
 		}
-	case ctx.Err() != nil:
+	case stopped:
 		qerr = w.Queue.Release(end, j, 0)
 	case errors.As(err, &bad) || errors.Is(err, saga.ErrStaleTrace) || errors.Is(err, subject.ErrPersonalData) || errors.Is(err, lineage.ErrNoLineage) || errors.Is(err, lineage.ErrAlreadyErased):
 		qerr = w.Queue.Fail(end, j, err.Error())
@@ -243,9 +282,9 @@ func (w *Worker) runJob(ctx context.Context, j *lineage.Job, claimed func()) err
 	}
 	w.log().Info("worker finished", "worker", j.Worker, "erasure", id, "err", errString(err), "queue_err", errString(qerr))
 	if qerr != nil {
-		return errors.Join(err, fmt.Errorf("erasure %s: update the queue: %w", id, qerr))
+		qerr = fmt.Errorf("erasure %s: update the queue: %w", id, qerr)
 	}
-	return err
+	return err, qerr
 }
 
 // heartbeat renews the claim every third of the lease until ctx ends. When
@@ -313,13 +352,36 @@ func (w *Worker) lockFileStores(ctx context.Context) (unlock func(), err error) 
 	}
 }
 
-// Enqueue queues the erasure of trace t for a worker (`erase --queue`).
-// As for a new erasure, the reason must hold no personal data and the
-// trace must still match the ledger (saga.CheckFresh), unless its erasure
-// has begun.
+// Enqueue queues the erasure of trace t for a worker (`erase --queue`),
+// due after the configured deadline (EnqueueDue).
 func Enqueue(ctx context.Context, env *erasure.Env, t *lineage.Trace, reason string) error {
+	return EnqueueDue(ctx, env, t, reason, time.Time{})
+}
+
+// EnqueueDue queues the erasure of trace t for a worker, due at due (zero:
+// now + erasure.deadline of amnesia.yaml), and suppresses the trace's
+// artifacts at once: every read through capture and the API hides them from
+// now on, however long the erasure waits for its window. As for a new
+// erasure, the reason must hold no personal data and the trace must still
+// match the ledger (saga.CheckFresh), unless its erasure has begun; a due
+// date in the past or more than lineage.MaxDue away is refused
+// (lineage.ErrDue). A trace already queued keeps its due date.
+//
+// Suppression is idempotent per artifact (lineage.Ledger.Suppress), under
+// the erasure's own id: the erasure's suppress step finds it done and adds
+// nothing. It comes after the job is queued, so that an error leaves the
+// erasure queued (the worker suppresses when it runs) rather than the
+// subject hidden with no erasure to come; queueing again retries it.
+func EnqueueDue(ctx context.Context, env *erasure.Env, t *lineage.Trace, reason string, due time.Time) error {
 	if err := saga.CheckReason(env.Dir, t, reason); err != nil {
 		return err
+	}
+	now := time.Now()
+	if err := lineage.CheckDue(due, now); err != nil {
+		return fmt.Errorf("enqueue erasure: %w", err)
+	}
+	if due.IsZero() {
+		due = now.Add(env.Dir.Config.ErasureDeadline())
 	}
 	q, err := QueueOf(env.Ledger)
 	if err != nil {
@@ -334,7 +396,9 @@ func Enqueue(ctx context.Context, env *erasure.Env, t *lineage.Trace, reason str
 	if err != nil {
 		return err
 	}
-	if owner == "" {
+	if wq, ok := q.(lineage.WindowQueue); ok {
+		err = wq.EnqueueDue(ctx, t.ID, t.Subject, t.Scope, reason, owner, due)
+	} else if owner == "" {
 		err = q.Enqueue(ctx, t.ID, t.Subject, t.Scope, reason)
 	} else if rq, ok := q.(lineage.RoutedQueue); ok {
 		err = rq.EnqueueFor(ctx, t.ID, t.Subject, t.Scope, reason, owner)
@@ -344,7 +408,14 @@ func Enqueue(ctx context.Context, env *erasure.Env, t *lineage.Trace, reason str
 	if err != nil {
 		return err
 	}
-	env.Logger().Info("erasure queued", "erasure", saga.ID(t.ID), "trace", t.ID, "subject", t.SubjectRef)
+	ids := make([]string, 0, len(t.Artifacts))
+	for _, a := range t.Artifacts {
+		ids = append(ids, a.ID)
+	}
+	if err := env.Ledger.Suppress(ctx, saga.ID(t.ID), ids); err != nil {
+		return fmt.Errorf("erasure %s is queued but its artifacts are not suppressed yet (its worker suppresses them when it runs; queue it again to retry now): %w", saga.ID(t.ID), err)
+	}
+	env.Logger().Info("erasure queued", "erasure", saga.ID(t.ID), "trace", t.ID, "subject", t.SubjectRef, "due", due.UTC().Format(time.RFC3339), "suppressed", len(ids))
 	return nil
 }
 

@@ -27,34 +27,49 @@ CREATE TABLE queue (
 	finished_at  TIMESTAMPTZ,
 	certificate  TEXT NOT NULL DEFAULT '',
 	error        TEXT NOT NULL DEFAULT '',
-	owner        TEXT NOT NULL DEFAULT ''
+	owner        TEXT NOT NULL DEFAULT '',
+	due_at       TIMESTAMPTZ
 );
 CREATE INDEX queue_open ON queue (n) WHERE state IN ('pending', 'claimed');
 `
 
-const pgJobColumns = `id, subject, scope, reason, state, worker, attempts, lease_until, certificate, error, owner`
+const pgJobColumns = `id, subject, scope, reason, state, worker, attempts, lease_until, certificate, error, owner, enqueued_at, due_at`
 
 func scanPgJob(r pgx.Row) (*lineage.Job, error) {
 	var j lineage.Job
-	var lease *time.Time
-	if err := r.Scan(&j.ID, &j.Subject, &j.Scope, &j.Reason, &j.State, &j.Worker, &j.Attempts, &lease, &j.Certificate, &j.Error, &j.Owner); err != nil {
+	var lease, due *time.Time
+	if err := r.Scan(&j.ID, &j.Subject, &j.Scope, &j.Reason, &j.State, &j.Worker, &j.Attempts, &lease, &j.Certificate, &j.Error, &j.Owner, &j.EnqueuedAt, &due); err != nil {
 		return nil, err
 	}
 	if lease != nil {
 		j.LeaseUntil = *lease
 	}
+	if due != nil {
+		j.Due = *due
+	}
 	return &j, nil
 }
 
-// pgQueueOwner adds the owner column to a queue made before it existed.
+// pgQueueOwner adds the columns added to the queue since it was first made
+// (owner, then due_at: NULL for the jobs queued before due dates) to a queue
+// made before them.
 func pgQueueOwner(ctx context.Context, tx pgx.Tx) error {
-	var has bool
-	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM information_schema.columns
-		WHERE table_schema = current_schema() AND table_name = 'queue' AND column_name = 'owner')`).Scan(&has); err != nil || has {
-		return err
+	for _, c := range []struct{ name, ddl string }{
+		{"owner", `ALTER TABLE queue ADD COLUMN owner TEXT NOT NULL DEFAULT ''`},
+		{"due_at", `ALTER TABLE queue ADD COLUMN due_at TIMESTAMPTZ`},
+	} {
+		var has bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM information_schema.columns
+			WHERE table_schema = current_schema() AND table_name = 'queue' AND column_name = $1)`, c.name).Scan(&has); err != nil {
+			return err
+		}
+		if !has {
+			if _, err := tx.Exec(ctx, c.ddl); err != nil {
+				return err
+			}
+		}
 	}
-	_, err := tx.Exec(ctx, `ALTER TABLE queue ADD COLUMN owner TEXT NOT NULL DEFAULT ''`)
-	return err
+	return nil
 }
 
 var _ lineage.RoutedQueue = (*Ledger)(nil)
@@ -66,12 +81,21 @@ func (l *Ledger) Enqueue(ctx context.Context, traceID, subjectKeyHex, scope, rea
 
 // EnqueueFor implements lineage.RoutedQueue.
 func (l *Ledger) EnqueueFor(ctx context.Context, traceID, subjectKeyHex, scope, reason, owner string) error {
+	return l.EnqueueDue(ctx, traceID, subjectKeyHex, scope, reason, owner, time.Time{})
+}
+
+// EnqueueDue implements lineage.WindowQueue.
+func (l *Ledger) EnqueueDue(ctx context.Context, traceID, subjectKeyHex, scope, reason, owner string, due time.Time) error {
 	if err := lineage.CheckEnqueue(traceID, subjectKeyHex, reason); err != nil {
 		return err
 	}
+	var dueAt *time.Time
+	if !due.IsZero() {
+		dueAt = &due
+	}
 	err := l.pool.with(ctx, func(c *pgx.Conn) error {
-		_, err := c.Exec(ctx, `INSERT INTO queue (id, subject, scope, reason, owner) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING`,
-			traceID, subjectKeyHex, scope, reason, owner)
+		_, err := c.Exec(ctx, `INSERT INTO queue (id, subject, scope, reason, owner, due_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING`,
+			traceID, subjectKeyHex, scope, reason, owner, dueAt)
 		return err
 	})
 	if err != nil {
@@ -109,9 +133,9 @@ func (l *Ledger) claim(ctx context.Context, worker, host string, anyHost bool, l
 			FROM (SELECT id FROM queue
 				WHERE ((state = 'pending' AND available_at <= now()) OR (state = 'claimed' AND lease_until <= now()))
 					AND ($3 OR owner = '' OR owner = $4)
-				ORDER BY n LIMIT 1 FOR UPDATE SKIP LOCKED) c
+				ORDER BY coalesce(due_at, enqueued_at), n LIMIT 1 FOR UPDATE SKIP LOCKED) c
 			WHERE q.id = c.id
-			RETURNING q.id, q.subject, q.scope, q.reason, q.state, q.worker, q.attempts, q.lease_until, q.certificate, q.error, q.owner`,
+			RETURNING q.id, q.subject, q.scope, q.reason, q.state, q.worker, q.attempts, q.lease_until, q.certificate, q.error, q.owner, q.enqueued_at, q.due_at`,
 			worker, lease.Seconds(), anyHost, host))
 		return err
 	})

@@ -27,7 +27,8 @@ CREATE TABLE IF NOT EXISTS queue (
 	finished_at  INTEGER,
 	certificate  TEXT NOT NULL DEFAULT '',
 	error        TEXT NOT NULL DEFAULT '',
-	owner        TEXT NOT NULL DEFAULT ''
+	owner        TEXT NOT NULL DEFAULT '',
+	due_at       INTEGER
 );
 CREATE INDEX IF NOT EXISTS queue_open ON queue (state, n);
 `
@@ -37,30 +38,46 @@ var (
 	_ lineage.EventLog = (*Ledger)(nil)
 )
 
-const sqliteJobColumns = `id, subject, scope, reason, state, worker, attempts, lease_until, certificate, error, owner`
+const sqliteJobColumns = `id, subject, scope, reason, state, worker, attempts, lease_until, certificate, error, owner, enqueued_at, due_at`
 
 func scanSQLiteJob(r scanner) (*lineage.Job, error) {
 	var j lineage.Job
-	var lease sql.NullInt64
-	if err := r.Scan(&j.ID, &j.Subject, &j.Scope, &j.Reason, &j.State, &j.Worker, &j.Attempts, &lease, &j.Certificate, &j.Error, &j.Owner); err != nil {
+	var lease, due sql.NullInt64
+	var queued int64
+	if err := r.Scan(&j.ID, &j.Subject, &j.Scope, &j.Reason, &j.State, &j.Worker, &j.Attempts, &lease, &j.Certificate, &j.Error, &j.Owner, &queued, &due); err != nil {
 		return nil, err
 	}
 	if lease.Valid {
 		j.LeaseUntil = time.UnixMilli(lease.Int64)
+	}
+	j.EnqueuedAt = time.UnixMilli(queued)
+	if due.Valid {
+		j.Due = time.UnixMilli(due.Int64)
 	}
 	return &j, nil
 }
 
 func nowMilli() int64 { return time.Now().UnixMilli() }
 
-// sqliteQueueOwner adds the owner column to a queue made before it existed.
+// sqliteQueueOwner adds the columns added to the queue since it was first
+// made (owner, then due_at: NULL for the jobs queued before due dates) to a
+// queue made before them.
 func sqliteQueueOwner(ctx context.Context, db *sql.DB) error {
-	var n int
-	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('queue') WHERE name = 'owner'`).Scan(&n); err != nil || n > 0 {
-		return err
+	for _, c := range []struct{ name, ddl string }{
+		{"owner", `ALTER TABLE queue ADD COLUMN owner TEXT NOT NULL DEFAULT ''`},
+		{"due_at", `ALTER TABLE queue ADD COLUMN due_at INTEGER`},
+	} {
+		var n int
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('queue') WHERE name = ?`, c.name).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			if _, err := db.ExecContext(ctx, c.ddl); err != nil {
+				return err
+			}
+		}
 	}
-	_, err := db.ExecContext(ctx, `ALTER TABLE queue ADD COLUMN owner TEXT NOT NULL DEFAULT ''`)
-	return err
+	return nil
 }
 
 var _ lineage.RoutedQueue = (*Ledger)(nil)
@@ -72,12 +89,21 @@ func (l *Ledger) Enqueue(ctx context.Context, traceID, subjectKeyHex, scope, rea
 
 // EnqueueFor implements lineage.RoutedQueue.
 func (l *Ledger) EnqueueFor(ctx context.Context, traceID, subjectKeyHex, scope, reason, owner string) error {
+	return l.EnqueueDue(ctx, traceID, subjectKeyHex, scope, reason, owner, time.Time{})
+}
+
+// EnqueueDue implements lineage.WindowQueue.
+func (l *Ledger) EnqueueDue(ctx context.Context, traceID, subjectKeyHex, scope, reason, owner string, due time.Time) error {
 	if err := lineage.CheckEnqueue(traceID, subjectKeyHex, reason); err != nil {
 		return err
 	}
 	now := nowMilli()
-	if _, err := l.db.ExecContext(ctx, `INSERT INTO queue (id, subject, scope, reason, enqueued_at, available_at, owner) VALUES (?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (id) DO NOTHING`, traceID, subjectKeyHex, scope, reason, now, now, owner); err != nil {
+	var dueAt sql.NullInt64
+	if !due.IsZero() {
+		dueAt = sql.NullInt64{Int64: due.UnixMilli(), Valid: true}
+	}
+	if _, err := l.db.ExecContext(ctx, `INSERT INTO queue (id, subject, scope, reason, enqueued_at, available_at, owner, due_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO NOTHING`, traceID, subjectKeyHex, scope, reason, now, now, owner, dueAt); err != nil {
 		return fmt.Errorf("enqueue erasure: %w", err)
 	}
 	return nil
@@ -108,7 +134,7 @@ func (l *Ledger) claim(ctx context.Context, worker, host string, anyHost bool, l
 		WHERE n = (SELECT n FROM queue
 			WHERE ((state = 'pending' AND available_at <= ?) OR (state = 'claimed' AND lease_until <= ?))
 				AND (? OR owner = '' OR owner = ?)
-			ORDER BY n LIMIT 1)
+			ORDER BY coalesce(due_at, enqueued_at), n LIMIT 1)
 		RETURNING `+sqliteJobColumns, worker, now+lease.Milliseconds(), now, now, anyHost, host))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, lineage.ErrNoJob

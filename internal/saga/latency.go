@@ -1,0 +1,90 @@
+package saga
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Delete persistence latency: for each store of an erasure, the time from
+// the request (the erasure was queued, or run at once) to the physical probe
+// that found none of the subject's bytes in the store's files. It is
+// measured, not estimated: the probe's time is the "done" entry of the
+// store's probe step in the erasure's journal (hash-chained, written when
+// the probe ended), the request's time is the queue's enqueued_at. Both are
+// kept, so the latency can be computed again later from them.
+
+// Latency states of a store.
+const (
+	// LatencyClean: the physical probe found none of the subject's bytes.
+	LatencyClean = "clean"
+	// LatencyFound: the physical probe found some: no latency (the bytes
+	// persist).
+	LatencyFound = "found"
+	// LatencyNoPhysical: the store has no physical probe (or nothing to
+	// look for): its probe was logical only, so no physical latency.
+	LatencyNoPhysical = "no-physical-probe"
+	// LatencyNoProbe: the store's probe did not finish.
+	LatencyNoProbe = "not-probed"
+)
+
+// StoreLatency is the delete persistence latency of one store.
+type StoreLatency struct {
+	Store string
+	State string // LatencyClean, LatencyFound, LatencyNoPhysical or LatencyNoProbe
+	// ProbedAt is when the store's probe ended (zero for LatencyNoProbe);
+	// Latency is ProbedAt minus the request time, set for LatencyClean only.
+	ProbedAt time.Time
+	Latency  time.Duration
+}
+
+// PersistenceLatency reads erasure's journal and returns, per store in the
+// order the journal probed them, its delete persistence latency from
+// requested. Only a store whose physical probe found no bytes has a latency.
+func PersistenceLatency(ctx context.Context, d Durable, erasure string, requested time.Time) ([]StoreLatency, error) {
+	es, err := ReadJournal(ctx, d, erasure)
+	if err != nil {
+		return nil, fmt.Errorf("delete persistence latency: %w", err)
+	}
+	var out []StoreLatency
+	seen := map[string]int{}
+	for _, e := range es {
+		st, ok := strings.CutPrefix(e.Step, "probe:")
+		if !ok {
+			continue
+		}
+		i, ok := seen[st]
+		if !ok {
+			i = len(out)
+			seen[st] = i
+			out = append(out, StoreLatency{Store: st, State: LatencyNoProbe})
+		}
+		if e.Phase != phaseDone {
+			continue
+		}
+		at, err := time.Parse(time.RFC3339Nano, e.At)
+		if err != nil {
+			return nil, fmt.Errorf("delete persistence latency: journal of %s: entry %d: time %q: %w", erasure, e.Seq, e.At, err)
+		}
+		var pr probeResult
+		if err := json.Unmarshal(e.Result, &pr); err != nil {
+			return nil, fmt.Errorf("delete persistence latency: journal of %s: entry %d: %w", erasure, e.Seq, err)
+		}
+		l := StoreLatency{Store: st, State: LatencyNoPhysical, ProbedAt: at}
+		if pr.Physical {
+			l.State = LatencyClean
+			for _, n := range pr.Found {
+				if n > 0 {
+					l.State = LatencyFound
+				}
+			}
+			if l.State == LatencyClean {
+				l.Latency = at.Sub(requested)
+			}
+		}
+		out[i] = l
+	}
+	return out, nil
+}

@@ -1,0 +1,315 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/amnesia-dev/amnesia/internal/erasure"
+	"github.com/amnesia-dev/amnesia/internal/saga"
+	"github.com/amnesia-dev/amnesia/lineage"
+)
+
+// Window is a worker's erasure window schedule (erasure: in amnesia.yaml,
+// docs/windows.md). A worker with a Window does not run each queued erasure
+// as soon as it can claim it: it watches what is waiting and claims up to
+// Max erasures at once, earliest due first, when the window must close:
+//
+//   - Max erasures are waiting; or
+//   - the oldest has waited Wait; or
+//   - the earliest due date is less than the margin away: Margin, or,
+//     when Margin is 0, twice the longest of the worker's recent windows
+//     (at least MinMargin).
+//
+// It runs them as one window (erasure.Env.RunWindow: each store reclaims
+// once for all), each erasure journaled, completed or failed, and certified
+// on its own.
+type Window struct {
+	Wait   time.Duration
+	Max    int
+	Margin time.Duration
+}
+
+// MinMargin is the least margin a learned window margin has.
+const MinMargin = time.Minute
+
+// recentWindows is how many recent window run times the margin learns from.
+const recentWindows = 8
+
+// margin is the window's safety margin before the earliest due date.
+func (p *Window) margin(recent []time.Duration) time.Duration {
+	if p.Margin > 0 {
+		return p.Margin
+	}
+	m := MinMargin
+	for _, d := range recent {
+		m = max(m, 2*d)
+	}
+	return m
+}
+
+// CloseAt returns when the window over the waiting erasures w must run
+// (the zero time: nothing is waiting), with margin before the earliest due
+// date.
+func (p *Window) CloseAt(w lineage.Waiting, margin time.Duration) time.Time {
+	if w.Count == 0 {
+		return time.Time{}
+	}
+	if w.Count >= p.Max {
+		return w.OldestQueued // now: it is in the past
+	}
+	at := w.OldestQueued.Add(p.Wait)
+	if due := w.EarliestDue.Add(-margin); due.Before(at) {
+		at = due
+	}
+	return at
+}
+
+func (w *Worker) now() time.Time {
+	if w.Now != nil {
+		return w.Now()
+	}
+	return time.Now()
+}
+
+// Tick makes one scheduling decision of a worker with a Window, at w.Now:
+// when a window must close (or now is true: --drain, --once), it claims and
+// runs one. It returns how many erasures the window held (0: none ran),
+// how many of them did not finish, when the next window must close (zero:
+// nothing is waiting), and an error that stopped the window or the claim.
+func (w *Worker) Tick(ctx context.Context, now bool) (ran, failed int, next time.Time, err error) {
+	wq, ok := w.Queue.(lineage.WindowQueue)
+	if !ok {
+		return 0, 0, time.Time{}, fmt.Errorf("erasure windows: the ledger's queue %T has no due dates or windows", w.Queue)
+	}
+	waiting, err := wq.Waiting(ctx, w.Host)
+	if err != nil || waiting.Count == 0 {
+		return 0, 0, time.Time{}, err
+	}
+	at := w.Window.CloseAt(waiting, w.Window.margin(w.recent))
+	if !now && w.now().Before(at) {
+		return 0, 0, at, nil
+	}
+	jobs, err := wq.ClaimWindow(ctx, w.ID, w.Host, w.Window.Max, w.Lease)
+	if errors.Is(err, lineage.ErrNoJob) { // another worker took them
+		return 0, 0, time.Time{}, nil
+	}
+	if err != nil {
+		return 0, 0, time.Time{}, err
+	}
+	start := time.Now()
+	failed, err = w.runWindow(ctx, jobs)
+	w.recent = append(w.recent, time.Since(start))
+	if len(w.recent) > recentWindows {
+		w.recent = w.recent[1:]
+	}
+	return len(jobs), failed, time.Time{}, err
+}
+
+// runWindows is Run for a worker with a Window.
+func (w *Worker) runWindows(ctx context.Context) error {
+	failed := 0
+	for {
+		ran, f, next, err := w.Tick(ctx, w.Once || w.Drain)
+		failed += f
+		switch {
+		case ctx.Err() != nil:
+			if w.Once {
+				return err
+			}
+			return nil
+		case err != nil && (w.Once || w.Drain):
+			return err
+		case err != nil:
+			w.log().Error("worker window", "worker", w.ID, "err", err)
+		case ran > 0 && w.Once:
+			if f > 0 {
+				return fmt.Errorf("%d erasures of the window did not finish: see 'failed' and 'pending' jobs in the queue and %s", f, w.Env.Dir.LogPath())
+			}
+			return nil
+		case ran > 0:
+			continue
+		case w.Once || w.Drain:
+			if w.Idle != nil {
+				w.Idle()
+			}
+			if failed > 0 {
+				return fmt.Errorf("%d erasures did not finish: see 'failed' and 'pending' jobs in the queue and %s", failed, w.Env.Dir.LogPath())
+			}
+			return nil
+		}
+		wait := w.Poll
+		if !next.IsZero() {
+			wait = min(wait, max(next.Sub(w.now()), 0))
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+	}
+}
+
+// runWindow runs the claimed window jobs and ends each claim on its own. It
+// returns how many did not finish. Every claim is renewed while the window
+// runs; a claim that is lost stops the whole window (the erasures share
+// their reclaims and byte scans, so one cannot go on without the others
+// being run again): nothing is written for the lost one, the others are
+// handed back at once and resume from their journals at their next claim.
+func (w *Worker) runWindow(ctx context.Context, jobs []*lineage.Job) (failed int, err error) {
+	for _, j := range jobs {
+		if w.Claimed != nil {
+			w.Claimed(j)
+		}
+	}
+	w.log().Info("worker window", "worker", w.ID, "erasures", len(jobs))
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var lost sync.Map // trace id -> true
+	var beats sync.WaitGroup
+	for _, j := range jobs {
+		beats.Add(1)
+		go func() {
+			defer beats.Done()
+			w.heartbeat(runCtx, j, func(cause error) {
+				lost.Store(j.ID, true)
+				cancel(cause)
+			})
+		}()
+	}
+	res := make([]*saga.Result, len(jobs))
+	errs := make([]error, len(jobs))
+	var ready []int
+	var qs []erasure.Queued
+	for i, j := range jobs {
+		t, err := w.prepare(runCtx, j)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		ready = append(ready, i)
+		qs = append(qs, erasure.Queued{Trace: t, Reason: j.Reason, Claim: j})
+	}
+	if len(qs) > 0 {
+		unlock, lerr := w.lockFileStores(runCtx)
+		if lerr != nil {
+			for _, i := range ready {
+				errs[i] = lerr
+			}
+		} else {
+			out, berr := w.Env.RunWindow(runCtx, qs, erasure.Options{Progress: w.Progress})
+			switch {
+			case out != nil: // finished, or paused for some (nil result)
+				for k, i := range ready {
+					res[i] = out[k]
+					if out[k] == nil {
+						errs[i] = pausedIn(berr, saga.ID(jobs[i].ID))
+					}
+				}
+			case runCtx.Err() != nil || errors.Is(berr, lineage.ErrLeaseLost):
+				for _, i := range ready {
+					errs[i] = berr
+				}
+			default:
+				// The window stopped on one erasure's error: run each
+				// again alone, from its journal, so that one erasure that
+				// cannot go on does not hold back the others.
+				w.log().Warn("worker window stopped; its erasures run one by one", "worker", w.ID, "err", berr)
+				for k, i := range ready {
+					res[i], errs[i] = w.Env.Run(runCtx, qs[k].Trace, qs[k].Reason, erasure.Options{Progress: w.Progress, Claim: jobs[i]})
+				}
+			}
+			unlock()
+		}
+	}
+	stopped := runCtx.Err() != nil // the worker stopped, or a claim was lost
+	cancel(nil)
+	beats.Wait()
+	var qerrs []error
+	for i, j := range jobs {
+		_, wasLost := lost.Load(j.ID)
+		if res[i] != nil {
+			if w.Finished != nil {
+				w.Finished(j, res[i])
+			}
+			errs[i] = res[i].Err()
+			w.latency(ctx, j, res[i])
+		}
+		jerr, qerr := w.end(ctx, j, res[i], errs[i], wasLost, stopped && res[i] == nil)
+		if qerr != nil {
+			qerrs = append(qerrs, qerr)
+		}
+		if jerr = errors.Join(jerr, qerr); jerr != nil && !errors.Is(jerr, saga.ErrIncomplete) {
+			failed++
+			if w.Failed != nil && ctx.Err() == nil {
+				w.Failed(j, jerr)
+			}
+		}
+	}
+	return failed, errors.Join(qerrs...)
+}
+
+// prepare loads and checks the trace of a claimed job as runJob does: it
+// must match the job, belong to this host, be fresh (unless its erasure
+// began) and have its stores ready.
+func (w *Worker) prepare(ctx context.Context, j *lineage.Job) (*lineage.Trace, error) {
+	t, err := w.Env.LoadTrace(ctx, j.ID)
+	if err == nil && (t.Subject != j.Subject || t.Scope != j.Scope) {
+		err = fmt.Errorf("trace %s does not match the queued erasure", j.ID)
+	}
+	if err != nil {
+		return nil, &badTraceError{err}
+	}
+	if w.Host != "" {
+		owner, oerr := OwnerOf(w.Env.Dir.Config, t)
+		if oerr != nil {
+			return nil, &badTraceError{oerr}
+		}
+		if owner != "" && owner != w.Host {
+			return nil, fmt.Errorf("erasure %s erases stores in files held by host %s, not by this host (%s): released for that host's worker", saga.ID(j.ID), owner, w.Host)
+		}
+	}
+	if !w.Env.Started(ctx, t) {
+		// A stale trace would stop the whole window at its start: it fails
+		// here, alone.
+		if err := saga.CheckFresh(ctx, w.Env.Ledger, t); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := w.Env.Preflight(ctx, w.Progress, t, false); err != nil {
+		w.log().Warn("worker: erasure not started, a store of its trace is not ready; the job is released for a retry", "worker", j.Worker, "erasure", saga.ID(j.ID), "retry_in", RetryDelay.String())
+		return nil, err
+	}
+	return t, nil
+}
+
+// latency reports the delete persistence latency of a finished erasure
+// (saga.PersistenceLatency) to the log and the Latency hook.
+func (w *Worker) latency(ctx context.Context, j *lineage.Job, res *saga.Result) {
+	if j.EnqueuedAt.IsZero() {
+		return
+	}
+	ls, err := saga.PersistenceLatency(ctx, w.Env.Durable(), res.ID, j.EnqueuedAt)
+	if err != nil {
+		w.log().Warn("delete persistence latency", "erasure", res.ID, "err", err)
+		return
+	}
+	for _, l := range ls {
+		w.log().Info("delete persistence latency", "erasure", res.ID, "store", l.Store, "state", l.State, "latency_ms", l.Latency.Milliseconds())
+	}
+	if w.Latency != nil {
+		w.Latency(j, res, ls)
+	}
+}
+
+// pausedIn is the error of erasure id, paused in a window whose first pause
+// was err (saga.RunBatch returns the first one only).
+func pausedIn(err error, id string) error {
+	var pe *saga.PendingError
+	if errors.As(err, &pe) && pe.Erasure == id {
+		return err
+	}
+	return fmt.Errorf("%w: erasure %s paused in its window (a store held up its reclaim or probe); released for a retry in %s", saga.ErrPending, id, RetryDelay)
+}
