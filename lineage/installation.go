@@ -31,3 +31,14 @@ type RoutedQueue interface {
 	// host or to no host.
 	ClaimOn(ctx context.Context, worker, host string, lease time.Duration) (*Job, error)
 }
+
+// InstallationUpdater is implemented by ledgers shared by several hosts
+// (PostgreSQL) that can change installation values together under one
+// lock: UpdateInstallationValues reads the current values of keys (absent
+// keys are missing from cur), calls fn, and records the values fn returns,
+// in one transaction that holds the installation lock from the read to the
+// commit. Two updates never interleave: the second one's fn sees the first
+// one's values. An error from fn records nothing and is returned.
+type InstallationUpdater interface {
+	UpdateInstallationValues(ctx context.Context, keys []string, fn func(cur map[string]string) (map[string]string, error)) error
+}

@@ -92,6 +92,13 @@ type world struct {
 // over an OpenAI-compatible endpoint and records the runs.
 func newWorld(t *testing.T, sharded bool, served bool) *world {
 	t.Helper()
+	return newWorldOn(t, sharded, served, "")
+}
+
+// newWorldOn is newWorld with the ledger at ledger ("": the state
+// directory's SQLite ledger).
+func newWorldOn(t *testing.T, sharded bool, served bool, ledger string) *world {
+	t.Helper()
 	ctx := context.Background()
 	w := &world{root: t.TempDir(), shards: 4, shardOf: map[string]int{}, canaries: map[string][]model.Canary{}}
 	cfg := state.DefaultConfig()
@@ -121,6 +128,7 @@ func newWorld(t *testing.T, sharded bool, served bool) *world {
 		mc.Served = filepath.Join(w.root, "served", "shard-{shard}.ngram")
 	}
 	cfg.Models = []model.Config{mc}
+	cfg.Ledger = ledger
 	sd, err := state.Init(filepath.Join(w.root, "state"), cfg)
 	if err != nil {
 		t.Fatal(err)

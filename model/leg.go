@@ -41,6 +41,16 @@ type Leg struct {
 	Now     func() time.Time
 	// Progress receives human progress lines; may be nil.
 	Progress io.Writer
+	// Journal, when set, keeps the leg's journal instead of a file in
+	// ErasureDir (the ledger, with a PostgreSQL ledger: internal/saga).
+	Journal LegJournal
+}
+
+// LegJournal keeps a model leg's journal: the encoded state of model's
+// leg, rewritten after each stage. Load returns nil when there is none.
+type LegJournal interface {
+	Load(ctx context.Context, model string) ([]byte, error)
+	Save(ctx context.Context, model string, b []byte) error
 }
 
 // Reached returns the configured models the subject's rows reached (a
@@ -89,11 +99,20 @@ func (l *Leg) statePath(name string) string {
 	return filepath.Join(l.ErasureDir, "model-"+name+".json")
 }
 
-func (l *Leg) load(name string) (*legState, error) {
+func (l *Leg) load(ctx context.Context, name string) (*legState, error) {
 	st := &legState{Shards: map[string]*shardState{}}
-	b, err := os.ReadFile(l.statePath(name))
-	if errors.Is(err, os.ErrNotExist) {
-		return st, nil
+	var b []byte
+	var err error
+	if l.Journal != nil {
+		b, err = l.Journal.Load(ctx, name)
+		if err == nil && b == nil {
+			return st, nil
+		}
+	} else {
+		b, err = os.ReadFile(l.statePath(name))
+		if errors.Is(err, os.ErrNotExist) {
+			return st, nil
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -107,7 +126,11 @@ func (l *Leg) load(name string) (*legState, error) {
 	return st, nil
 }
 
-func (l *Leg) save(name string, st *legState) error {
+func (l *Leg) save(ctx context.Context, name string, st *legState) error {
+	if l.Journal != nil {
+		b, _ := json.Marshal(st)
+		return l.Journal.Save(ctx, name, b)
+	}
 	b, _ := json.MarshalIndent(st, "", "  ")
 	if err := os.MkdirAll(l.ErasureDir, 0o700); err != nil {
 		return err
@@ -143,7 +166,7 @@ func (l *Leg) Run(ctx context.Context, c Config) (*certificate.ModelOutcome, err
 	if len(reached) == 0 {
 		return nil, nil
 	}
-	st, err := l.load(c.Name)
+	st, err := l.load(ctx, c.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +179,7 @@ func (l *Leg) Run(ctx context.Context, c Config) (*certificate.ModelOutcome, err
 			}
 		}
 		st.Tainted = true
-		if err := l.save(c.Name, st); err != nil {
+		if err := l.save(ctx, c.Name, st); err != nil {
 			return nil, err
 		}
 	}
@@ -172,7 +195,7 @@ func (l *Leg) Run(ctx context.Context, c Config) (*certificate.ModelOutcome, err
 			return nil, err
 		}
 		st.ProbeDone = true
-		if err := l.save(c.Name, st); err != nil {
+		if err := l.save(ctx, c.Name, st); err != nil {
 			return nil, err
 		}
 	}
@@ -205,7 +228,7 @@ func (l *Leg) Run(ctx context.Context, c Config) (*certificate.ModelOutcome, err
 			st.ProbeAfter = st.ProbeBefore // nothing was retrained: the model is the one probed
 		}
 		st.AfterDone = true
-		if err := l.save(c.Name, st); err != nil {
+		if err := l.save(ctx, c.Name, st); err != nil {
 			return nil, err
 		}
 	}
@@ -265,7 +288,7 @@ func (l *Leg) retrain(ctx context.Context, c Config, reg *Registry, shard int, t
 	name := fmt.Sprintf("model:%s shard %d", c.Name, shard)
 	if shard < 0 || shard >= len(c.Dataset) {
 		st.Shards[key] = &shardState{Failed: fmt.Sprintf("shard %d is not in the configured dataset (%d stores)", shard, len(c.Dataset))}
-		return l.save(c.Name, st)
+		return l.save(ctx, c.Name, st)
 	}
 	storeName := c.Dataset[shard]
 	dir := c.ArtifactsDir(l.StateDir)
@@ -288,7 +311,7 @@ func (l *Leg) retrain(ctx context.Context, c Config, reg *Registry, shard int, t
 	}
 	output := filepath.Join(dir, fmt.Sprintf("shard-%d-%s-%d.artifact", shard, l.Erasure, attempt))
 	st.Shards[key] = &shardState{Started: true, Attempt: attempt, Output: output}
-	if err := l.save(c.Name, st); err != nil {
+	if err := l.save(ctx, c.Name, st); err != nil {
 		return err
 	}
 	ss = st.Shards[key]
@@ -318,11 +341,11 @@ func (l *Leg) retrain(ctx context.Context, c Config, reg *Registry, shard int, t
 			}
 			ss.Failed = cerr.Error()
 			l.progress("  %-28s FAILED: %v", name, cerr)
-			return l.save(c.Name, st)
+			return l.save(ctx, c.Name, st)
 		}
 		if outFile, err = FileDigest(output); err != nil {
 			ss.Failed = "the retrain command exited 0 but wrote no artifact at {output}"
-			return l.save(c.Name, st)
+			return l.save(ctx, c.Name, st)
 		}
 		after, _, err := l.rowIDs(ctx, storeName)
 		if err != nil {
@@ -348,7 +371,7 @@ func (l *Leg) retrain(ctx context.Context, c Config, reg *Registry, shard int, t
 		}
 		if try == 3 {
 			ss.Failed = "rows of the shard were deleted during each of 3 retrains (other erasures): run the erasure again"
-			return l.save(c.Name, st)
+			return l.save(ctx, c.Name, st)
 		}
 		l.progress("  %-28s rows were deleted while it trained: training again", name)
 	}
@@ -392,7 +415,7 @@ func (l *Leg) retrain(ctx context.Context, c Config, reg *Registry, shard int, t
 	}
 	ss.Done = true
 	l.progress("  %-28s retrained (%dms)", name, ss.Millis)
-	return l.save(c.Name, st)
+	return l.save(ctx, c.Name, st)
 }
 
 func (l *Leg) subjectRows(run *Run) int {

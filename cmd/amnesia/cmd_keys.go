@@ -140,17 +140,24 @@ Then export the trust file again (amnesia keys export) for verifiers.`,
 			if len(pending) > 0 {
 				return fmt.Errorf("rotate: %d erasure(s) signed a certificate that is not published yet (%s); resuming must sign with the same key: finish them first (amnesia forget or amnesia worker resumes them)", len(pending), strings.Join(pending, ", "))
 			}
-			nk, ok, err := dir.RotateKey(time.Now())
-			if err != nil {
+			var nk, ok certificate.KeyInfo
+			rotate := func() (err error) {
+				nk, ok, err = dir.RotateKey(time.Now())
 				return err
 			}
-			if l != nil {
-				if err := dir.RecordSigningKey(cmd.Context(), l); err != nil {
-					return fmt.Errorf("rotated to %s, but the ledger still expects the earlier key: %w (run 'amnesia keys rotate' again)", nk.ID, err)
+			if l == nil {
+				if err := rotate(); err != nil {
+					return err
 				}
-				if err := dir.RecordKeyring(cmd.Context(), l); err != nil {
-					return fmt.Errorf("rotated to %s, but the ledger's keyring does not list it yet: %w (run 'amnesia keys list' here to record it)", nk.ID, err)
+			} else if err := dir.ChangeKeyring(cmd.Context(), l, true, rotate); err != nil {
+				// With a PostgreSQL ledger the keyring and the key's id
+				// are recorded in one transaction with a compare-and-swap
+				// (a rotation that raced another host's is refused before
+				// writing anything).
+				if nk.ID != "" {
+					return fmt.Errorf("rotated to %s, but the ledger does not record it: %w (run 'amnesia keys rotate' again)", nk.ID, err)
 				}
+				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "rotated\n  current key:  %s (%s)\n  earlier key:  %s, still trusted; its private key is destroyed\n  retire it:    amnesia keys retire %s --from <time>\n  verifiers:    amnesia keys export --out trust.json\n",
 				nk.ID, dir.PublicKeyPath(), ok.ID, ok.ID)
@@ -206,14 +213,21 @@ timestamp or a witness-cosigned checkpoint). See docs/keys.md.`,
 			if l != nil {
 				defer l.Close()
 			}
-			k, was, err := dir.RetireKey(args[0], at)
-			if err != nil {
+			var k, was certificate.KeyInfo
+			retire := func() (err error) {
+				k, was, err = dir.RetireKey(args[0], at)
 				return err
 			}
-			if l != nil {
-				if err := dir.RecordKeyring(cmd.Context(), l); err != nil {
+			if l == nil {
+				err = retire()
+			} else {
+				err = dir.ChangeKeyring(cmd.Context(), l, false, retire)
+			}
+			if err != nil {
+				if k.ID != "" {
 					return fmt.Errorf("retired %s here, but the ledger's keyring is not updated: %w (run the same command again)", k.ID, err)
 				}
+				return err
 			}
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "retired %s from %s\n", k.ID, fmtKeyTime(k.Retired, ""))

@@ -54,6 +54,10 @@ const (
 	// exitSecretsMismatch: this host's pepper or signing key is not the one
 	// the ledger expects (state.ErrSecretsMismatch).
 	exitSecretsMismatch = 23
+	// exitConfigMismatch: the installation-wide part of this host's
+	// amnesia.yaml is not the configuration version the ledger records
+	// (state.ErrConfigMismatch; PostgreSQL ledger).
+	exitConfigMismatch = 24
 )
 
 const exitCodesHelp = `Exit codes:
@@ -88,6 +92,9 @@ const exitCodesHelp = `Exit codes:
       ('amnesia consent', capture.WithNewConsent, "new_consent" in the lineage API)
   23  this host's pepper or signing key is not the installation's (the ledger holds their check values,
       recorded at init): give the host the installation's secrets (docs/scale.md); nothing was changed
+  24  this host's amnesia.yaml differs, in its installation-wide part, from the configuration version the
+      PostgreSQL ledger records (the message names the sections): give the host the installation's
+      configuration, or publish this one deliberately ('amnesia config publish', docs/scale.md); nothing was changed
 `
 
 // exitError carries an exit code through cobra.
@@ -124,6 +131,8 @@ func exitCode(err error) int {
 		return exitSubjectErased
 	case errors.Is(err, state.ErrSecretsMismatch):
 		return exitSecretsMismatch
+	case errors.Is(err, state.ErrConfigMismatch):
+		return exitConfigMismatch
 	case errors.Is(err, saga.ErrStaleTrace):
 		return exitStaleTrace
 	case errors.Is(err, saga.ErrNotReverifiable):

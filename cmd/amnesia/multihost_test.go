@@ -440,3 +440,52 @@ func TestHostResumesAnotherHostsErasure(t *testing.T) {
 		})
 	}
 }
+
+// TestHostWithAnotherConfigIsRefused: host 2's amnesia.yaml names another
+// table for store docs. Its worker is refused with exit 24, naming the
+// store and no value, before it claims anything; host 0's worker starts.
+// After `config publish` on host 2, host 0 (the earlier configuration) is
+// refused, and host 2 is accepted.
+func TestHostWithAnotherConfigIsRefused(t *testing.T) {
+	m := newMultiHost(t, 1)
+	p := filepath.Join(m.states[2], "amnesia.yaml")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := strings.ReplaceAll(string(b), "mh_docs", "mh_other_docs")
+	if changed == string(b) {
+		t.Fatal("host 2's amnesia.yaml does not name the table")
+	}
+	if err := os.WriteFile(p, []byte(changed), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	drain := func(host int) binResult {
+		return runBinary(t, nil, "", "--state", m.states[host], "worker", "--drain", "--poll", "100ms", "--id", fmt.Sprintf("cfg-%d", host))
+	}
+	r := drain(2)
+	if r.code != exitConfigMismatch || !strings.Contains(r.stderr, "stores.docs") || strings.Contains(r.stderr, "mh_other_docs") {
+		t.Fatalf("host 2 with another store table: want exit %d naming stores.docs and no value\n%s", exitConfigMismatch, r)
+	}
+	if js := m.jobs(t); len(js) != 1 || js[0].State != lineage.JobPending || js[0].Attempts != 0 {
+		t.Fatalf("the refused host touched the queue: %+v", js)
+	}
+	if r := runBinary(t, nil, "", "--state", m.states[2], "config", "status"); r.code != exitConfigMismatch {
+		t.Fatalf("config status on host 2: want exit %d\n%s", exitConfigMismatch, r)
+	}
+	if r := runBinary(t, nil, "", "--state", m.states[1], "config", "status"); r.code != 0 || !strings.Contains(r.stdout, "same") {
+		t.Fatalf("config status on host 1\n%s", r)
+	}
+	if r := drain(0); r.code != 0 {
+		t.Fatalf("host 0, with the installation's configuration\n%s", r)
+	}
+	if r := runBinary(t, nil, "", "--state", m.states[2], "config", "publish"); r.code != 0 || !strings.Contains(r.stdout, "version 2") || !strings.Contains(r.stdout, "stores.docs") {
+		t.Fatalf("config publish on host 2\n%s", r)
+	}
+	if r := drain(0); r.code != exitConfigMismatch || !strings.Contains(r.stderr, "version 2") {
+		t.Fatalf("host 0 after version 2 was published: want exit %d\n%s", exitConfigMismatch, r)
+	}
+	if r := drain(2); r.code != 0 {
+		t.Fatalf("host 2 after it published its configuration\n%s", r)
+	}
+}

@@ -77,6 +77,7 @@ level each store permits, and issues a signed certificate anyone can verify offl
 		newConsentCommand(g),
 		newReplayCommand(g),
 		newKeysCommand(g),
+		newConfigCommand(g),
 		newAuditCommand(g),
 		newAnchorCommand(g),
 		newWitnessCommand(),

@@ -73,6 +73,30 @@ type WorkersRun struct {
 	// before the workers start, so it includes the time spent waiting in
 	// the queue.
 	Latency map[string]*LatencyStats `json:"delete_persistence_latency,omitempty"`
+	// Tables is, per ledger table an erasure writes, the rows and bytes
+	// it adds per erasure (the difference between before the subjects
+	// are recorded and after the run, divided by the erasures; events:
+	// from the workers' start, captures not counted): erasure_journal,
+	// erasure_records (the trace saved at enqueue and the certificate),
+	// erasure_sealed (after the shred: what is left), the transparency
+	// log's tables, events, queue. SealedWritten is what erasure_sealed
+	// held before the shred: the rows and bytes inserted into it during
+	// the run (counted by a trigger the benchmark adds), per erasure.
+	Tables        map[string]TableGrowth `json:"ledger_tables_per_erasure"`
+	SealedWritten TableGrowth            `json:"erasure_sealed_written_per_erasure"`
+}
+
+// TableGrowth is what a ledger table grows by per erasure: Rows; Bytes,
+// the rows' own size (pg_column_size of each row: the data as stored,
+// compressed where PostgreSQL compressed it, without page, index and
+// tuple-pointer overhead); DiskBytes, the growth of
+// pg_total_relation_size (table, indexes and TOAST, in whole 8 KiB pages:
+// coarse at small counts, and 0 when the rows fit in pages already
+// there).
+type TableGrowth struct {
+	Rows      float64 `json:"rows"`
+	Bytes     float64 `json:"bytes"`
+	DiskBytes float64 `json:"disk_bytes,omitempty"`
 }
 
 // LatencyStats summarises the delete persistence latency of one store.
@@ -140,7 +164,7 @@ func Workers(ctx context.Context, o WorkersOptions) (*WorkersResult, error) {
 	r := &WorkersResult{Kind: "workers", Provenance: provenance.Capture(provenance.ServePaths)}
 	r.Setup.Store, r.Setup.DocsEach = pgdoc.Type, o.DocsEach
 	r.Setup.ArtifactsPerSubject = o.DocsEach * (1 + ChunksEach)
-	r.Setup.Note = "workers are goroutines of one process, each with its own state handle and ledger connection pool, on the machine that also runs PostgreSQL; every erasure deletes, verifies, signs a certificate and appends it to the transparency log"
+	r.Setup.Note = "workers are goroutines of one process, each with its own state directory (a copy of the installation's: the hosts of a PostgreSQL installation share nothing else), state handle and ledger connection pool, on the machine that also runs PostgreSQL; every erasure deletes, verifies, signs a certificate and appends it to the transparency log; journals, sealed evidence, traces and certificates are rows of the ledger (saga.Durable in the ledger)"
 	for _, n := range o.Counts {
 		run, err := workersRun(ctx, o, n)
 		if err != nil {
@@ -178,6 +202,13 @@ func workersRun(ctx context.Context, o WorkersOptions, n int) (*WorkersRun, erro
 	defer st.Close()
 	env := &erasure.Env{Dir: sd, Ledger: l}
 	scope := cfg.Scope
+	// The tables' sizes before anything is recorded: the queue row and
+	// the saved trace (erasure_records) of each erasure are written when
+	// it is queued, below.
+	tablesStart, err := tableSizes(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
 	progress(o.Progress, "workers=%d: recording %d subjects of %d documents\n", n, o.Erasures, o.DocsEach)
 	for s := 0; s < o.Erasures; s++ {
 		key, err := sd.Keyer.Key(scope, fmt.Sprintf("bench-subject-%d", s))
@@ -212,17 +243,30 @@ func workersRun(ctx context.Context, o WorkersOptions, n int) (*WorkersRun, erro
 			return nil, err
 		}
 	}
+	if err := countSealedWrites(ctx, dsn); err != nil {
+		return nil, err
+	}
 	before, err := ledgerCounts(ctx, dsn)
 	if err != nil {
 		return nil, err
 	}
-	// Each worker opens the installation as its own process would.
+	tablesBefore, err := tableSizes(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	// Each worker opens the installation as its own host would: a state
+	// directory of its own (a copy of the installation's), the ledger
+	// shared.
 	ws := make([]*worker.Worker, n)
 	var complete atomic.Int64
 	var latMu sync.Mutex
 	latency := map[string]*LatencyStats{}
 	for i := range ws {
-		d, err := state.Open(statePath)
+		hostPath := fmt.Sprintf("%s-host%d", statePath, i)
+		if err := copyTree(statePath, hostPath); err != nil {
+			return nil, err
+		}
+		d, err := state.Open(hostPath)
 		if err != nil {
 			return nil, err
 		}
@@ -297,16 +341,24 @@ func workersRun(ctx context.Context, o WorkersOptions, n int) (*WorkersRun, erro
 	run.LogLeavesPerErasure = float64(after.leaves-before.leaves) / e
 	run.LedgerBytesPerErasure = float64(after.bytes-before.bytes) / e
 	run.LogLeafBytes = after.leafBytes
-	certs, _ := filepath.Glob(filepath.Join(statePath, "certificates", "*.dsse.json"))
-	var total int64
-	for _, c := range certs {
-		if fi, err := os.Stat(c); err == nil {
-			total += fi.Size()
+	run.CertificateBytes = after.certBytes
+	tablesAfter, err := tableSizes(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	run.Tables = map[string]TableGrowth{}
+	for _, t := range growthTables {
+		b, a := tablesStart[t], tablesAfter[t]
+		if t == "events" { // captures append events too: counted from the workers' start
+			b = tablesBefore[t]
 		}
+		run.Tables[t] = TableGrowth{Rows: float64(a.rows-b.rows) / e, Bytes: float64(a.bytes-b.bytes) / e, DiskBytes: float64(a.disk-b.disk) / e}
 	}
-	if len(certs) > 0 {
-		run.CertificateBytes = float64(total) / float64(len(certs))
+	sw, err := sealedWritten(ctx, dsn)
+	if err != nil {
+		return nil, err
 	}
+	run.SealedWritten = TableGrowth{Rows: float64(sw.rows) / e, Bytes: float64(sw.bytes) / e}
 	progress(o.Progress, "workers=%d: %d erasures (%d complete) in %.1fs: %.1f per minute\n", n, run.Erasures, run.Complete, run.Seconds, run.PerMinute)
 	for st, l := range latency {
 		progress(o.Progress, "workers=%d: store %s: delete persistence latency p50 %.0f ms, p95 %.0f ms, max %.0f ms (%d clean, others %v)\n", n, st, l.P50ms, l.P95ms, l.Maxms, l.Clean, l.NotClean)
@@ -316,7 +368,7 @@ func workersRun(ctx context.Context, o WorkersOptions, n int) (*WorkersRun, erro
 
 type counts struct {
 	events, leaves, bytes int64
-	leafBytes             float64
+	leafBytes, certBytes  float64
 }
 
 func ledgerCounts(ctx context.Context, dsn string) (counts, error) {
@@ -327,8 +379,94 @@ func ledgerCounts(ctx context.Context, dsn string) (counts, error) {
 	}
 	defer conn.Close(ctx)
 	err = conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM events), (SELECT count(*) FROM tlog_leaves), pg_database_size(current_database()),
-		(SELECT coalesce(avg(length(data)), 0)::float8 FROM tlog_leaves)`).Scan(&c.events, &c.leaves, &c.bytes, &c.leafBytes)
+		(SELECT coalesce(avg(length(data)), 0)::float8 FROM tlog_leaves),
+		(SELECT coalesce(avg(octet_length(body)), 0)::float8 FROM erasure_records WHERE kind = 'certificate')`).Scan(&c.events, &c.leaves, &c.bytes, &c.leafBytes, &c.certBytes)
 	return c, err
+}
+
+// growthTables are the ledger tables whose growth per erasure a workers
+// run reports.
+var growthTables = []string{"erasure_journal", "erasure_records", "erasure_sealed", "tlog_leaves", "tlog_hashes", "tlog_checkpoints", "events", "queue"}
+
+type tableSize struct{ rows, bytes, disk int64 }
+
+// tableSizes returns the rows, row bytes and on-disk size of growthTables.
+func tableSizes(ctx context.Context, dsn string) (map[string]tableSize, error) {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(ctx)
+	out := map[string]tableSize{}
+	for _, t := range growthTables {
+		var s tableSize
+		if err := conn.QueryRow(ctx, `SELECT count(*), coalesce(sum(pg_column_size(t.*)), 0)::bigint, pg_total_relation_size('`+t+`') FROM `+t+` t`).Scan(&s.rows, &s.bytes, &s.disk); err != nil {
+			return nil, fmt.Errorf("size of %s: %w", t, err)
+		}
+		out[t] = s
+	}
+	return out, nil
+}
+
+// countSealedWrites adds to the benchmark's ledger database a table and a
+// trigger that count each row inserted into (or updated in) erasure_sealed
+// and its size: the sealed evidence is shredded at publication, so the
+// table's size after a run says nothing of what it held.
+func countSealedWrites(ctx context.Context, dsn string) error {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, `CREATE TABLE bench_sealed_writes (bytes BIGINT NOT NULL);
+		CREATE FUNCTION bench_count_sealed() RETURNS trigger LANGUAGE plpgsql AS
+			$$BEGIN INSERT INTO bench_sealed_writes VALUES (pg_column_size(NEW.*)); RETURN NEW; END$$;
+		CREATE TRIGGER bench_count_sealed AFTER INSERT OR UPDATE ON erasure_sealed FOR EACH ROW EXECUTE FUNCTION bench_count_sealed();`)
+	if err != nil {
+		return fmt.Errorf("count sealed evidence: %w", err)
+	}
+	return nil
+}
+
+func sealedWritten(ctx context.Context, dsn string) (tableSize, error) {
+	var s tableSize
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return s, err
+	}
+	defer conn.Close(ctx)
+	err = conn.QueryRow(ctx, `SELECT count(*), coalesce(sum(bytes), 0)::bigint FROM bench_sealed_writes`).Scan(&s.rows, &s.bytes)
+	return s, err
+}
+
+// copyTree copies the directory from (files and directories, modes kept)
+// to to, which must not exist.
+func copyTree(from, to string) error {
+	return filepath.WalkDir(from, func(p string, de os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(from, p)
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(to, rel)
+		fi, err := de.Info()
+		if err != nil {
+			return err
+		}
+		if de.IsDir() {
+			return os.MkdirAll(dst, fi.Mode().Perm())
+		}
+		if !fi.Mode().IsRegular() {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, b, fi.Mode().Perm())
+	})
 }
 
 // freshDatabase creates the database name on the server (dropping one left

@@ -24,6 +24,15 @@ func TestWorkersSmoke(t *testing.T) {
 		if run.Erasures != 2 || run.PerMinute <= 0 || run.LogLeavesPerErasure <= 0 || run.CertificateBytes <= 0 {
 			t.Errorf("run %+v: want 2 erasures and positive figures", run)
 		}
+		// The erasures' state went to the ledger: journal rows, a trace
+		// and a certificate each, sealed evidence written and then
+		// shredded (none left).
+		j, rec, sealed := run.Tables["erasure_journal"], run.Tables["erasure_records"], run.Tables["erasure_sealed"]
+		if j.Rows < 10 || j.Bytes <= 0 || rec.Rows != 2 || rec.Bytes <= 0 || sealed.Rows != 0 ||
+			run.SealedWritten.Rows < 1 || run.SealedWritten.Bytes <= 0 || run.Tables["tlog_leaves"].Rows != run.LogLeavesPerErasure {
+			t.Errorf("ledger rows per erasure: journal %+v, records %+v, sealed left %+v, sealed written %+v, tlog %+v",
+				j, rec, sealed, run.SealedWritten, run.Tables["tlog_leaves"])
+		}
 	}
 	// One worker alone: every certificate complete. Concurrent workers on
 	// one PostgreSQL table may leave RESIDUAL entries (another worker's

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -16,6 +17,7 @@ import (
 	"github.com/amnesia-dev/amnesia/internal/atomicfile"
 	"github.com/amnesia-dev/amnesia/internal/state"
 	"github.com/amnesia-dev/amnesia/lineage"
+	"github.com/amnesia-dev/amnesia/model"
 )
 
 // Durable is where the durable state of erasures lives: their journals,
@@ -412,4 +414,89 @@ func ReadJournal(ctx context.Context, d Durable, erasure string) ([]JournalEntry
 func InLedger(d Durable) bool {
 	_, ok := d.(*ledgerDurable)
 	return ok
+}
+
+// modelJournal returns where erasure's model legs keep their journals:
+// nil (a file per model in the erasure's directory, model.Leg's own) with
+// the state directory; the ledger's erasure_journal otherwise (journal
+// "model-<name>"), fenced by the claim, append-only and hash-chained, so
+// that another host resumes or reads it.
+func modelJournal(d Durable, erasure string) model.LegJournal {
+	ld, ok := d.(*ledgerDurable)
+	if !ok {
+		return nil
+	}
+	return &ledgerLegJournal{d: ld, erasure: erasure}
+}
+
+// ModelJournalName is the name, in the ledger's erasure_journal, of the
+// journal of an erasure's model leg for model name.
+func ModelJournalName(name string) string { return "model-" + name }
+
+// legLine is one entry of a model leg's journal in the ledger: the leg's
+// whole state after a stage, chained to the entry before by the SHA-256
+// of its line.
+type legLine struct {
+	Seq   int             `json:"seq"`
+	Prev  string          `json:"prev"`
+	State json.RawMessage `json:"state"`
+}
+
+type ledgerLegJournal struct {
+	d       *ledgerDurable
+	erasure string
+}
+
+// entries reads and checks the chain of model name's leg journal and
+// returns its last entry's state (nil when there is none), its number and
+// the hash the next entry chains to.
+func (j *ledgerLegJournal) entries(ctx context.Context, name string) (state []byte, seq int, next string, err error) {
+	lines, err := j.d.rec.JournalLines(ctx, j.erasure, ModelJournalName(name))
+	if err != nil {
+		return nil, 0, "", err
+	}
+	for i, b := range lines {
+		var e legLine
+		if err := json.Unmarshal(b, &e); err != nil {
+			return nil, 0, "", fmt.Errorf("model %s: leg journal in the ledger: entry %d: %w", name, i+1, err)
+		}
+		if e.Seq != i+1 || e.Prev != next {
+			return nil, 0, "", fmt.Errorf("model %s: leg journal in the ledger: entry %d breaks the chain", name, i+1)
+		}
+		sum := sha256.Sum256(b)
+		state, seq, next = e.State, e.Seq, hex.EncodeToString(sum[:])
+	}
+	return state, seq, next, nil
+}
+
+func (j *ledgerLegJournal) Load(ctx context.Context, name string) ([]byte, error) {
+	st, _, _, err := j.entries(ctx, name)
+	return st, err
+}
+
+func (j *ledgerLegJournal) Save(ctx context.Context, name string, b []byte) error {
+	_, seq, prev, err := j.entries(ctx, name)
+	if err != nil {
+		return err
+	}
+	line, err := json.Marshal(legLine{Seq: seq + 1, Prev: prev, State: b})
+	if err != nil {
+		return err
+	}
+	return j.d.rec.AppendJournalLine(ctx, j.d.claim, j.erasure, ModelJournalName(name), seq+1, "model", "state", line)
+}
+
+// ModelLegState returns the last state recorded by erasure's model leg for
+// model name in d (nil when there is none): for inspection and tests. With
+// the state directory it reads erasures/<id>/model-<name>.json.
+func ModelLegState(ctx context.Context, d Durable, erasure, name string) ([]byte, error) {
+	if j := modelJournal(d, erasure); j != nil {
+		return j.Load(ctx, name)
+	}
+	fd := d.(*fileDurable)
+	b, err := os.ReadFile(filepath.Join(fd.dir.ErasureDir(erasure), ModelJournalName(name)+".json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return b, err
 }

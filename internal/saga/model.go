@@ -14,7 +14,8 @@ import (
 // rows were deleted and probed, before decide. A step that fails leaves the
 // model UNVERIFIED; a step cut short (crash, stop) is retried on resume, and
 // the leg's own journal (erasures/<id>/model-<name>.json) resumes it
-// where it stopped.
+// where it stopped (with a PostgreSQL ledger: the ledger's
+// erasure_journal, journal model-<name>).
 func (r *runner) modelLeg(ctx context.Context, res *results) error {
 	cfgs := r.Dir.Config.Models
 	if len(cfgs) == 0 {
@@ -31,6 +32,9 @@ func (r *runner) modelLeg(ctx context.Context, res *results) error {
 	leg := &model.Leg{
 		StateDir: r.Dir.Path, ErasureDir: r.dir, Erasure: r.id, Scope: r.Trace.Scope, Subject: k, Keyer: r.Dir.Keyer,
 		TraceIDs: ids, Now: r.Now, Progress: r.Progress,
+		// With a PostgreSQL ledger the leg's journal is the ledger's
+		// (durable.go); with the state directory, its own file.
+		Journal: modelJournal(r.dur, r.id),
 		StorePath: func(name string) string {
 			sc, err := r.Dir.Config.Store(name)
 			if err != nil {

@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/amnesia-dev/amnesia/certificate"
@@ -51,6 +52,7 @@ func (d *Dir) SyncKeyring(ctx context.Context, l lineage.Ledger) error {
 		return fmt.Errorf("keyring: %w", err)
 	}
 	if ok && v == string(mine) {
+		d.keyringSeen = v
 		return nil
 	}
 	if ok {
@@ -61,14 +63,81 @@ func (d *Dir) SyncKeyring(ctx context.Context, l lineage.Ledger) error {
 		cur := d.SigningKeyID()
 		for _, k := range tf.Keys {
 			if k.KeyID == cur {
+				d.keyringSeen = v
 				return WriteFileAtomic(d.KeyringPath(), []byte(v))
 			}
 		}
 	}
-	if _, err := m.RecordInstallationValue(ctx, keyringKey, string(mine), ok); err != nil {
+	got, err := m.RecordInstallationValue(ctx, keyringKey, string(mine), ok)
+	if err != nil {
 		return fmt.Errorf("record keyring: %w", err)
 	}
+	// got is another host's keyring when it recorded one first: kept as
+	// seen, so that a change from here is refused until the next open.
+	d.keyringSeen = got
 	return nil
+}
+
+// ErrKeyringRaced: the ledger's keyring changed (another host rotated or
+// retired a key) after this host read it; the change was refused before
+// anything was written.
+var ErrKeyringRaced = errors.New("the installation's keyring changed on another host since this host read it")
+
+// ChangeKeyring runs change (RotateKey or RetireKey, which write this
+// host's keyring.json and, for a rotation, the key's source) and records
+// the resulting keyring in the ledger, and with signingKey the new current
+// key's id. With a PostgreSQL ledger this is one compare-and-swap: under
+// the installation lock (lineage.InstallationUpdater), the ledger's keyring
+// must still be the one this host synced when it opened the ledger;
+// otherwise change is not run and ErrKeyringRaced is returned, so that a
+// rotation never drops a key another host added. Other ledgers: change,
+// then the signing key's id is recorded, as before.
+func (d *Dir) ChangeKeyring(ctx context.Context, l lineage.Ledger, signingKey bool, change func() error) error {
+	_, shared := d.sharesKeyring(l)
+	u, locks := l.(lineage.InstallationUpdater)
+	if !shared || !locks {
+		if err := change(); err != nil {
+			return err
+		}
+		if signingKey {
+			if err := d.RecordSigningKey(ctx, l); err != nil {
+				return err
+			}
+		}
+		if shared {
+			return d.RecordKeyring(ctx, l)
+		}
+		return nil
+	}
+	keys := []string{keyringKey, signingKeyIDKey}
+	var recorded string
+	defer func() {
+		if recorded != "" {
+			d.keyringSeen = recorded
+		}
+	}()
+	return u.UpdateInstallationValues(ctx, keys, func(cur map[string]string) (map[string]string, error) {
+		if cur[keyringKey] != d.keyringSeen {
+			return nil, fmt.Errorf("%w (a rotation or retirement there finished first); nothing was changed here: run the same command again, which reads the new keyring", ErrKeyringRaced)
+		}
+		if err := change(); err != nil {
+			return nil, err
+		}
+		ks, err := d.Keyring()
+		if err != nil {
+			return nil, err
+		}
+		b, err := ks.Encode()
+		if err != nil {
+			return nil, fmt.Errorf("keyring: %w", err)
+		}
+		recorded = string(b)
+		next := map[string]string{keyringKey: string(b)}
+		if signingKey {
+			next[signingKeyIDKey] = d.SigningKeyID()
+		}
+		return next, nil
+	})
 }
 
 // RecordKeyring records this host's keyring in the ledger, with a

@@ -140,7 +140,9 @@ func (d *Dir) lost(found, evidence string) error {
 // certificate's), or does not hash to the same root at that size, is
 // ErrLedgerLost too. A state directory without ledger-state.json gets one.
 // Every mode checks this host's pepper and signing key against the ledger
-// (CheckSecrets): ErrSecretsMismatch.
+// (CheckSecrets): ErrSecretsMismatch; with a PostgreSQL ledger, the
+// installation-wide part of its configuration too (CheckConfig, except in
+// mode LedgerConfigPublish): ErrConfigMismatch.
 func (d *Dir) OpenLedger(ctx context.Context, mode LedgerMode) (lineage.Ledger, error) {
 	spec := d.LedgerSpec()
 	s, err := d.LedgerState()
@@ -170,6 +172,12 @@ func (d *Dir) OpenLedger(ctx context.Context, mode LedgerMode) (lineage.Ledger, 
 		l.Close()
 		return nil, err
 	}
+	if mode != LedgerConfigPublish {
+		if err := d.CheckConfig(ctx, l); err != nil { // configversion.go
+			l.Close()
+			return nil, err
+		}
+	}
 	if mode == LedgerUnchecked {
 		return l, nil
 	}
@@ -194,6 +202,10 @@ const (
 	// finds and then calls CheckLedger. A missing or empty ledger is still
 	// refused.
 	LedgerUnchecked
+	// LedgerConfigPublish is LedgerChecked without the configuration
+	// check (CheckConfig): `amnesia config publish`, which replaces the
+	// configuration version the ledger records.
+	LedgerConfigPublish
 )
 
 // CheckLedger compares an opened ledger with ledger-state.json (or, when

@@ -60,6 +60,10 @@ type Dir struct {
 	KeyVersion string
 	// keySrc is the signing key's source; nil: signing-key.pem.
 	keySrc secrets.Provider
+	// keyringSeen is the ledger's keyring as this host last synced it
+	// (SyncKeyring); ChangeKeyring refuses a change when the ledger's is
+	// no longer that one.
+	keyringSeen string
 }
 
 // Paths inside a state directory.

@@ -1,0 +1,123 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/amnesia-dev/amnesia/internal/pgtest"
+	"github.com/amnesia-dev/amnesia/lineage"
+)
+
+// configured is a host configuration sharing ledger and secrets, with two
+// stores: a PostgreSQL one whose DSN carries password, and a SQLite one.
+func configured(ledger, pepper, key, password, docsPath string) *Config {
+	c := withSecrets(ledger, pepper, key)
+	c.Stores = []StoreConfig{
+		{Name: "chats", Type: "postgres", DSN: "postgres://app:" + password + "@db.internal:5432/app?sslmode=disable", Table: "chat_turns"},
+		{Name: "docs", Type: "sqlite-doc", Path: docsPath},
+	}
+	return c
+}
+
+// With a PostgreSQL ledger, the installation-wide part of every host's
+// amnesia.yaml must be the configuration version the ledger records: the
+// first host records it; a host with another store setting is refused,
+// with the store named; a host with the same configuration (and its own
+// secrets' sources, serve section and DSN password) starts; after
+// `config publish` of a new configuration, a host with the earlier one is
+// refused. The ledger holds digests only. With a SQLite ledger nothing is
+// recorded or compared.
+func TestConfigVersionInTheLedger(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	ledger := pgtest.DB(t)
+	pepper, key := "dir:"+filepath.Join(root, "s", "pepper"), "dir:"+filepath.Join(root, "s", "key")
+	docs := filepath.Join(root, "docs.db")
+
+	a := mustHost(t, configured(ledger, pepper, key, "pw-host-a-7731", docs))
+
+	// The same installation-wide configuration, another password in the
+	// store's DSN and another serve section: accepted.
+	same := configured(ledger, pepper, key, "pw-host-b-9142", docs)
+	same.Serve.Listen = "0.0.0.0:9000"
+	b, err := host(t, same)
+	if err != nil {
+		t.Fatalf("a host with the installation's configuration is refused: %v", err)
+	}
+
+	// Another path for store docs: refused, the store named.
+	other := configured(ledger, pepper, key, "pw-host-a-7731", filepath.Join(root, "elsewhere.db"))
+	c, err := host(t, other)
+	if !errors.Is(err, ErrConfigMismatch) {
+		t.Fatalf("a host with another store setting: got %v, want ErrConfigMismatch", err)
+	}
+	if !strings.Contains(err.Error(), "stores.docs") || strings.Contains(err.Error(), "stores.chats") {
+		t.Fatalf("the refusal does not name exactly the differing store: %v", err)
+	}
+	if strings.Contains(err.Error(), "elsewhere") || strings.Contains(err.Error(), "pw-host") {
+		t.Fatalf("the refusal prints a value: %v", err)
+	}
+
+	// Host C publishes its configuration: it is version 2; host A, with the
+	// earlier one, is refused now; host C is accepted.
+	l, err := c.OpenLedger(ctx, LedgerConfigPublish)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now, was, err := c.PublishConfig(ctx, l)
+	l.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if was == nil || was.Version != 1 || now.Version != 2 || now.Digest != other.ConfigDigest() {
+		t.Fatalf("publish: now %+v, was %+v", now, was)
+	}
+	if _, err := a.OpenLedger(ctx, LedgerChecked); !errors.Is(err, ErrConfigMismatch) || !strings.Contains(err.Error(), "version 2") {
+		t.Fatalf("host A after the publication of version 2: got %v, want ErrConfigMismatch naming version 2", err)
+	}
+	if _, err := b.OpenLedger(ctx, LedgerChecked); !errors.Is(err, ErrConfigMismatch) {
+		t.Fatalf("host B after the publication of version 2: got %v, want ErrConfigMismatch", err)
+	}
+	l, err = c.OpenLedger(ctx, LedgerChecked)
+	if err != nil {
+		t.Fatalf("the publishing host is refused: %v", err)
+	}
+	v, ok, err := l.(lineage.InstallationMeta).InstallationValue(ctx, configKey)
+	l.Close()
+	if err != nil || !ok {
+		t.Fatalf("no configuration version in the ledger: %v", err)
+	}
+	for _, s := range []string{"pw-host", "db.internal", "elsewhere", "chat_turns"} {
+		if strings.Contains(v, s) {
+			t.Fatalf("the ledger's configuration version holds %q: %s", s, v)
+		}
+	}
+
+	// A SQLite ledger: no configuration version, hosts not compared.
+	sq := filepath.Join(root, "ledger.db")
+	s1 := mustHost(t, configured(sq, pepper, key, "x", docs))
+	s2, err := host(t, configured(sq, pepper, key, "x", filepath.Join(root, "elsewhere.db")))
+	if err != nil {
+		t.Fatalf("SQLite ledger: a second configuration is refused: %v", err)
+	}
+	for _, d := range []*Dir{s1, s2} {
+		l, err := d.OpenLedger(ctx, LedgerChecked)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, _ := l.(lineage.InstallationMeta).InstallationValue(ctx, configKey); ok {
+			t.Fatal("a SQLite ledger records a configuration version")
+		}
+		if _, _, err := d.PublishConfig(ctx, l); err == nil {
+			t.Fatal("config publish with a SQLite ledger succeeded")
+		}
+		l.Close()
+	}
+	if _, err := os.Stat(sq); err != nil {
+		t.Fatal(err)
+	}
+}
