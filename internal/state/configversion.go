@@ -42,7 +42,8 @@ type ConfigVersion struct {
 // the configuration: what must be the same on every host of an
 // installation. The sections are "version", "scope",
 // "certificate_validity", "log_origin", "tsa" (tsa_url and tsa_timeout),
-// "reclaim_wait", "reverify", "models", "stores" (the stores' names, in
+// "reclaim_wait", "reverify", "erasure" (the default due date and the
+// erasure windows), "models", "stores" (the stores' names, in
 // order) and one "stores.<name>" per store (its every setting, owner
 // included). A store's dsn is hashed without its password, and its api_key
 // not at all: credentials may differ per host.
@@ -68,6 +69,7 @@ func (c *Config) SharedSections() map[string]string {
 	put("tsa", []string{c.TSA, c.TSATimeout})
 	put("reclaim_wait", c.ReclaimWait)
 	put("reverify", c.Reverify)
+	put("erasure", c.Erasure)
 	put("models", c.Models)
 	names := make([]string, 0, len(c.Stores))
 	for _, s := range c.Stores {

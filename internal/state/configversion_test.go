@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -119,5 +120,40 @@ func TestConfigVersionInTheLedger(t *testing.T) {
 	}
 	if _, err := os.Stat(sq); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Every field of Config is either compared across hosts (SharedSections)
+// or per host by decision: a field added later without a decision fails
+// here, instead of silently never being compared.
+func TestEveryConfigFieldClassified(t *testing.T) {
+	shared := map[string]string{ // field → section
+		"Version": "version", "Scope": "scope", "Validity": "certificate_validity", "Stores": "stores",
+		"LogOrigin": "log_origin", "TSA": "tsa", "TSATimeout": "tsa", "ReclaimWait": "reclaim_wait",
+		"Reverify": "reverify", "Erasure": "erasure", "Models": "models",
+	}
+	perHost := map[string]bool{"Ledger": true, "Secrets": true, "Serve": true}
+	sections := DefaultConfig().SharedSections()
+	typ := reflect.TypeOf(Config{})
+	for i := 0; i < typ.NumField(); i++ {
+		f := typ.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		if sec, ok := shared[f.Name]; ok {
+			if _, ok := sections[sec]; !ok {
+				t.Errorf("Config.%s: section %q is not in SharedSections", f.Name, sec)
+			}
+			continue
+		}
+		if !perHost[f.Name] {
+			t.Errorf("Config.%s is neither compared across hosts (SharedSections) nor listed as per host: decide, and document it in docs/scale.md", f.Name)
+		}
+	}
+	// A change of the erasure policy changes its section's digest.
+	c := DefaultConfig()
+	c.Erasure.Deadline = "240h"
+	if c.SharedSections()["erasure"] == sections["erasure"] {
+		t.Fatal("the erasure section's digest does not depend on its settings")
 	}
 }
