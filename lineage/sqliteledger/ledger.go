@@ -307,19 +307,24 @@ const (
 		ON CONFLICT (id) DO UPDATE SET digest = excluded.digest, seq = excluded.seq`
 	qInsEdges   = `INSERT INTO edges (child, parent, seq) SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]') FROM json_each(?)`
 	qInsMention = `INSERT INTO mentions (artifact, subject, seq) SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]') FROM json_each(?)`
+	// The reads capture makes before a write: its parent's owner, its
+	// subject's erasure (SubjectState).
+	qLookup       = `SELECT id, scope, subject, kind, store, key, digest FROM artifacts WHERE scope = ? AND store = ? AND key = ?`
+	qSubjectState = `SELECT seq, erasure FROM erased_subjects WHERE scope = ? AND subject = ? ORDER BY seq DESC LIMIT 1`
 )
 
 // stmts are the prepared write statements.
 type stmts struct {
 	head, known, erased, edges, mentioned, insEvents, insArts, insEdges, insMentions *sql.Stmt
+	lookup, subjectState                                                             *sql.Stmt
 }
 
 func (st *stmts) all() []**sql.Stmt {
-	return []**sql.Stmt{&st.head, &st.known, &st.erased, &st.edges, &st.mentioned, &st.insEvents, &st.insArts, &st.insEdges, &st.insMentions}
+	return []**sql.Stmt{&st.head, &st.known, &st.erased, &st.edges, &st.mentioned, &st.insEvents, &st.insArts, &st.insEdges, &st.insMentions, &st.lookup, &st.subjectState}
 }
 
 func (l *Ledger) prepare(ctx context.Context) error {
-	for i, q := range []string{qHead, qKnown, qErased, qEdges, qMentioned, qInsEvents, qInsArts, qInsEdges, qInsMention} {
+	for i, q := range []string{qHead, qKnown, qErased, qEdges, qMentioned, qInsEvents, qInsArts, qInsEdges, qInsMention, qLookup, qSubjectState} {
 		s, err := l.db.PrepareContext(ctx, q)
 		if err != nil {
 			return err
@@ -455,7 +460,7 @@ func eachRow(ctx context.Context, s *sql.Stmt, ids []string, fn func(*sql.Rows) 
 
 // Lookup implements lineage.Ledger.
 func (l *Ledger) Lookup(ctx context.Context, scope, store, key string) (*lineage.Artifact, error) {
-	row := l.db.QueryRowContext(ctx, `SELECT id, scope, subject, kind, store, key, digest FROM artifacts WHERE scope = ? AND store = ? AND key = ?`, scope, store, key)
+	row := l.st.lookup.QueryRowContext(ctx, scope, store, key)
 	a, err := scanArtifact(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, lineage.ErrNotFound
