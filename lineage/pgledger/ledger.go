@@ -295,7 +295,9 @@ func writeBatchOn(ctx context.Context, s batchSender, artifacts []lineage.Artifa
 			_, err := pgx.ForEachRow(rows, []any{&id}, func() error { state.Erased[id] = true; return nil })
 			return err
 		})
-		b.Queue(`SELECT child, parent FROM edges WHERE child = ANY($1)`, reads.Artifacts).Query(func(rows pgx.Rows) error {
+	}
+	if len(reads.Parented) > 0 {
+		b.Queue(`SELECT child, parent FROM edges WHERE child = ANY($1)`, reads.Parented).Query(func(rows pgx.Rows) error {
 			var c, p string
 			_, err := pgx.ForEachRow(rows, []any{&c, &p}, func() error { state.Edges[[2]string{c, p}] = true; return nil })
 			return err

@@ -342,9 +342,10 @@ func (l *Ledger) closeStmts() {
 	}
 }
 
-// writeBatch reads what the batch's checks need (five statements), plans
-// its events in memory (lineage.PlanBatch: those of one write at a time),
-// and writes them (at most four statements).
+// writeBatch reads what the batch's checks need (at most five statements:
+// edges only when an artifact names a parent, mentions only with
+// mentions), plans its events in memory (lineage.PlanBatch: those of one
+// write at a time), and writes them (at most four statements).
 func (l *Ledger) writeBatch(ctx context.Context, tx *sql.Tx, artifacts []lineage.Artifact, mentions []lineage.Mention) error {
 	st := func(s *sql.Stmt) *sql.Stmt { return tx.StmtContext(ctx, s) }
 	reads := lineage.ReadsOf(artifacts, mentions)
@@ -374,7 +375,9 @@ func (l *Ledger) writeBatch(ctx context.Context, tx *sql.Tx, artifacts []lineage
 		}); err != nil {
 			return err
 		}
-		if err := eachRow(ctx, st(l.st.edges), reads.Artifacts, func(r *sql.Rows) error {
+	}
+	if len(reads.Parented) > 0 {
+		if err := eachRow(ctx, st(l.st.edges), reads.Parented, func(r *sql.Rows) error {
 			var c, p string
 			err := r.Scan(&c, &p)
 			state.Edges[[2]string{c, p}] = true
