@@ -77,10 +77,7 @@ func (r *Recorder) RecordArtifact(ctx context.Context, a Artifact) (id string, c
 	if parent != "" {
 		parents = []string{parent}
 	}
-	if _, err := r.record(ctx, owner, a.Kind, a.Store, a.Key, a.Content, parents...); err != nil {
-		return "", false, err
-	}
-	if err := r.mention(ctx, id, a.Mentions); err != nil {
+	if _, err := r.recordMentioned(ctx, owner, a.Kind, a.Store, a.Key, a.Content, a.Mentions, parents...); err != nil {
 		return "", false, err
 	}
 	return id, changed, nil

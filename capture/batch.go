@@ -44,6 +44,7 @@ func (d *Docs) PutBatch(ctx context.Context, docs []Doc, v *Vectors, vecs []Vect
 	var mentions []lineage.Mention
 	recs := make([]Record, len(docs))
 	var sealed []string // artifacts whose content is written sealed
+	checked := keyChecks{}
 	for i, doc := range docs {
 		kind, err := docKind(doc.Kind)
 		if err != nil {
@@ -57,7 +58,7 @@ func (d *Docs) PutBatch(ctx context.Context, docs []Doc, v *Vectors, vecs []Vect
 		if err != nil {
 			return fmt.Errorf("capture document: %w", err)
 		}
-		if err := r.checkKeys(doc.ID, doc.Parent, doc.Subject, owner, doc.Mentions); err != nil {
+		if err := r.checkKeysIn(checked, doc.ID, doc.Parent, doc.Subject, owner, doc.Mentions); err != nil {
 			return fmt.Errorf("capture document: %w", err)
 		}
 		a := r.artifact(owner, kind, d.name, doc.ID, []byte(doc.Text), parent)
@@ -96,7 +97,7 @@ func (d *Docs) PutBatch(ctx context.Context, docs []Doc, v *Vectors, vecs []Vect
 			if err != nil {
 				return fmt.Errorf("capture embedding: %w", err)
 			}
-			if err := r.checkKeys(vec.ID, vec.Of, vec.Subject, owner, nil); err != nil {
+			if err := r.checkKeysIn(checked, vec.ID, vec.Of, vec.Subject, owner, nil); err != nil {
 				return fmt.Errorf("capture embedding: %w", err)
 			}
 			va := r.artifact(owner, lineage.KindEmbedding, v.name, vec.ID, store.Float32LE(vec.Embedding), parent)

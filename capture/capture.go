@@ -98,15 +98,32 @@ func (r *Recorder) artifact(owner subject.Key, kind lineage.Kind, store, key str
 
 // record writes one artifact to the ledger.
 func (r *Recorder) record(ctx context.Context, owner subject.Key, kind lineage.Kind, store, key string, content []byte, parents ...string) (string, error) {
+	return r.recordMentioned(ctx, owner, kind, store, key, content, nil, parents...)
+}
+
+// recordMentioned writes one artifact and the people it mentions (raw
+// ids, keyed here) to the ledger in one transaction (lineage.RecordAll):
+// the events Record and then Mention one at a time would append, one
+// commit. A mention that does not key is refused before anything is
+// written.
+func (r *Recorder) recordMentioned(ctx context.Context, owner subject.Key, kind lineage.Kind, store, key string, content []byte, mentions []string, parents ...string) (string, error) {
 	if err := r.admit(ctx, owner); err != nil {
 		return "", fmt.Errorf("capture %s: %w", kind, err)
 	}
 	id := lineage.ArtifactID(r.keyer, r.scope, store, key)
+	var ms []lineage.Mention
+	for _, raw := range mentions {
+		k, err := r.SubjectKey(raw)
+		if err != nil {
+			return "", fmt.Errorf("capture mention: %w", err)
+		}
+		ms = append(ms, lineage.Mention{Artifact: id, Subject: k})
+	}
 	a := lineage.Artifact{
 		ID: id, Scope: r.scope, Subject: owner, Kind: kind, Store: store, Key: key,
 		Digest: lineage.ContentDigest(r.keyer, content), Parents: parents,
 	}
-	if err := r.ledger.Record(ctx, a); err != nil {
+	if err := lineage.RecordAll(ctx, r.ledger, []lineage.Artifact{a}, ms); err != nil {
 		return "", fmt.Errorf("capture %s %s: %w", kind, id, err)
 	}
 	return id, nil

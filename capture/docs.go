@@ -90,11 +90,8 @@ func (d *Docs) Put(ctx context.Context, doc Doc) error {
 	if err != nil {
 		return err
 	}
-	id, err := d.r.record(ctx, owner, kind, name, doc.ID, []byte(doc.Text), parents...)
+	id, err := d.r.recordMentioned(ctx, owner, kind, name, doc.ID, []byte(doc.Text), doc.Mentions, parents...)
 	if err != nil {
-		return err
-	}
-	if err := d.r.mention(ctx, id, doc.Mentions); err != nil {
 		return err
 	}
 	if sealed {

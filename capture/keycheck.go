@@ -209,12 +209,44 @@ func (r *Recorder) checkKey(which, key, raw string, owner subject.Key, mention b
 // checkKeys checks a write's key and parent key against its owner and the
 // people it mentions.
 func (r *Recorder) checkKeys(key, parentKey, raw string, owner subject.Key, mentions []string) error {
+	return r.checkKeysIn(nil, key, parentKey, raw, owner, mentions)
+}
+
+// keyCheck is one checkKey call: its outcome depends on nothing else.
+type keyCheck struct {
+	which, key, raw string
+	owner           subject.Key
+	mention         bool
+}
+
+// keyChecks remembers the outcomes of a batch's key checks: the chunks of
+// a batch name their document's key as parent key, and an embedding has
+// its chunk's key and owner, so most checks of a batch repeat one already
+// made (each owner-only check keys every token run of the key).
+type keyChecks map[keyCheck]error
+
+// checkKeysIn is checkKeys, each check made once in memo (nil: no memo).
+func (r *Recorder) checkKeysIn(memo keyChecks, key, parentKey, raw string, owner subject.Key, mentions []string) error {
+	check := func(c keyCheck) error {
+		if memo == nil {
+			return r.checkKey(c.which, c.key, c.raw, c.owner, c.mention)
+		}
+		if err, ok := memo[c]; ok {
+			return err
+		}
+		err := r.checkKey(c.which, c.key, c.raw, c.owner, c.mention)
+		memo[c] = err
+		return err
+	}
 	for _, k := range []struct{ which, key string }{{"key", key}, {"parent key", parentKey}} {
-		if err := r.checkKey(k.which, k.key, raw, owner, false); err != nil {
+		if k.key == "" {
+			continue
+		}
+		if err := check(keyCheck{which: k.which, key: k.key, raw: raw, owner: owner}); err != nil {
 			return err
 		}
 		for _, m := range mentions {
-			if err := r.checkKey(k.which, k.key, m, subject.Key{}, true); err != nil {
+			if err := check(keyCheck{which: k.which, key: k.key, raw: m, mention: true}); err != nil {
 				return err
 			}
 		}

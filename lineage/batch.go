@@ -16,18 +16,23 @@ import (
 // mentions of the batch's artifacts.
 type BatchReads struct {
 	IDs       []string // artifact ids and parent ids, for Known
-	Artifacts []string // artifact ids, for Erased and Edges
+	Artifacts []string // artifact ids, for Erased
+	Parented  []string // ids of the artifacts that name parents, for Edges
 	Mentioned []string // artifact ids of the mentions, for Mentions
 }
 
 // ReadsOf returns what a batch needs read, each list without repeats.
 func ReadsOf(artifacts []Artifact, mentions []Mention) BatchReads {
 	var r BatchReads
-	seen, seenA, seenM := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	seen, seenA, seenP, seenM := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for _, a := range artifacts {
 		if !seenA[a.ID] {
 			seenA[a.ID] = true
 			r.Artifacts = append(r.Artifacts, a.ID)
+		}
+		if len(a.Parents) > 0 && !seenP[a.ID] {
+			seenP[a.ID] = true
+			r.Parented = append(r.Parented, a.ID)
 		}
 		for _, id := range append([]string{a.ID}, a.Parents...) {
 			if !seen[id] {

@@ -210,16 +210,12 @@ func (l *Ledger) Record(ctx context.Context, a lineage.Artifact) error {
 	if err := lineage.CheckArtifact(a); err != nil {
 		return err
 	}
-	return l.inTx(ctx, "record artifact", false, func(tx pgx.Tx) error {
-		return writeBatch(ctx, tx, []lineage.Artifact{a}, nil)
-	})
+	return l.recordTx(ctx, "record artifact", []lineage.Artifact{a}, nil)
 }
 
 // lineage.Mention implements lineage.Ledger.
 func (l *Ledger) Mention(ctx context.Context, m lineage.Mention) error {
-	return l.inTx(ctx, "record mention", false, func(tx pgx.Tx) error {
-		return writeBatch(ctx, tx, nil, []lineage.Mention{m})
-	})
+	return l.recordTx(ctx, "record mention", nil, []lineage.Mention{m})
 }
 
 // RecordBatch implements lineage.BatchRecorder: one transaction, one
@@ -230,9 +226,31 @@ func (l *Ledger) RecordBatch(ctx context.Context, artifacts []lineage.Artifact, 
 			return err
 		}
 	}
-	return l.inTx(ctx, "record batch", false, func(tx pgx.Tx) error {
-		return writeBatch(ctx, tx, artifacts, mentions)
+	return l.recordTx(ctx, "record batch", artifacts, mentions)
+}
+
+// recordTx records a batch in a transaction of its own in two round trips:
+// BEGIN goes with the lock and the reads, COMMIT with the writes
+// (writeBatch). On an error the transaction is rolled back; a connection
+// that cannot be is closed when released (pgPool.release).
+func (l *Ledger) recordTx(ctx context.Context, op string, artifacts []lineage.Artifact, mentions []lineage.Mention) error {
+	err := l.pool.with(ctx, func(c *pgx.Conn) error {
+		err := writeBatchOn(ctx, c, artifacts, mentions, true)
+		if err != nil && !c.IsClosed() && c.PgConn().TxStatus() != 'I' {
+			c.Exec(ctx, "ROLLBACK")
+		}
+		return err
 	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return nil
+}
+
+// batchSender is a pgx.Tx, or a *pgx.Conn when writeBatchOn opens and
+// commits the transaction itself.
+type batchSender interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
 // writeBatch takes the ledger's lock and reads what the batch's checks
@@ -241,8 +259,18 @@ func (l *Ledger) RecordBatch(ctx context.Context, artifacts []lineage.Artifact, 
 // one statement a table, over arrays, whatever the batch size. pgx
 // prepares and caches each statement per connection.
 func writeBatch(ctx context.Context, tx pgx.Tx, artifacts []lineage.Artifact, mentions []lineage.Mention) error {
+	return writeBatchOn(ctx, tx, artifacts, mentions, false)
+}
+
+// writeBatchOn is writeBatch on s; with own, the first round trip begins
+// the transaction and the second commits it (the caller rolls back on
+// an error).
+func writeBatchOn(ctx context.Context, s batchSender, artifacts []lineage.Artifact, mentions []lineage.Mention, own bool) error {
 	reads := lineage.ReadsOf(artifacts, mentions)
 	b := &pgx.Batch{}
+	if own {
+		b.Queue("BEGIN")
+	}
 	b.Queue(pgLock)
 	var seq int64
 	var hash string
@@ -267,7 +295,9 @@ func writeBatch(ctx context.Context, tx pgx.Tx, artifacts []lineage.Artifact, me
 			_, err := pgx.ForEachRow(rows, []any{&id}, func() error { state.Erased[id] = true; return nil })
 			return err
 		})
-		b.Queue(`SELECT child, parent FROM edges WHERE child = ANY($1)`, reads.Artifacts).Query(func(rows pgx.Rows) error {
+	}
+	if len(reads.Parented) > 0 {
+		b.Queue(`SELECT child, parent FROM edges WHERE child = ANY($1)`, reads.Parented).Query(func(rows pgx.Rows) error {
 			var c, p string
 			_, err := pgx.ForEachRow(rows, []any{&c, &p}, func() error { state.Edges[[2]string{c, p}] = true; return nil })
 			return err
@@ -280,7 +310,7 @@ func writeBatch(ctx context.Context, tx pgx.Tx, artifacts []lineage.Artifact, me
 			return err
 		})
 	}
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+	if err := s.SendBatch(ctx, b).Close(); err != nil {
 		return err
 	}
 	state.HeadSeq, state.HeadHash = seq, hash
@@ -325,10 +355,13 @@ func writeBatch(ctx context.Context, tx pgx.Tx, artifacts []lineage.Artifact, me
 		}
 		w.Queue(`INSERT INTO mentions (artifact, subject, seq) SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[])`, arts, subjs, seqs)
 	}
+	if own {
+		w.Queue("COMMIT")
+	}
 	if w.Len() == 0 {
 		return nil
 	}
-	return tx.SendBatch(ctx, w).Close()
+	return s.SendBatch(ctx, w).Close()
 }
 
 // Suppress implements lineage.Ledger.

@@ -193,3 +193,47 @@ func TestStorage(t *testing.T) {
 		})
 	})
 }
+
+// TestPostgresFailedWriteRollsBack makes the write round trip of a batch
+// fail in the server (two artifact ids at one store location: the unique
+// index refuses the second): nothing of the batch stays, the lock is
+// released and every connection of the ledger writes again at once.
+func TestPostgresFailedWriteRollsBack(t *testing.T) {
+	ctx := context.Background()
+	l := openPostgres(t, ledgertest.PostgresDSN(t))
+	k := ledgertest.Keyer(t)
+	alice, _ := k.Key("default", "alice@example.org")
+	doc := ledgertest.Art(k, alice, lineage.KindSource, "docs", "d1")
+	if err := l.Record(ctx, doc); err != nil {
+		t.Fatal(err)
+	}
+	seq0, h0, _ := l.Head(ctx)
+	twin := ledgertest.Art(k, alice, lineage.KindChunk, "docs", "d1#0", doc.ID)
+	clash := twin
+	clash.ID = "art:00000000000000000000"
+	for i := 0; i < 10; i++ { // more than the pool's connections
+		err := l.RecordBatch(ctx, []lineage.Artifact{twin, clash}, nil)
+		if err == nil || !strings.Contains(err.Error(), "artifacts_location") {
+			t.Fatalf("RecordBatch of two ids at one location = %v, want the unique index's refusal", err)
+		}
+		if seq, h, _ := l.Head(ctx); seq != seq0 || h != h0 {
+			t.Fatalf("the failed batch appended events (%d -> %d)", seq0, seq)
+		}
+		if _, err := l.Lookup(ctx, "default", "docs", "d1#0"); !errors.Is(err, lineage.ErrNotFound) {
+			t.Fatalf("the failed batch recorded an artifact: %v", err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- l.RecordBatch(ctx, []lineage.Artifact{twin}, nil) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a write after failed batches waits: the ledger's lock was not released")
+	}
+	if seq, _, _ := l.Head(ctx); seq != seq0+1 {
+		t.Fatalf("head after the good batch = %d, want %d", seq, seq0+1)
+	}
+}

@@ -66,7 +66,7 @@ var _ lineage.SubjectGuard = (*Ledger)(nil)
 // SubjectState implements lineage.SubjectGuard.
 func (l *Ledger) SubjectState(ctx context.Context, scope string, s subject.Key) (lineage.SubjectState, error) {
 	var st lineage.SubjectState
-	err := l.db.QueryRowContext(ctx, `SELECT seq, erasure FROM erased_subjects WHERE scope = ? AND subject = ? ORDER BY seq DESC LIMIT 1`, scope, s.String()).Scan(&st.ErasedSeq, &st.Erasure)
+	err := l.st.subjectState.QueryRowContext(ctx, scope, s.String()).Scan(&st.ErasedSeq, &st.Erasure)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return st, fmt.Errorf("read subject state: %w", err)
 	}
