@@ -153,3 +153,73 @@ func TestScanBoundariesNestedOverlapping(t *testing.T) {
 	add("end", data[len(data)-9:]) // at the very end
 	checkScan(t, ev, data)
 }
+
+// textNeedles returns data of lower-case template text with rare
+// identifiers in it, and needles taken from it: windows around the
+// identifiers (rare grams: a large stride) and windows of the template only
+// (common grams: stride 4), rare ones of the first kind, common ones of
+// the second.
+func textNeedles(rareNeedles, commonNeedles int) (map[string]*Evidence, []byte) {
+	var data []byte
+	words := []string{"the ", "customer ", "asked ", "about ", "a ", "refund ", "and ", "was ", "told ", "to ", "wait ", "for ", "review "}
+	for i := 0; len(data) < 40000; i++ {
+		data = append(data, words[(i*7+i/13)%len(words)]...)
+		if i%9 == 0 {
+			data = fmt.Appendf(data, "Case %08X/%d. ", uint32(i)*2654435761, i)
+		}
+	}
+	ev := map[string]*Evidence{}
+	add := func(k string, n []byte) {
+		if ev[k] == nil {
+			ev[k] = &Evidence{}
+		}
+		ev[k].Needles = append(ev[k].Needles, append([]byte(nil), n...))
+	}
+	for i, at := 0, 0; i < rareNeedles; at++ {
+		if j := bytes.Index(data[at:], []byte("Case ")); j >= 0 && at+j+32 <= len(data) {
+			at += j
+			add(fmt.Sprintf("rare%d", i%7), data[at:at+32])
+			i++
+		} else {
+			at = 0
+		}
+	}
+	for i, at := 0, 5; i < commonNeedles; i, at = i+1, (at+997)%(len(data)-64) {
+		for bytes.ContainsAny(data[at:at+32], "C0123456789") {
+			at = (at + 1) % (len(data) - 64)
+		}
+		n := append([]byte(nil), data[at:at+32]...)
+		if i%3 == 0 {
+			n[31] ^= 0x20 // absent (most likely): differs only at its last byte
+		}
+		add(fmt.Sprintf("common%d", i%5), n)
+	}
+	return ev, data
+}
+
+// A set whose needles take different strides is searched in several tiers,
+// one whose needles mostly need stride 4 in one (the others join it); both
+// find what a naive search finds, with needles across read boundaries.
+func TestScanTiersMatchNaiveSearch(t *testing.T) {
+	for _, c := range []struct {
+		rare, common, tiers int
+	}{
+		{400, 40, 2},  // few need stride 4: two passes
+		{100, 200, 1}, // most need stride 4: the rare ones join them
+	} {
+		ev, data := textNeedles(c.rare, c.common)
+		set := NewNeedleSet(ev)
+		var ks []int
+		for _, tr := range set.tiers {
+			ks = append(ks, tr.k)
+		}
+		t.Logf("%d rare, %d common needles: strides %v", c.rare, c.common, ks)
+		if len(ks) != c.tiers {
+			t.Fatalf("%d rare and %d common needles: strides %v, want %d tiers", c.rare, c.common, ks, c.tiers)
+		}
+		for _, read := range []int{40, 77, 4096} {
+			setReadSizes(t, read, 3*read)
+			checkScan(t, ev, data)
+		}
+	}
+}

@@ -247,6 +247,24 @@ func gramCost(n []byte, o int, dist []uint8, gc *gramCounts) int {
 	return c
 }
 
+// gramCostAny ranks the gram at offset o where any non-degenerate gram may
+// be taken (stride 4 and below, and needles moved to another stride): how
+// many records of the set have it first, then whether its bytes are common
+// in text, so that a gram few records share is taken even when it is made
+// of lower-case letters (a gram of capitals and digits that every record
+// has, "Ticket 1", is hit at every record in the data); far more for a
+// degenerate gram (fewer than minGramDistinct distinct byte values).
+func gramCostAny(n []byte, o int, dist []uint8, gc *gramCounts) int {
+	c := 4 * gc.of(le64(n[o:]))
+	if dist[o] < minGramDistinct {
+		c += 1 << 20
+	}
+	if rarity(n[o:o+gramLen]) < minRarity {
+		c += 2
+	}
+	return c
+}
+
 // rarity sums the byteRarity of b's bytes.
 func rarity(b []byte) int {
 	r := 0
@@ -311,14 +329,16 @@ func buildTiers(needles [][]byte, owners []int32) (tiers []*tier, chkOff []uint8
 	var (
 		dist []uint8
 		cost []int
+		any  []int
 		tmp  []uint8
 	)
-	// costs computes dist and cost for needle n.
+	// costs computes dist, cost and any for needle n.
 	costs := func(n []byte) {
 		dist = gramDistinct(n, dist)
-		cost = cost[:0]
+		cost, any = cost[:0], any[:0]
 		for o := range min(len(dist), 1<<offBits) {
 			cost = append(cost, gramCost(n, o, dist, gc))
+			any = append(any, gramCostAny(n, o, dist, gc))
 		}
 	}
 	// Each needle's stride and offsets (offs[at[i]:][:ks[i]]): the largest
@@ -355,7 +375,9 @@ func buildTiers(needles [][]byte, owners []int32) (tiers []*tier, chkOff []uint8
 		chkOff[i] = uint8(c)
 		var o []uint8
 		for j := len(strideLadder) - 1; j >= 0 && o == nil; j-- {
-			if k := strideLadder[j]; k <= kcap || k == 1 {
+			if k := strideLadder[j]; k <= 4 && (k <= kcap || k == 1) {
+				o = pickOffsets(dist, any, k, 1<<20-1, tmp)
+			} else if k <= kcap {
 				o = pickOffsets(dist, cost, k, maxCost[k], tmp)
 			}
 		}
@@ -380,7 +402,7 @@ func buildTiers(needles [][]byte, owners []int32) (tiers []*tier, chkOff []uint8
 				if k2 <= k || count[k2] == 0 {
 					continue
 				}
-				if o := pickOffsets(dist, cost, k2, 1<<20-1, tmp); o != nil {
+				if o := pickOffsets(dist, any, k2, 1<<20-1, tmp); o != nil {
 					tmp = o
 					count[k]--
 					count[k2]++
@@ -388,6 +410,30 @@ func buildTiers(needles [][]byte, owners []int32) (tiers []*tier, chkOff []uint8
 					offs = append(offs, o...)
 					break
 				}
+			}
+		}
+	}
+	// A tier is a pass over the data costing 1/k probes per byte: when the
+	// smallest stride in use holds many needles, the others join it (their
+	// grams then the cheapest among more offsets), one pass instead of two.
+	low := top
+	for k, c := range count {
+		if c > 0 {
+			low = min(low, k)
+		}
+	}
+	if low < top && count[low] >= len(needles)/4 {
+		for i, n := range needles {
+			if int(ks[i]) == low {
+				continue
+			}
+			costs(n)
+			if o := pickOffsets(dist, any, low, 1<<20-1, tmp); o != nil {
+				tmp = o
+				count[int(ks[i])]--
+				count[low]++
+				ks[i], at[i] = uint8(low), len(offs)
+				offs = append(offs, o...)
 			}
 		}
 	}
