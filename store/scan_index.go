@@ -78,8 +78,24 @@ type tier struct {
 // many needles share (template text) is rejected for most of them without
 // reading them.
 type entry struct {
-	ent uint32 // needle index << offBits | offset
-	chk uint32
+	ent  uint32 // needle index << offBits | offset
+	chk  uint32
+	sum  uint32 // windowSum of the needle's first hlen bytes
+	coff uint8  // the check offset (NeedleSet.chkOff): no lookup per entry
+	hlen uint8  // min(len(needle), 32)
+}
+
+// windowSum hashes b (8 to 32 bytes) from four 8-byte words, the last
+// ending at its end. An entry whose check bytes match compares sums before
+// it reads the needle: text of a template passes the check bytes often,
+// and the needle's bytes are elsewhere in memory.
+func windowSum(b []byte) uint32 {
+	n := len(b)
+	h := le64(b) * bloomMul
+	h = (h ^ le64(b[min(8, n-8):])) * slotMul
+	h = (h ^ le64(b[min(16, n-8):])) * bloomMul
+	h = (h ^ le64(b[n-8:])) * slotMul
+	return uint32(h >> 32)
 }
 
 type slot struct {
@@ -447,7 +463,7 @@ func buildTiers(needles [][]byte, owners []int32) (tiers []*tier, chkOff []uint8
 	for i, n := range needles {
 		k := int(ks[i])
 		for _, o := range offs[at[i] : at[i]+k] {
-			byK[k] = append(byK[k], gramEnt{le64(n[o:]), entry{uint32(i)<<offBits | uint32(o), le32(n[chkOff[i]:])}})
+			byK[k] = append(byK[k], gramEnt{le64(n[o:]), entry{uint32(i)<<offBits | uint32(o), le32(n[chkOff[i]:]), windowSum(n[:min(len(n), 32)]), chkOff[i], uint8(min(len(n), 32))}})
 			maxOff[k] = max(maxOff[k], int(o))
 		}
 	}
@@ -470,8 +486,14 @@ func newTier(k, maxOff int, ge []gramEnt) *tier {
 	wb := max(6, min(22, bits.Len(uint(len(ge)/8))))
 	t.bloom = make([]uint64, 1<<wb)
 	t.bshift = uint(64 - wb)
-	// Hash table: at least twice as many slots as entries.
-	sb := max(4, bits.Len(uint(2*len(ge))))
+	// Hash table: at least twice as many slots as distinct grams (fewer
+	// than entries where needles share grams: a smaller table stays in a
+	// closer cache).
+	distinct := map[uint64]struct{}{}
+	for _, e := range ge {
+		distinct[e.gram] = struct{}{}
+	}
+	sb := max(4, bits.Len(uint(2*len(distinct)-1)))
 	t.slots = make([]slot, 1<<sb)
 	t.tshift = uint(64 - sb)
 	mask := uint64(len(t.slots) - 1)
