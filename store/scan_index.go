@@ -35,17 +35,20 @@ import (
 //     and a check per needle indexed under it;
 //   - at 4, any gram with at least minGramDistinct distinct byte values:
 //     fewer (zero runs in vectors, repeated characters) would match at
-//     every position of a zero page;
+//     every position of a zero page; ranked by how many records share it,
+//     then by byteRarity (gramCostAny);
 //   - at 1, the needle's cheapest gram, whatever it is (the single anchor
 //     of the scanner this replaced).
 //
 // Within a residue the cheapest gram is taken among the offsets below 64
 // (the first on a tie). A stride that few needles take would cost a whole
 // pass for them: they go to a larger stride in use with any non-degenerate
-// gram. A set so large that k entries per needle would exceed indexBudget
-// has k capped. Each entry also carries 4 bytes of its needle (at the
-// needle's cheapest gram), checked against the data before the needle is
-// compared.
+// gram; when a quarter of the needles or more take the smallest stride in
+// use, the others join it (text: one pass at 4 instead of one at 8 and one
+// at 4). A set so large that k entries per needle would exceed indexBudget
+// has k capped. Each entry also carries 4 bytes of its needle (the 4 bytes
+// the fewest records share) and a sum of its first 32 bytes (windowSum),
+// both checked against the data before the needle is read.
 const (
 	gramLen         = 8
 	minGramDistinct = 4
