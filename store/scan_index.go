@@ -496,7 +496,7 @@ func newTier(k, maxOff int, ge []gramEnt) *tier {
 	for _, e := range ge {
 		distinct[e.gram] = struct{}{}
 	}
-	sb := max(4, bits.Len(uint(2*len(distinct)-1)))
+	sb := max(4, bits.Len(uint(max(1, 2*len(distinct)-1))))
 	t.slots = make([]slot, 1<<sb)
 	t.tshift = uint(64 - sb)
 	mask := uint64(len(t.slots) - 1)
