@@ -287,8 +287,11 @@ func (sc *Scanner) search(b []byte, limit int, track bool) {
 			for _, e := range t.lookup(g) {
 				idx := int(e.ent >> offBits)
 				start := p - int(e.ent&(1<<offBits-1))
-				c := start + int(s.chkOff[idx])
+				c := start + int(e.coff)
 				if start < 0 || start >= limit || c+4 > len(b) || le32(b[c:]) != e.chk {
+					continue
+				}
+				if hl := int(e.hlen); start+hl > len(b) || windowSum(b[start:start+hl]) != e.sum {
 					continue
 				}
 				w, bit := &sc.hit[idx>>6], uint64(1)<<(idx&63)

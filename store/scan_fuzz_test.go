@@ -76,7 +76,8 @@ func checkScan(t testing.TB, ev map[string]*Evidence, data []byte) {
 // fuzzCase derives data and needles from the fuzzer's bytes: needles are
 // substrings of data (so most are present), at lengths 8..40, some of them
 // nested in or overlapping others, some altered in one byte (absent), and
-// zero runs in data; read and parallel sizes are small so that needles
+// zero runs in data, or text whose windows are common (stride 4) or rarer
+// (a digit: a larger stride); read and parallel sizes are small so that needles
 // cross read and worker boundaries.
 func fuzzCase(seed, spec []byte) (map[string]*Evidence, []byte, int, int) {
 	data := bytes.Repeat(seed, max(1, 600/(len(seed)+1)))
@@ -85,8 +86,17 @@ func fuzzCase(seed, spec []byte) (map[string]*Evidence, []byte, int, int) {
 			clear(data[i : i+int(seed[2])%16])
 		}
 	}
-	for i := range data { // vary the repetitions so that most windows are unique
-		data[i] ^= byte(i*7) ^ byte(i>>8)
+	if len(seed) > 3 && seed[0]&2 == 2 {
+		// Text: the seed repeated, a digit every 50 bytes. Windows of the
+		// seed only are common (stride 4, many hits), those with a digit
+		// rarer (a larger stride): the set spans tiers, or is merged.
+		for i := 0; i < len(data); i += 50 {
+			data[i] = '0' + byte(i/50%10)
+		}
+	} else {
+		for i := range data { // vary the repetitions so that most windows are unique
+			data[i] ^= byte(i*7) ^ byte(i>>8)
+		}
 	}
 	ev := map[string]*Evidence{}
 	for i := 0; i+3 <= len(spec) && i < 3*64; i += 3 {
@@ -114,6 +124,7 @@ func FuzzScan(f *testing.F) {
 	f.Add([]byte("The quick brown fox jumps over the lazy dog"), []byte("\x00\x00\x20\x10\x00\x18\x11\x00\x28\x05\x01\x88\x40\x00\x07"))
 	f.Add([]byte{1, 9, 14, 0, 0, 0, 0, 0x3d, 0xcc, 0x10, 0x8f, 0xbd, 0, 0, 0, 0}, []byte("\x03\x00\x18\x40\x00\x20\x41\x00\x10\x60\x01\x20"))
 	f.Add([]byte("aaaaaaaaaaaaaaaaaaab"), []byte("\x00\x00\x10\x01\x00\x10\x02\x00\x10\x13\x00\x08"))
+	f.Add([]byte("string the customer asked about a refund and was told to wait"), []byte("\x00\x00\x18\x31\x00\x18\x62\x00\x18\x93\x00\x98\xc4\x00\x18\xf5\x00\x18\x26\x01\x18\x57\x01\x18\x88\x01\x18\xb9\x01\x18"))
 	f.Fuzz(func(t *testing.T, seed, spec []byte) {
 		if len(seed) == 0 || len(seed) > 4096 || len(spec) > 600 {
 			return
@@ -152,4 +163,74 @@ func TestScanBoundariesNestedOverlapping(t *testing.T) {
 	add("tiny", []byte("abc"))     // under 8 bytes: never counted
 	add("end", data[len(data)-9:]) // at the very end
 	checkScan(t, ev, data)
+}
+
+// textNeedles returns data of lower-case template text with rare
+// identifiers in it, and needles taken from it: windows around the
+// identifiers (rare grams: a large stride) and windows of the template only
+// (common grams: stride 4), rare ones of the first kind, common ones of
+// the second.
+func textNeedles(rareNeedles, commonNeedles int) (map[string]*Evidence, []byte) {
+	var data []byte
+	words := []string{"the ", "customer ", "asked ", "about ", "a ", "refund ", "and ", "was ", "told ", "to ", "wait ", "for ", "review "}
+	for i := 0; len(data) < 40000; i++ {
+		data = append(data, words[(i*7+i/13)%len(words)]...)
+		if i%9 == 0 {
+			data = fmt.Appendf(data, "Case %08X/%d. ", uint32(i)*2654435761, i)
+		}
+	}
+	ev := map[string]*Evidence{}
+	add := func(k string, n []byte) {
+		if ev[k] == nil {
+			ev[k] = &Evidence{}
+		}
+		ev[k].Needles = append(ev[k].Needles, append([]byte(nil), n...))
+	}
+	for i, at := 0, 0; i < rareNeedles; at++ {
+		if j := bytes.Index(data[at:], []byte("Case ")); j >= 0 && at+j+32 <= len(data) {
+			at += j
+			add(fmt.Sprintf("rare%d", i%7), data[at:at+32])
+			i++
+		} else {
+			at = 0
+		}
+	}
+	for i, at := 0, 5; i < commonNeedles; i, at = i+1, (at+997)%(len(data)-64) {
+		for bytes.ContainsAny(data[at:at+32], "C0123456789") {
+			at = (at + 1) % (len(data) - 64)
+		}
+		n := append([]byte(nil), data[at:at+32]...)
+		if i%3 == 0 {
+			n[31] ^= 0x20 // absent (most likely): differs only at its last byte
+		}
+		add(fmt.Sprintf("common%d", i%5), n)
+	}
+	return ev, data
+}
+
+// A set whose needles take different strides is searched in several tiers,
+// one whose needles mostly need stride 4 in one (the others join it); both
+// find what a naive search finds, with needles across read boundaries.
+func TestScanTiersMatchNaiveSearch(t *testing.T) {
+	for _, c := range []struct {
+		rare, common, tiers int
+	}{
+		{400, 40, 2},  // few need stride 4: two passes
+		{100, 200, 1}, // most need stride 4: the rare ones join them
+	} {
+		ev, data := textNeedles(c.rare, c.common)
+		set := NewNeedleSet(ev)
+		var ks []int
+		for _, tr := range set.tiers {
+			ks = append(ks, tr.k)
+		}
+		t.Logf("%d rare, %d common needles: strides %v", c.rare, c.common, ks)
+		if len(ks) != c.tiers {
+			t.Fatalf("%d rare and %d common needles: strides %v, want %d tiers", c.rare, c.common, ks, c.tiers)
+		}
+		for _, read := range []int{40, 77, 4096} {
+			setReadSizes(t, read, 3*read)
+			checkScan(t, ev, data)
+		}
+	}
 }

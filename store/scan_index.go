@@ -35,17 +35,20 @@ import (
 //     and a check per needle indexed under it;
 //   - at 4, any gram with at least minGramDistinct distinct byte values:
 //     fewer (zero runs in vectors, repeated characters) would match at
-//     every position of a zero page;
+//     every position of a zero page; ranked by how many records share it,
+//     then by byteRarity (gramCostAny);
 //   - at 1, the needle's cheapest gram, whatever it is (the single anchor
 //     of the scanner this replaced).
 //
 // Within a residue the cheapest gram is taken among the offsets below 64
 // (the first on a tie). A stride that few needles take would cost a whole
 // pass for them: they go to a larger stride in use with any non-degenerate
-// gram. A set so large that k entries per needle would exceed indexBudget
-// has k capped. Each entry also carries 4 bytes of its needle (at the
-// needle's cheapest gram), checked against the data before the needle is
-// compared.
+// gram; when a quarter of the needles or more take the smallest stride in
+// use, the others join it (text: one pass at 4 instead of one at 8 and one
+// at 4). A set so large that k entries per needle would exceed indexBudget
+// has k capped. Each entry also carries 4 bytes of its needle (the 4 bytes
+// the fewest records share) and a sum of its first 32 bytes (windowSum),
+// both checked against the data before the needle is read.
 const (
 	gramLen         = 8
 	minGramDistinct = 4
@@ -78,8 +81,24 @@ type tier struct {
 // many needles share (template text) is rejected for most of them without
 // reading them.
 type entry struct {
-	ent uint32 // needle index << offBits | offset
-	chk uint32
+	ent  uint32 // needle index << offBits | offset
+	chk  uint32
+	sum  uint32 // windowSum of the needle's first hlen bytes
+	coff uint8  // the check offset (NeedleSet.chkOff): no lookup per entry
+	hlen uint8  // min(len(needle), 32)
+}
+
+// windowSum hashes b (8 to 32 bytes) from four 8-byte words, the last
+// ending at its end. An entry whose check bytes match compares sums before
+// it reads the needle: text of a template passes the check bytes often,
+// and the needle's bytes are elsewhere in memory.
+func windowSum(b []byte) uint32 {
+	n := len(b)
+	h := le64(b) * bloomMul
+	h = (h ^ le64(b[min(8, n-8):])) * slotMul
+	h = (h ^ le64(b[min(16, n-8):])) * bloomMul
+	h = (h ^ le64(b[n-8:])) * slotMul
+	return uint32(h >> 32)
 }
 
 type slot struct {
@@ -247,6 +266,24 @@ func gramCost(n []byte, o int, dist []uint8, gc *gramCounts) int {
 	return c
 }
 
+// gramCostAny ranks the gram at offset o where any non-degenerate gram may
+// be taken (stride 4 and below, and needles moved to another stride): how
+// many records of the set have it first, then whether its bytes are common
+// in text, so that a gram few records share is taken even when it is made
+// of lower-case letters (a gram of capitals and digits that every record
+// has, "Ticket 1", is hit at every record in the data); far more for a
+// degenerate gram (fewer than minGramDistinct distinct byte values).
+func gramCostAny(n []byte, o int, dist []uint8, gc *gramCounts) int {
+	c := 4 * gc.of(le64(n[o:]))
+	if dist[o] < minGramDistinct {
+		c += 1 << 20
+	}
+	if rarity(n[o:o+gramLen]) < minRarity {
+		c += 2
+	}
+	return c
+}
+
 // rarity sums the byteRarity of b's bytes.
 func rarity(b []byte) int {
 	r := 0
@@ -311,14 +348,16 @@ func buildTiers(needles [][]byte, owners []int32) (tiers []*tier, chkOff []uint8
 	var (
 		dist []uint8
 		cost []int
+		any  []int
 		tmp  []uint8
 	)
-	// costs computes dist and cost for needle n.
+	// costs computes dist, cost and any for needle n.
 	costs := func(n []byte) {
 		dist = gramDistinct(n, dist)
-		cost = cost[:0]
+		cost, any = cost[:0], any[:0]
 		for o := range min(len(dist), 1<<offBits) {
 			cost = append(cost, gramCost(n, o, dist, gc))
+			any = append(any, gramCostAny(n, o, dist, gc))
 		}
 	}
 	// Each needle's stride and offsets (offs[at[i]:][:ks[i]]): the largest
@@ -355,7 +394,9 @@ func buildTiers(needles [][]byte, owners []int32) (tiers []*tier, chkOff []uint8
 		chkOff[i] = uint8(c)
 		var o []uint8
 		for j := len(strideLadder) - 1; j >= 0 && o == nil; j-- {
-			if k := strideLadder[j]; k <= kcap || k == 1 {
+			if k := strideLadder[j]; k <= 4 && (k <= kcap || k == 1) {
+				o = pickOffsets(dist, any, k, 1<<20-1, tmp)
+			} else if k <= kcap {
 				o = pickOffsets(dist, cost, k, maxCost[k], tmp)
 			}
 		}
@@ -380,7 +421,7 @@ func buildTiers(needles [][]byte, owners []int32) (tiers []*tier, chkOff []uint8
 				if k2 <= k || count[k2] == 0 {
 					continue
 				}
-				if o := pickOffsets(dist, cost, k2, 1<<20-1, tmp); o != nil {
+				if o := pickOffsets(dist, any, k2, 1<<20-1, tmp); o != nil {
 					tmp = o
 					count[k]--
 					count[k2]++
@@ -388,6 +429,30 @@ func buildTiers(needles [][]byte, owners []int32) (tiers []*tier, chkOff []uint8
 					offs = append(offs, o...)
 					break
 				}
+			}
+		}
+	}
+	// A tier is a pass over the data costing 1/k probes per byte: when the
+	// smallest stride in use holds many needles, the others join it (their
+	// grams then the cheapest among more offsets), one pass instead of two.
+	low := top
+	for k, c := range count {
+		if c > 0 {
+			low = min(low, k)
+		}
+	}
+	if low < top && count[low] >= len(needles)/4 {
+		for i, n := range needles {
+			if int(ks[i]) == low {
+				continue
+			}
+			costs(n)
+			if o := pickOffsets(dist, any, low, 1<<20-1, tmp); o != nil {
+				tmp = o
+				count[int(ks[i])]--
+				count[low]++
+				ks[i], at[i] = uint8(low), len(offs)
+				offs = append(offs, o...)
 			}
 		}
 	}
@@ -401,7 +466,7 @@ func buildTiers(needles [][]byte, owners []int32) (tiers []*tier, chkOff []uint8
 	for i, n := range needles {
 		k := int(ks[i])
 		for _, o := range offs[at[i] : at[i]+k] {
-			byK[k] = append(byK[k], gramEnt{le64(n[o:]), entry{uint32(i)<<offBits | uint32(o), le32(n[chkOff[i]:])}})
+			byK[k] = append(byK[k], gramEnt{le64(n[o:]), entry{uint32(i)<<offBits | uint32(o), le32(n[chkOff[i]:]), windowSum(n[:min(len(n), 32)]), chkOff[i], uint8(min(len(n), 32))}})
 			maxOff[k] = max(maxOff[k], int(o))
 		}
 	}
@@ -424,8 +489,14 @@ func newTier(k, maxOff int, ge []gramEnt) *tier {
 	wb := max(6, min(22, bits.Len(uint(len(ge)/8))))
 	t.bloom = make([]uint64, 1<<wb)
 	t.bshift = uint(64 - wb)
-	// Hash table: at least twice as many slots as entries.
-	sb := max(4, bits.Len(uint(2*len(ge))))
+	// Hash table: at least twice as many slots as distinct grams (fewer
+	// than entries where needles share grams: a smaller table stays in a
+	// closer cache).
+	distinct := map[uint64]struct{}{}
+	for _, e := range ge {
+		distinct[e.gram] = struct{}{}
+	}
+	sb := max(4, bits.Len(uint(max(1, 2*len(distinct)-1))))
 	t.slots = make([]slot, 1<<sb)
 	t.tshift = uint(64 - sb)
 	mask := uint64(len(t.slots) - 1)
