@@ -24,8 +24,8 @@ func newConfigPublishCommand(g *globalOptions) *cobra.Command {
 		Use:   "publish",
 		Short: "Record this host's amnesia.yaml as the installation's next configuration version",
 		Long: `With a PostgreSQL ledger, every host compares the installation-wide part of its
-amnesia.yaml (stores, scope, validity, models, reverify, tsa, reclaim_wait,
-log_origin) with the configuration version the ledger records, and refuses to
+amnesia.yaml (version, scope, certificate_validity, log_origin, tsa,
+reclaim_wait, reverify, erasure, models, stores) with the configuration version the ledger records, and refuses to
 start when it differs (exit 24). After changing amnesia.yaml on purpose, run
 publish on one host with the new file: the ledger then records it as the next
 version, and every host still holding the earlier file is refused until it is

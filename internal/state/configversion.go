@@ -82,8 +82,11 @@ func (c *Config) SharedSections() map[string]string {
 	return out
 }
 
-// dsnWithoutPassword drops the password of a PostgreSQL URL or key=value
-// DSN (and of any URL), so that it is never hashed into the ledger.
+// dsnWithoutPassword drops every password setting (password,
+// sslpassword, …: any key that contains "password") of a PostgreSQL URL or
+// key=value DSN, and the password of any URL, so that none is hashed into
+// the ledger. Key=value values may be single-quoted with backslash escapes,
+// as libpq reads them; the kept pairs are written back quoted.
 func dsnWithoutPassword(dsn string) string {
 	if dsn == "" {
 		return ""
@@ -93,19 +96,103 @@ func dsnWithoutPassword(dsn string) string {
 			u.User = url.User(u.User.Username())
 		}
 		q := u.Query()
-		if q.Has("password") {
-			q.Del("password")
+		changed := false
+		for k := range q {
+			if strings.Contains(strings.ToLower(k), "password") {
+				q.Del(k)
+				changed = true
+			}
+		}
+		if changed {
 			u.RawQuery = q.Encode()
 		}
 		return u.String()
 	}
 	var kept []string
-	for _, f := range strings.Fields(dsn) {
-		if !strings.HasPrefix(strings.ToLower(f), "password=") {
-			kept = append(kept, f)
+	for _, kv := range splitKeyValueDSN(dsn) {
+		if !strings.Contains(strings.ToLower(kv[0]), "password") {
+			kept = append(kept, kv[0]+"="+quoteDSNValue(kv[1]))
 		}
 	}
 	return strings.Join(kept, " ")
+}
+
+// splitKeyValueDSN splits a libpq key=value connection string into its
+// pairs: spaces around "=" allowed, values bare or single-quoted with \'
+// and \\ escapes. What it cannot read (an unclosed quote, a key without
+// "=") becomes one last pair with an empty key holding the rest, or the
+// word "unreadable" when the rest mentions a password: it still counts in
+// the digest, and no password is hashed.
+func splitKeyValueDSN(s string) [][2]string {
+	var out [][2]string
+	i := 0
+	skip := func() {
+		for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+			i++
+		}
+	}
+	for {
+		skip()
+		if i >= len(s) {
+			return out
+		}
+		k0 := i
+		for i < len(s) && s[i] != '=' && s[i] != ' ' && s[i] != '\t' {
+			i++
+		}
+		key := s[k0:i]
+		skip()
+		if i >= len(s) || s[i] != '=' {
+			return append(out, unreadable(s[k0:]))
+		}
+		i++
+		skip()
+		var val strings.Builder
+		if i < len(s) && s[i] == '\'' {
+			i++
+			closed := false
+			for i < len(s) {
+				c := s[i]
+				if c == '\\' && i+1 < len(s) {
+					val.WriteByte(s[i+1])
+					i += 2
+					continue
+				}
+				if c == '\'' {
+					i++
+					closed = true
+					break
+				}
+				val.WriteByte(c)
+				i++
+			}
+			if !closed {
+				return append(out, unreadable(s[k0:]))
+			}
+		} else {
+			for i < len(s) && s[i] != ' ' && s[i] != '\t' && s[i] != '\n' && s[i] != '\r' {
+				if s[i] == '\\' && i+1 < len(s) {
+					i++
+				}
+				val.WriteByte(s[i])
+				i++
+			}
+		}
+		out = append(out, [2]string{key, val.String()})
+	}
+}
+
+func unreadable(rest string) [2]string {
+	if strings.Contains(strings.ToLower(rest), "password") {
+		return [2]string{"", "unreadable"}
+	}
+	return [2]string{"", rest}
+}
+
+// quoteDSNValue writes a key=value value back in single quotes (escaping
+// \ and '), so that a value with spaces stays one value.
+func quoteDSNValue(v string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(v) + "'"
 }
 
 // sectionsDigest is the digest of a set of section digests.

@@ -83,6 +83,9 @@ func (s *ServeConfig) validate() error {
 		if err != nil || d <= 0 {
 			return fieldErr("serve.due", "serve.due %q: want a positive Go duration such as 720h", s.Due)
 		}
+		if d > MaxErasureDeadline {
+			return fieldErr("serve.due", "serve.due %q: at most %s (one month, GDPR Art. 12(3)): a request's due date further away would be refused when it is queued", s.Due, MaxErasureDeadline)
+		}
 		s.due = d
 	}
 	switch s.Metrics {

@@ -30,6 +30,7 @@ func TestServeConfig(t *testing.T) {
 		{"serve:\n  max_body: huge\n", "line 3: serve.max_body"},
 		{"serve:\n  rate: 5/h\n", "line 3: serve.rate"},
 		{"serve:\n  due: -1h\n", "line 3: serve.due"},
+		{"serve:\n  due: 745h\n", "serve.due \"745h\": at most 744h0m0s"},
 		{"serve:\n  tls_cert: a.pem\n", "tls_cert and tls_key go together"},
 		{"serve:\n  lisen: x\n", "unknown key lisen in serve (did you mean listen?)"},
 	} {
