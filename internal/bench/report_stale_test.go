@@ -118,7 +118,7 @@ func TestStaleWhenMeasuredCodeChanges(t *testing.T) {
 
 	commitFiles(t, dir, map[string]string{"store/scan.go": "package store // the scan changed\n"})
 	r := checkStale(t, dir, prov, true, "store changed")
-	if !strings.Contains(r.Headline(), "the measured code changed since") || !strings.Contains(r.Headline(), "measured on "+head[:7]) {
+	if !strings.Contains(r.Headline(), "the measured code changed since (store/scan.go)") || !strings.Contains(r.Headline(), "measured on "+head[:7]) {
 		t.Errorf("the README row does not say its code changed since %s:\n%s", head[:7], r.Headline())
 	}
 }

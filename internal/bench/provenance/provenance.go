@@ -270,17 +270,23 @@ func Check(root string, p Provenance, defaults []string) Freshness {
 		}
 		return f
 	}
-	cmd := exec.Command("git", append([]string{"-C", root, "diff", "--quiet", commit, "HEAD", "--"}, paths...)...)
-	err := cmd.Run()
-	var ee *exec.ExitError
+	out, err := git(root, nil, append([]string{"diff", "--name-only", commit, "HEAD", "--"}, paths...)...)
 	switch {
-	case err == nil:
-	case errors.As(err, &ee) && ee.ExitCode() == 1:
-		f.Stale, f.Why = true, "the measured code changed since"
-	default:
+	case err != nil:
 		f.Stale, f.Why = true, "git could not compare the measured code with HEAD"
+	case out != "":
+		f.Stale, f.Why = true, "the measured code changed since ("+changedFiles(strings.Split(out, "\n"))+")"
 	}
 	return f
+}
+
+// changedFiles names up to six changed files, and how many more.
+func changedFiles(files []string) string {
+	const most = 6
+	if len(files) <= most {
+		return strings.Join(files, ", ")
+	}
+	return fmt.Sprintf("%s and %d more files", strings.Join(files[:most], ", "), len(files)-most)
 }
 
 func short(h string) string {
