@@ -106,7 +106,12 @@ func (l *Leg) load(ctx context.Context, name string) (*legState, error) {
 	if l.Journal != nil {
 		b, err = l.Journal.Load(ctx, name)
 		if err == nil && b == nil {
-			return st, nil
+			// An erasure begun before the leg kept its journal in the
+			// ledger left it in its own file: carry it over.
+			b, err = l.adoptFile(ctx, name)
+			if err == nil && b == nil {
+				return st, nil
+			}
 		}
 	} else {
 		b, err = os.ReadFile(l.statePath(name))
@@ -124,6 +129,34 @@ func (l *Leg) load(ctx context.Context, name string) (*legState, error) {
 		st.Shards = map[string]*shardState{}
 	}
 	return st, nil
+}
+
+// adoptFile reads model name's leg journal file (written when the leg's
+// journal was always a file in the erasure's directory) for a Journal that
+// holds no entry, copies it into the Journal as its first entry and, once
+// that write succeeded, removes the file. It returns nil when there is no
+// file.
+func (l *Leg) adoptFile(ctx context.Context, name string) ([]byte, error) {
+	b, err := os.ReadFile(l.statePath(name))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("model %s: leg journal file: %w", name, err)
+	}
+	var st legState
+	if err := json.Unmarshal(b, &st); err != nil {
+		return nil, fmt.Errorf("model %s: leg journal file: %w", name, err)
+	}
+	c, _ := json.Marshal(&st)
+	if err := l.Journal.Save(ctx, name, c); err != nil {
+		return nil, fmt.Errorf("model %s: copying the leg journal file into the ledger: %w", name, err)
+	}
+	if err := os.Remove(l.statePath(name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("model %s: leg journal file copied into the ledger: %w", name, err)
+	}
+	l.progress("  %-28s leg journal file carried into the ledger", "model:"+name)
+	return c, nil
 }
 
 func (l *Leg) save(ctx context.Context, name string, st *legState) error {

@@ -102,7 +102,7 @@ type TableGrowth struct {
 // LatencyStats summarises the delete persistence latency of one store.
 type LatencyStats struct {
 	Clean int `json:"clean"` // erasures whose physical probe found no bytes: the latencies below
-	// NotClean counts the others by state (found, no-physical-probe, not-probed).
+	// NotClean counts the others by state (found, not-physical, no-physical-probe, not-probed).
 	NotClean map[string]int `json:"not_clean,omitempty"`
 	P50ms    float64        `json:"p50_ms"`
 	P95ms    float64        `json:"p95_ms"`

@@ -15,7 +15,9 @@ import (
 // model UNVERIFIED; a step cut short (crash, stop) is retried on resume, and
 // the leg's own journal (erasures/<id>/model-<name>.json) resumes it
 // where it stopped (with a PostgreSQL ledger: the ledger's
-// erasure_journal, journal model-<name>).
+// erasure_journal, journal model-<name>; an erasure begun when the leg kept
+// its file there too continues from the file, which the leg copies into the
+// ledger: model.Leg.load).
 func (r *runner) modelLeg(ctx context.Context, res *results) error {
 	cfgs := r.Dir.Config.Models
 	if len(cfgs) == 0 {
