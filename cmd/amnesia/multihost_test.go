@@ -479,8 +479,35 @@ func TestHostWithAnotherConfigIsRefused(t *testing.T) {
 	if r := drain(0); r.code != 0 {
 		t.Fatalf("host 0, with the installation's configuration\n%s", r)
 	}
+	// A worker of host 0 already running when host 2 publishes: it stops
+	// at its next claim, with exit 24, by itself.
+	running := exec.Command(amnesiaBin, "--state", m.states[0], "worker", "--poll", "100ms", "--id", "cfg-running")
+	running.Env = cleanEnv()
+	var runOut, runErr bytes.Buffer
+	running.Stdout, running.Stderr = &runOut, &runErr
+	if err := running.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- running.Wait() }()
+	time.Sleep(time.Second)
+	select {
+	case err := <-exited:
+		t.Fatalf("host 0's running worker exited before the publication: %v\n%s", err, runErr.String())
+	default:
+	}
 	if r := runBinary(t, nil, "", "--state", m.states[2], "config", "publish"); r.code != 0 || !strings.Contains(r.stdout, "version 2") || !strings.Contains(r.stdout, "stores.docs") {
 		t.Fatalf("config publish on host 2\n%s", r)
+	}
+	select {
+	case <-exited:
+		if code := running.ProcessState.ExitCode(); code != exitConfigMismatch || !strings.Contains(runErr.String(), "version 2") {
+			t.Fatalf("host 0's running worker after version 2 was published: exit %d, want %d\n%s", code, exitConfigMismatch, runErr.String())
+		}
+	case <-time.After(20 * time.Second):
+		running.Process.Kill()
+		<-exited
+		t.Fatalf("host 0's running worker still runs 20s after version 2 was published\n%s", runErr.String())
 	}
 	if r := drain(0); r.code != exitConfigMismatch || !strings.Contains(r.stderr, "version 2") {
 		t.Fatalf("host 0 after version 2 was published: want exit %d\n%s", exitConfigMismatch, r)

@@ -95,6 +95,12 @@ func (s *Service) Run(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			werr = w.Run(ctx)
+			if werr != nil && ctx.Err() == nil {
+				// This host's configuration is no longer the installation's
+				// (`amnesia config publish` elsewhere): the worker loop
+				// claims nothing more; requests are still served.
+				s.log.Error("worker loop stopped: it claims no more erasures", "err", werr)
+			}
 		}()
 	}
 	if every := s.reverifyEvery(); every > 0 {

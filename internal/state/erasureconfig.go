@@ -69,8 +69,10 @@ func (e *ErasureConfig) validate() error {
 	e.margin = 0
 	if e.WindowMargin != "" {
 		d, err := time.ParseDuration(e.WindowMargin)
-		if err != nil || d < 0 || d >= e.deadline {
-			return fieldErr("erasure.window_margin", "erasure.window_margin %q: want a Go duration shorter than erasure.deadline (%s), e.g. 10m", e.WindowMargin, e.deadline)
+		// At least a minute: `serve` queues a request confirmed after its
+		// due date due a minute later, and that window must close at once.
+		if err != nil || d < time.Minute || d >= e.deadline {
+			return fieldErr("erasure.window_margin", "erasure.window_margin %q: want a Go duration of at least 1m and shorter than erasure.deadline (%s), e.g. 10m; omit it to learn it from the worker's recent windows", e.WindowMargin, e.deadline)
 		}
 		e.margin = d
 	}

@@ -35,7 +35,11 @@ func TestErasureConfig(t *testing.T) {
 		"version: 1\nerasure:\n  window: 1h\n  window_max: -1\n":   `erasure.window_max -1: want 1 to 10000`,
 		"version: 1\nerasure:\n  window_max: 10\n":                 `erasure.window_max and erasure.window_margin need erasure.window`,
 		"version: 1\nerasure:\n  window: 1h\n  window_margin: x\n": `erasure.window_margin "x"`,
-		"version: 1\nerasure:\n  windw: 1h\n":                      "line 3: unknown key windw in erasure",
+		// Under a minute, a request confirmed overdue (queued due a minute
+		// later) would wait for its window.
+		"version: 1\nerasure:\n  window: 1h\n  window_margin: 30s\n": `erasure.window_margin "30s": want a Go duration of at least 1m`,
+		"version: 1\nerasure:\n  window: 1h\n  window_margin: 0s\n":  `erasure.window_margin "0s": want a Go duration of at least 1m`,
+		"version: 1\nerasure:\n  windw: 1h\n":                        "line 3: unknown key windw in erasure",
 	} {
 		_, err := parseConfig([]byte(in))
 		if err == nil || !strings.Contains(err.Error(), want) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/amnesia-dev/amnesia/internal/erasure"
 	"github.com/amnesia-dev/amnesia/internal/saga"
+	"github.com/amnesia-dev/amnesia/internal/state"
 	"github.com/amnesia-dev/amnesia/lineage"
 )
 
@@ -92,6 +93,9 @@ func (w *Worker) Tick(ctx context.Context, now bool) (ran, failed int, next time
 	if !now && w.now().Before(at) {
 		return 0, 0, at, nil
 	}
+	if err := w.checkConfig(ctx); err != nil {
+		return 0, 0, time.Time{}, err
+	}
 	jobs, err := wq.ClaimWindow(ctx, w.ID, w.Host, w.Window.Max, w.Lease)
 	if errors.Is(err, lineage.ErrNoJob) { // another worker took them
 		return 0, 0, time.Time{}, nil
@@ -120,7 +124,7 @@ func (w *Worker) runWindows(ctx context.Context) error {
 				return err
 			}
 			return nil
-		case err != nil && (w.Once || w.Drain):
+		case err != nil && (w.Once || w.Drain || errors.Is(err, state.ErrConfigMismatch)):
 			return err
 		case err != nil:
 			w.log().Error("worker window", "worker", w.ID, "err", err)
@@ -156,8 +160,9 @@ func (w *Worker) runWindows(ctx context.Context) error {
 // returns how many did not finish. Every claim is renewed while the window
 // runs; a claim that is lost stops the whole window (the erasures share
 // their reclaims and byte scans, so one cannot go on without the others
-// being run again): nothing is written for the lost one, the others are
-// handed back at once and resume from their journals at their next claim.
+// being run again): nothing is written for the lost one, the others (their
+// claims still renew) are handed back at once and resume from their
+// journals at their next claim.
 func (w *Worker) runWindow(ctx context.Context, jobs []*lineage.Job) (failed int, err error) {
 	for _, j := range jobs {
 		if w.Claimed != nil {
@@ -230,6 +235,16 @@ func (w *Worker) runWindow(ctx context.Context, jobs []*lineage.Job) (failed int
 	var qerrs []error
 	for i, j := range jobs {
 		_, wasLost := lost.Load(j.ID)
+		handBack := stopped
+		if res[i] == nil && !wasLost && errors.Is(errs[i], lineage.ErrLeaseLost) {
+			// The window stopped on a lost claim: a write the ledger
+			// refused names no job, so each claim is renewed to learn
+			// which were lost. One still held is handed back at once.
+			if w.stillHeld(ctx, j) {
+				errs[i] = fmt.Errorf("erasure %s: its window stopped on another erasure's lost claim; handed back, it resumes from its journal at its next claim", saga.ID(j.ID))
+				handBack = true
+			}
+		}
 		if res[i] != nil {
 			if w.Finished != nil {
 				w.Finished(j, res[i])
@@ -237,7 +252,7 @@ func (w *Worker) runWindow(ctx context.Context, jobs []*lineage.Job) (failed int
 			errs[i] = res[i].Err()
 			w.latency(ctx, j, res[i])
 		}
-		jerr, qerr := w.end(ctx, j, res[i], errs[i], wasLost, stopped && res[i] == nil)
+		jerr, qerr := w.end(ctx, j, res[i], errs[i], wasLost, handBack && res[i] == nil)
 		if qerr != nil {
 			qerrs = append(qerrs, qerr)
 		}
@@ -249,6 +264,18 @@ func (w *Worker) runWindow(ctx context.Context, jobs []*lineage.Job) (failed int
 		}
 	}
 	return failed, errors.Join(qerrs...)
+}
+
+// stillHeld reports whether the claim j is still this worker's: it renews
+// it (lineage.Queue.Renew refuses a claim that is not current).
+func (w *Worker) stillHeld(ctx context.Context, j *lineage.Job) bool {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	err := w.Queue.Renew(rctx, j, w.Lease)
+	if err != nil && !errors.Is(err, lineage.ErrLeaseLost) {
+		w.log().Warn("worker: claim not renewed after its window stopped", "worker", j.Worker, "trace", j.ID, "err", err)
+	}
+	return err == nil
 }
 
 // prepare loads and checks the trace of a claimed job as runJob does: it

@@ -106,7 +106,9 @@ func QueueOf(l lineage.Ledger) (lineage.Queue, error) {
 // with Once, after one erasure (returning its error: a
 // *saga.IncompleteError for an incomplete certificate), or, with Once or
 // Drain, when nothing is waiting (returning an error when an erasure of
-// this run did not finish).
+// this run did not finish), or, before a claim, when this host's
+// configuration is no longer the installation's (state.ErrConfigMismatch:
+// another host ran `amnesia config publish`).
 func (w *Worker) Run(ctx context.Context) error {
 	claim := func(ctx context.Context) (*lineage.Job, error) { return w.Queue.Claim(ctx, w.ID, w.Lease) }
 	switch {
@@ -130,6 +132,20 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	failed, first := 0, true
 	for {
+		if err := w.checkConfig(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil // stopped
+			}
+			if errors.Is(err, state.ErrConfigMismatch) || w.Once || w.Drain {
+				return err
+			}
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(w.Poll):
+			}
+			continue
+		}
 		j, err := claim(ctx)
 		switch {
 		case err != nil && ctx.Err() != nil:
@@ -174,6 +190,25 @@ func (w *Worker) Run(ctx context.Context) error {
 }
 
 func (w *Worker) log() *slog.Logger { return w.Env.Logger() }
+
+// checkConfig runs before each claim (one job, or one window): with a
+// PostgreSQL ledger, this host's configuration must still be the
+// installation's configuration version (state.Dir.CheckConfig, one read of
+// the ledger's value). After `amnesia config publish` of another
+// configuration, a running worker claims nothing more: it returns
+// state.ErrConfigMismatch, with the message a host gets at its start.
+// Erasures already claimed were finished before.
+func (w *Worker) checkConfig(ctx context.Context) error {
+	err := w.Env.Dir.CheckConfig(ctx, w.Env.Ledger)
+	switch {
+	case err == nil || ctx.Err() != nil:
+	case errors.Is(err, state.ErrConfigMismatch):
+		w.log().Error("worker stopped claiming: this host's configuration is no longer the installation's", "worker", w.ID, "err", err)
+	default:
+		w.log().Error("worker: configuration version not read; no claim until it is", "worker", w.ID, "err", err)
+	}
+	return err
+}
 
 // badTraceError is a queued erasure whose trace is missing, damaged or not
 // the queued one: it never gets better, so the job fails.
