@@ -60,7 +60,8 @@ when window_max are waiting; --once runs one window, --drain runs windows at
 once until nothing is waiting. Each erasure keeps its own claim and its own
 certificate. After each erasure the worker prints its delete persistence
 latency per store: from the request to the physical probe that found none of
-the subject's bytes. --no-window runs one erasure at a time.`,
+the subject's bytes, for a store whose every artifact the erasure verified
+physically (otherwise the state: not-physical, found, ...). --no-window runs one erasure at a time.`,
 		Args: usageArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.lease < 3*time.Second {
@@ -148,7 +149,7 @@ func init() { worker.TestBarrier = testBarrier }
 func printLatency(out io.Writer, id string, ls []saga.StoreLatency) {
 	for _, l := range ls {
 		if l.State == saga.LatencyClean {
-			fmt.Fprintf(out, "  delete persistence latency %s %s: %s (request to a physical probe that found no bytes)\n", id, l.Store, l.Latency.Round(time.Millisecond))
+			fmt.Fprintf(out, "  delete persistence latency %s %s: %s (request to the physical probe that found no bytes; every artifact verified physically)\n", id, l.Store, l.Latency.Round(time.Millisecond))
 		} else {
 			fmt.Fprintf(out, "  delete persistence latency %s %s: none (%s)\n", id, l.Store, l.State)
 		}

@@ -15,7 +15,8 @@ type metrics struct {
 	reverify   *prometheus.CounterVec
 	reappeared prometheus.Counter
 	// latency is the delete persistence latency by store: from the
-	// erasure's enqueue to the physical probe that found no bytes.
+	// erasure's enqueue to the physical probe that found no bytes, for a
+	// store whose every artifact the erasure verified physically.
 	latency *prometheus.HistogramVec
 }
 
@@ -30,7 +31,7 @@ func newMetrics(r prometheus.Registerer) *metrics {
 		requests:   prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "amnesia_requests", Help: "Erasure requests by state, sampled by the worker loop."}, []string{"state"}),
 		reverify:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "amnesia_reverify_total", Help: "Scheduled re-verifications of erasure certificates run by this process, by outcome (verified, reappeared, incomplete, failed)."}, []string{"outcome"}),
 		reappeared: prometheus.NewCounter(prometheus.CounterOpts{Name: "amnesia_reverify_reappeared_records_total", Help: "Erased records found again by this process's scheduled re-verifications (restored from a backup, re-ingested)."}),
-		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "amnesia_delete_persistence_latency_seconds", Help: "Delete persistence latency of the erasures run by this process's worker, by store: from the erasure's enqueue to the physical probe that found none of the subject's bytes (stores without a clean physical probe are not observed).",
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "amnesia_delete_persistence_latency_seconds", Help: "Delete persistence latency of the erasures run by this process's worker, by store: from the erasure's enqueue to the physical probe that found none of the subject's bytes, observed only for a store whose every artifact the erasure's certificate verifies at the physical level.",
 			Buckets: prometheus.ExponentialBuckets(1, 4, 12)}, []string{"store"}),
 	}
 	for _, o := range []string{"verified", "reappeared", "incomplete", "failed"} {
