@@ -23,8 +23,9 @@ type Results struct {
 	Residue  []*StoreResult
 	Scale    *ScaleResult
 	PGVector *PGVectorResult
-	Model    *ModelResult // report_model.go
-	Files    []*File      // every file, in name order
+	Model    *ModelResult   // report_model.go
+	Workers  *WorkersResult // report_workers.go
+	Files    []*File        // every file, in name order
 }
 
 // File is one results file: what it measured, on which code and machine,
@@ -164,7 +165,10 @@ func Load(dir string) (*Results, error) {
 		case "serve-capture":
 			// Capture through amnesia serve's API: reported in docs/serve.md.
 		case "workers":
-			// Erasures per minute with 1, 2 and 4 workers (issue #18): reported in docs/scale.md.
+			r.Workers = &WorkersResult{}
+			if err := json.Unmarshal(b, r.Workers); err != nil {
+				return nil, fmt.Errorf("%s: %w", p, err)
+			}
 		case "trace", "capture", "fixedcost", "scanner":
 			// Trace latency, capture overhead and the fixed cost per
 			// erasure (issue #13): reported in bench/README.md.
@@ -302,7 +306,8 @@ func (r *Results) Markdown() string {
 	if r.PGVector != nil {
 		b.WriteString(r.PGVector.markdown(r.file("pgvector", "")))
 	}
-	b.WriteString(r.modelSection()) // report_model.go
+	b.WriteString(r.modelSection())   // report_model.go
+	b.WriteString(r.workersSection()) // report_workers.go
 	b.WriteString(r.peersSection())
 	return b.String()
 }
@@ -332,9 +337,6 @@ func (r *Results) filesTable() string {
 	for _, f := range r.Files {
 		if f.Kind == "serve-capture" {
 			b.WriteString("\n`serve-capture.json` (capture through `amnesia serve`'s API) is reported in [docs/serve.md](docs/serve.md).\n")
-		}
-		if f.Kind == "workers" {
-			b.WriteString("\n`workers.json` (erasures per minute with 1, 2 and 4 workers on one PostgreSQL ledger) is reported in [docs/scale.md](docs/scale.md).\n")
 		}
 	}
 	return b.String()
