@@ -162,6 +162,11 @@ func Workers(ctx context.Context, o WorkersOptions) (*WorkersResult, error) {
 		return nil, errors.New("workers: --erasures, --docs-each and --workers must be positive")
 	}
 	r := &WorkersResult{Kind: "workers", Provenance: provenance.Capture(provenance.ServePaths)}
+	set, err := provenance.PostgresSettings(ctx, o.PG)
+	if err != nil {
+		return nil, fmt.Errorf("workers: %w", err)
+	}
+	r.ServerSettings = set
 	r.Setup.Store, r.Setup.DocsEach = pgdoc.Type, o.DocsEach
 	r.Setup.ArtifactsPerSubject = o.DocsEach * (1 + ChunksEach)
 	r.Setup.Note = "workers are goroutines of one process, each with its own state directory (a copy of the installation's: the hosts of a PostgreSQL installation share nothing else), state handle and ledger connection pool, on the machine that also runs PostgreSQL; every erasure deletes, verifies, signs a certificate and appends it to the transparency log; journals, sealed evidence, traces and certificates are rows of the ledger (saga.Durable in the ledger)"
