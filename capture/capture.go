@@ -129,20 +129,6 @@ func (r *Recorder) recordMentioned(ctx context.Context, owner subject.Key, kind 
 	return id, nil
 }
 
-// mention records third-party mentions on an artifact.
-func (r *Recorder) mention(ctx context.Context, artifact string, raws []string) error {
-	for _, raw := range raws {
-		k, err := r.SubjectKey(raw)
-		if err != nil {
-			return fmt.Errorf("capture mention: %w", err)
-		}
-		if err := r.ledger.Mention(ctx, lineage.Mention{Artifact: artifact, Subject: k}); err != nil {
-			return fmt.Errorf("capture mention: %w", err)
-		}
-	}
-	return nil
-}
-
 // owner resolves the owner of a write: the raw subject when given, else the
 // owner of the parent artifact in one of the stores.
 func (r *Recorder) owner(ctx context.Context, raw, key string, parentKey string, stores []string) (subject.Key, string, error) {

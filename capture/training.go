@@ -63,11 +63,11 @@ func (a *App) putTrainingRow(ctx context.Context, storeName string, row Training
 	if err := d.r.checkKeys(row.ID, "", row.Subject, owner, row.Mentions); err != nil {
 		return "", fmt.Errorf("capture training row: %w", err)
 	}
-	id, err := d.r.record(ctx, owner, lineage.KindTrain, d.name, row.ID, []byte(row.Text))
+	// The row and the people it mentions in one ledger transaction: a
+	// crash between two would leave a row that a mentioned person's trace
+	// does not reach.
+	id, err := d.r.recordMentioned(ctx, owner, lineage.KindTrain, d.name, row.ID, []byte(row.Text), row.Mentions)
 	if err != nil {
-		return "", err
-	}
-	if err := d.r.mention(ctx, id, row.Mentions); err != nil {
 		return "", err
 	}
 	rec.Subject = owner.String()
