@@ -25,6 +25,9 @@ type QueueListing struct {
 	// first, at most QueueListOptions.Limit of them; empty unless
 	// QueueListOptions.History.
 	History []QueuedJob
+	// Overdue counts the open jobs (all of them) whose due date is before
+	// Now (QueuedJob.Overdue).
+	Overdue int
 	// FailedUnresolved counts the failed jobs (all of them, not only those
 	// listed) that no later job of the same subject and scope followed.
 	FailedUnresolved int

@@ -74,6 +74,11 @@ func testListQueue(t *testing.T, queues func(*testing.T) (lineage.Queue, lineage
 	if err := wa.EnqueueDue(ctx, "s-g", Subject(t, "d"), "default", "TICKET-7", "", base.Add(5*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
+	// A job without a due date (queued before due dates existed) is never
+	// overdue; it is claimed as due when it was queued.
+	if err := wa.EnqueueDue(ctx, "s-h", Subject(t, "h"), "default", "TICKET-7", "", time.Time{}); err != nil {
+		t.Fatal(err)
+	}
 	before, err := qb.Jobs(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -82,11 +87,11 @@ func testListQueue(t *testing.T, queues func(*testing.T) (lineage.Queue, lineage
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Pending != 3 || l.Claimed != 1 || l.Done != 1 || l.Failed != 2 || l.FailedUnresolved != 1 {
-		t.Errorf("counts pending %d claimed %d done %d failed %d (unresolved %d), want 3 1 1 2 (1)", l.Pending, l.Claimed, l.Done, l.Failed, l.FailedUnresolved)
+	if l.Pending != 4 || l.Claimed != 1 || l.Done != 1 || l.Failed != 2 || l.FailedUnresolved != 1 || l.Overdue != 1 {
+		t.Errorf("counts pending %d claimed %d done %d failed %d (unresolved %d) overdue %d, want 4 1 1 2 (1) 1", l.Pending, l.Claimed, l.Done, l.Failed, l.FailedUnresolved, l.Overdue)
 	}
-	if got := listedIDs(l.Open); !reflect.DeepEqual(got, []string{"s-b", "s-e", "s-f", "s-g"}) {
-		t.Errorf("open jobs %v, want s-b s-e s-f s-g (claim order)", got)
+	if got := listedIDs(l.Open); !reflect.DeepEqual(got, []string{"s-b", "s-h", "s-e", "s-f", "s-g"}) {
+		t.Errorf("open jobs %v, want s-b s-h s-e s-f s-g (claim order)", got)
 	}
 	if len(l.History) != 0 {
 		t.Errorf("history listed without History: %v", listedIDs(l.History))
@@ -98,11 +103,11 @@ func testListQueue(t *testing.T, queues func(*testing.T) (lineage.Queue, lineage
 				t.Errorf("s-b listed as %+v (overdue %v), want claimed by w-1, attempt 1, leased, overdue", j, j.Overdue(l.Now))
 			}
 		default:
-			if j.State != lineage.JobPending || j.Overdue(l.Now) || j.Due.IsZero() || j.AvailableAt.IsZero() || j.EnqueuedAt.IsZero() {
+			if j.State != lineage.JobPending || j.Overdue(l.Now) || j.Due.IsZero() != (j.ID == "s-h") || j.AvailableAt.IsZero() || j.EnqueuedAt.IsZero() {
 				t.Errorf("%s listed as %+v, want pending, due later, not overdue", j.ID, j)
 			}
 		}
-		if j.Subject != Subject(t, map[string]string{"s-b": "b", "s-e": "e", "s-f": "f", "s-g": "d"}[j.ID]) || j.Reason != "TICKET-7" {
+		if j.Subject != Subject(t, map[string]string{"s-b": "b", "s-e": "e", "s-f": "f", "s-g": "d", "s-h": "h"}[j.ID]) || j.Reason != "TICKET-7" {
 			t.Errorf("%s: subject %s reason %q", j.ID, j.Subject, j.Reason)
 		}
 	}
@@ -110,8 +115,8 @@ func testListQueue(t *testing.T, queues func(*testing.T) (lineage.Queue, lineage
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := listedIDs(short.Open); !reflect.DeepEqual(got, []string{"s-b", "s-e"}) || short.Pending != 3 || short.Claimed != 1 {
-		t.Errorf("limit 2: open %v (pending %d claimed %d), want s-b s-e and the full counts", got, short.Pending, short.Claimed)
+	if got := listedIDs(short.Open); !reflect.DeepEqual(got, []string{"s-b", "s-h"}) || short.Pending != 4 || short.Claimed != 1 || short.Overdue != 1 {
+		t.Errorf("limit 2: open %v (pending %d claimed %d overdue %d), want s-b s-h and the full counts", got, short.Pending, short.Claimed, short.Overdue)
 	}
 	if got := listedIDs(short.History); !reflect.DeepEqual(got, []string{"s-d", "s-a"}) {
 		t.Errorf("limit 2: history %v, want s-d s-a (latest finished first)", got)
@@ -145,8 +150,8 @@ func testListQueue(t *testing.T, queues func(*testing.T) (lineage.Queue, lineage
 	if !reflect.DeepEqual(before, after) {
 		t.Errorf("ListQueue changed the queue:\nbefore %+v\nafter  %+v", before, after)
 	}
-	if j := claim(t, qb, "w-2", time.Minute); j.ID != "s-e" {
-		t.Errorf("claim after listing = %s, want s-e", j.ID)
+	if j := claim(t, qb, "w-2", time.Minute); j.ID != "s-h" {
+		t.Errorf("claim after listing = %s, want s-h", j.ID)
 	}
 }
 

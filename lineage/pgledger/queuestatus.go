@@ -78,6 +78,9 @@ func (l *Ledger) ListQueue(ctx context.Context, o lineage.QueueListOptions) (*li
 				AND NOT EXISTS (SELECT 1 FROM queue l WHERE l.subject = q.subject AND l.scope = q.scope AND l.n > q.n)`).Scan(&out.FailedUnresolved); err != nil {
 				return err
 			}
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM queue WHERE state IN ('pending', 'claimed') AND due_at < $1`, out.Now).Scan(&out.Overdue); err != nil {
+				return err
+			}
 			var err error
 			rows, _ = tx.Query(ctx, `SELECT `+pgListColumns+` FROM queue q WHERE q.state IN ('pending', 'claimed')
 				ORDER BY coalesce(q.due_at, q.enqueued_at), q.n LIMIT $1`, o.Limit)

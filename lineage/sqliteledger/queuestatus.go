@@ -75,6 +75,9 @@ func (l *Ledger) ListQueue(ctx context.Context, o lineage.QueueListOptions) (*li
 		AND NOT EXISTS (SELECT 1 FROM queue l WHERE l.subject = q.subject AND l.scope = q.scope AND l.n > q.n)`).Scan(&out.FailedUnresolved); err != nil {
 		return nil, fmt.Errorf("list erasure queue: %w", err)
 	}
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM queue WHERE state IN ('pending', 'claimed') AND due_at < ?`, out.Now.UnixMilli()).Scan(&out.Overdue); err != nil {
+		return nil, fmt.Errorf("list erasure queue: %w", err)
+	}
 	if out.Open, err = sqliteListed(ctx, tx, `SELECT `+sqliteListColumns+` FROM queue q WHERE q.state IN ('pending', 'claimed')
 		ORDER BY coalesce(q.due_at, q.enqueued_at), q.n LIMIT ?`, o.Limit); err != nil {
 		return nil, err
