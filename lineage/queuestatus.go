@@ -53,6 +53,9 @@ type QueueListOptions struct {
 	Limit int
 	// History lists finished jobs too.
 	History bool
+	// Scopes, when not nil, restricts the listing, counts included, to the
+	// jobs of these scopes (an empty list: none).
+	Scopes []string
 }
 
 // QueueLister lists the queue; both ledgers implement it. ListQueue reads

@@ -141,6 +141,18 @@ func testListQueue(t *testing.T, queues func(*testing.T) (lineage.Queue, lineage
 	if !hd.FinishedAt.After(ha.FinishedAt) || !ha.FinishedAt.After(hc.FinishedAt) {
 		t.Errorf("finish times d %v a %v c %v not in order", hd.FinishedAt, ha.FinishedAt, hc.FinishedAt)
 	}
+	// Scopes restrict everything, counts included.
+	if other, err := lb.ListQueue(ctx, lineage.QueueListOptions{Limit: 10, History: true, Scopes: []string{"other"}}); err != nil ||
+		other.Pending+other.Claimed+other.Done+other.Failed+other.Overdue+other.FailedUnresolved != 0 || len(other.Open)+len(other.History) != 0 {
+		t.Errorf("ListQueue of another scope = %+v, %v; want nothing", other, err)
+	}
+	if none, err := lb.ListQueue(ctx, lineage.QueueListOptions{Limit: 10, Scopes: []string{}}); err != nil || none.Pending != 0 || len(none.Open) != 0 {
+		t.Errorf("ListQueue of no scope = %+v, %v; want nothing", none, err)
+	}
+	if def, err := lb.ListQueue(ctx, lineage.QueueListOptions{Limit: 10, History: true, Scopes: []string{"other", "default"}}); err != nil ||
+		def.Pending != 4 || def.Claimed != 1 || def.Done != 1 || def.Failed != 2 || def.Overdue != 1 || def.FailedUnresolved != 1 || len(def.Open) != 5 || len(def.History) != 3 {
+		t.Errorf("ListQueue of its own scope = %+v, %v; want everything", def, err)
+	}
 	// Listing changed nothing, and held nothing: the pending jobs are
 	// still claimable, through either handle.
 	after, err := qb.Jobs(ctx)

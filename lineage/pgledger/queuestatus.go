@@ -18,6 +18,9 @@ const pgListColumns = `q.id, q.subject, q.scope, q.reason, q.state, q.worker, q.
 	q.available_at, q.finished_at,
 	CASE WHEN q.state = 'failed' THEN (SELECT l.id FROM queue l WHERE l.subject = q.subject AND l.scope = q.scope AND l.n > q.n ORDER BY l.n DESC LIMIT 1) END`
 
+// pgInScopes selects the jobs of every scope ($1) or of the scopes $2.
+const pgInScopes = `($1 OR q.scope = ANY($2::text[]))`
+
 func scanPgListed(r pgx.CollectableRow) (lineage.QueuedJob, error) {
 	var q lineage.QueuedJob
 	var lease, due, finished *time.Time
@@ -56,7 +59,12 @@ func (l *Ledger) ListQueue(ctx context.Context, o lineage.QueueListOptions) (*li
 			if err := tx.QueryRow(ctx, `SELECT now()`).Scan(&out.Now); err != nil {
 				return err
 			}
-			rows, _ := tx.Query(ctx, `SELECT state, count(*) FROM queue GROUP BY state`)
+			// $1: every scope; $2: only these.
+			all, scopes := o.Scopes == nil, o.Scopes
+			if scopes == nil {
+				scopes = []string{}
+			}
+			rows, _ := tx.Query(ctx, `SELECT q.state, count(*) FROM queue q WHERE `+pgInScopes+` GROUP BY q.state`, all, scopes)
 			var st string
 			var n int
 			if _, err := pgx.ForEachRow(rows, []any{&st, &n}, func() error {
@@ -74,22 +82,22 @@ func (l *Ledger) ListQueue(ctx context.Context, o lineage.QueueListOptions) (*li
 			}); err != nil {
 				return err
 			}
-			if err := tx.QueryRow(ctx, `SELECT count(*) FROM queue q WHERE q.state = 'failed'
-				AND NOT EXISTS (SELECT 1 FROM queue l WHERE l.subject = q.subject AND l.scope = q.scope AND l.n > q.n)`).Scan(&out.FailedUnresolved); err != nil {
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM queue q WHERE `+pgInScopes+` AND q.state = 'failed'
+				AND NOT EXISTS (SELECT 1 FROM queue l WHERE l.subject = q.subject AND l.scope = q.scope AND l.n > q.n)`, all, scopes).Scan(&out.FailedUnresolved); err != nil {
 				return err
 			}
-			if err := tx.QueryRow(ctx, `SELECT count(*) FROM queue WHERE state IN ('pending', 'claimed') AND due_at < $1`, out.Now).Scan(&out.Overdue); err != nil {
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM queue q WHERE `+pgInScopes+` AND q.state IN ('pending', 'claimed') AND q.due_at < $3`, all, scopes, out.Now).Scan(&out.Overdue); err != nil {
 				return err
 			}
 			var err error
-			rows, _ = tx.Query(ctx, `SELECT `+pgListColumns+` FROM queue q WHERE q.state IN ('pending', 'claimed')
-				ORDER BY coalesce(q.due_at, q.enqueued_at), q.n LIMIT $1`, o.Limit)
+			rows, _ = tx.Query(ctx, `SELECT `+pgListColumns+` FROM queue q WHERE `+pgInScopes+` AND q.state IN ('pending', 'claimed')
+				ORDER BY coalesce(q.due_at, q.enqueued_at), q.n LIMIT $3`, all, scopes, o.Limit)
 			if out.Open, err = pgx.CollectRows(rows, scanPgListed); err != nil {
 				return err
 			}
 			if o.History {
-				rows, _ = tx.Query(ctx, `SELECT `+pgListColumns+` FROM queue q WHERE q.state IN ('done', 'failed')
-					ORDER BY q.finished_at DESC NULLS LAST, q.n DESC LIMIT $1`, o.Limit)
+				rows, _ = tx.Query(ctx, `SELECT `+pgListColumns+` FROM queue q WHERE `+pgInScopes+` AND q.state IN ('done', 'failed')
+					ORDER BY q.finished_at DESC NULLS LAST, q.n DESC LIMIT $3`, all, scopes, o.Limit)
 				if out.History, err = pgx.CollectRows(rows, scanPgListed); err != nil {
 					return err
 				}

@@ -3,6 +3,7 @@ package sqliteledger
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -55,7 +56,17 @@ func (l *Ledger) ListQueue(ctx context.Context, o lineage.QueueListOptions) (*li
 	}
 	defer tx.Rollback()
 	out := &lineage.QueueListing{Now: time.UnixMilli(nowMilli())}
-	rows, err := tx.QueryContext(ctx, `SELECT state, count(*) FROM queue GROUP BY state`)
+	// in: only the jobs of o.Scopes (none: every job); its argument first.
+	in, inArgs := `1`, []any{}
+	if o.Scopes != nil {
+		b, err := json.Marshal(o.Scopes)
+		if err != nil {
+			return nil, fmt.Errorf("list erasure queue: %w", err)
+		}
+		in, inArgs = `q.scope IN (SELECT value FROM json_each(?))`, []any{string(b)}
+	}
+	args := func(more ...any) []any { return append(append([]any{}, inArgs...), more...) }
+	rows, err := tx.QueryContext(ctx, `SELECT q.state, count(*) FROM queue q WHERE `+in+` GROUP BY q.state`, args()...)
 	if err != nil {
 		return nil, fmt.Errorf("list erasure queue: %w", err)
 	}
@@ -71,20 +82,20 @@ func (l *Ledger) ListQueue(ctx context.Context, o lineage.QueueListOptions) (*li
 	if err := rows.Close(); err != nil {
 		return nil, fmt.Errorf("list erasure queue: %w", err)
 	}
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM queue q WHERE q.state = 'failed'
-		AND NOT EXISTS (SELECT 1 FROM queue l WHERE l.subject = q.subject AND l.scope = q.scope AND l.n > q.n)`).Scan(&out.FailedUnresolved); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM queue q WHERE `+in+` AND q.state = 'failed'
+		AND NOT EXISTS (SELECT 1 FROM queue l WHERE l.subject = q.subject AND l.scope = q.scope AND l.n > q.n)`, args()...).Scan(&out.FailedUnresolved); err != nil {
 		return nil, fmt.Errorf("list erasure queue: %w", err)
 	}
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM queue WHERE state IN ('pending', 'claimed') AND due_at < ?`, out.Now.UnixMilli()).Scan(&out.Overdue); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM queue q WHERE `+in+` AND q.state IN ('pending', 'claimed') AND q.due_at < ?`, args(out.Now.UnixMilli())...).Scan(&out.Overdue); err != nil {
 		return nil, fmt.Errorf("list erasure queue: %w", err)
 	}
-	if out.Open, err = sqliteListed(ctx, tx, `SELECT `+sqliteListColumns+` FROM queue q WHERE q.state IN ('pending', 'claimed')
-		ORDER BY coalesce(q.due_at, q.enqueued_at), q.n LIMIT ?`, o.Limit); err != nil {
+	if out.Open, err = sqliteListed(ctx, tx, `SELECT `+sqliteListColumns+` FROM queue q WHERE `+in+` AND q.state IN ('pending', 'claimed')
+		ORDER BY coalesce(q.due_at, q.enqueued_at), q.n LIMIT ?`, args(o.Limit)...); err != nil {
 		return nil, err
 	}
 	if o.History {
-		if out.History, err = sqliteListed(ctx, tx, `SELECT `+sqliteListColumns+` FROM queue q WHERE q.state IN ('done', 'failed')
-			ORDER BY q.finished_at DESC, q.n DESC LIMIT ?`, o.Limit); err != nil {
+		if out.History, err = sqliteListed(ctx, tx, `SELECT `+sqliteListColumns+` FROM queue q WHERE `+in+` AND q.state IN ('done', 'failed')
+			ORDER BY q.finished_at DESC, q.n DESC LIMIT ?`, args(o.Limit)...); err != nil {
 			return nil, err
 		}
 	}
