@@ -50,6 +50,9 @@ type Options struct {
 	// Durable is where the erasures' journals are kept (erasure.Env.Durable);
 	// nil: no latency is read.
 	Durable saga.Durable
+	// Scopes, when not nil, restricts everything (counts and latencies
+	// included) to the erasures of these scopes (serve: the token's).
+	Scopes []string
 }
 
 // Counts are the whole queue's, not only the jobs listed.
@@ -141,7 +144,7 @@ func Read(ctx context.Context, l lineage.Ledger, o Options) (*Report, error) {
 	if o.Durable != nil && read < LatencyLookback {
 		read = LatencyLookback
 	}
-	ls, err := ql.ListQueue(ctx, lineage.QueueListOptions{Limit: read, History: o.All || o.Durable != nil})
+	ls, err := ql.ListQueue(ctx, lineage.QueueListOptions{Limit: read, History: o.All || o.Durable != nil, Scopes: o.Scopes})
 	if err != nil {
 		return nil, err
 	}
