@@ -137,6 +137,7 @@ func testStatus(t *testing.T, ledger string) {
 		t.Fatal(err)
 	}
 	r = status(exitQueueAttention)
+	t.Logf("status with an overdue erasure:\n%s", r.stdout)
 	if !strings.Contains(r.stdout, "OVERDUE: 1 erasure") || !strings.Contains(r.stdout, "OVERDUE by") || !strings.Contains(r.stdout, "4 waiting") {
 		t.Errorf("status with an overdue erasure:\n%s", r)
 	}

@@ -404,10 +404,14 @@ func leftText(j Job) string {
 }
 
 // age is a duration in seconds, rounded to the second (to the minute
-// beyond an hour).
+// beyond an hour; in days and hours beyond two days).
 func age(s float64) string {
 	d := time.Duration(s * float64(time.Second))
-	if d >= time.Hour {
+	switch {
+	case d >= 48*time.Hour:
+		d = d.Round(time.Hour)
+		return fmt.Sprintf("%dd%dh", d/(24*time.Hour), (d%(24*time.Hour))/time.Hour)
+	case d >= time.Hour:
 		return d.Round(time.Minute).String()
 	}
 	return d.Round(time.Second).String()

@@ -28,5 +28,18 @@ func (s *Service) QueueStatus(ctx context.Context, p *Principal, limit int, all 
 		return nil, Invalid("limit", "want 1 to 1000")
 	}
 	scopes := append([]string{}, p.Scopes...)
-	return queuestatus.Read(ctx, s.env.Ledger, queuestatus.Options{Limit: limit, All: all, Durable: s.env.Durable(), Scopes: scopes})
+	r, err := queuestatus.Read(ctx, s.env.Ledger, queuestatus.Options{Limit: limit, All: all, Durable: s.env.Durable(), Scopes: scopes})
+	if err != nil {
+		return nil, err
+	}
+	// A failed job's error may name files of this host: the API gives its
+	// class only, as for requests (failReason); the CLI shows it whole.
+	for _, js := range [][]queuestatus.Job{r.Open, r.History} {
+		for i := range js {
+			if js[i].Error != "" {
+				js[i].Error = failReason(js[i].Error)
+			}
+		}
+	}
+	return r, nil
 }
