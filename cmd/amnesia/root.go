@@ -72,6 +72,7 @@ level each store permits, and issues a signed certificate anyone can verify offl
 		newServeCommand(g),
 		newTokensCommand(g),
 		newRequestsCommand(g),
+		newStatusCommand(g),
 		newVerifyCommand(g),
 		newReverifyCommand(g),
 		newConsentCommand(g),

@@ -11,6 +11,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/amnesia-dev/amnesia/certificate"
+	"github.com/amnesia-dev/amnesia/internal/queuestatus"
 	"github.com/amnesia-dev/amnesia/internal/service"
 )
 
@@ -65,6 +66,13 @@ type listInput struct {
 	State   string `query:"state" enum:"received,previewed,queued,running,done,failed,paused," doc:"Only requests in this state."`
 	Overdue string `query:"overdue" enum:"true,false," doc:"Only overdue (true) or not overdue (false) requests."`
 }
+
+type statusInput struct {
+	Limit int  `query:"limit" minimum:"1" maximum:"1000" default:"100" doc:"List at most this many open erasures (and, with all, finished ones)."`
+	All   bool `query:"all" doc:"Also list the finished erasures (done and failed), latest first."`
+}
+
+type queueStatusOutput struct{ Body *queuestatus.Report }
 
 type listOutput struct {
 	Body struct {
@@ -187,6 +195,13 @@ func register(api huma.API, svc *service.Service, maxBody int64) {
 		out := &listOutput{}
 		out.Body.Requests = rs
 		return out, nil
+	})
+	huma.Register(api, op("queue-status", http.MethodGet, "/v1/status", "The erasure queue at a glance, as 'amnesia status' shows it, for the token's scopes (operator, auditor)", 200, 422), func(ctx context.Context, in *statusInput) (*queueStatusOutput, error) {
+		r, err := svc.QueueStatus(ctx, principal(ctx), in.Limit, in.All)
+		if err != nil {
+			return nil, problem(ctx, err)
+		}
+		return &queueStatusOutput{Body: r}, nil
 	})
 	huma.Register(api, op("get-request", http.MethodGet, "/v1/requests/{id}", "Read an erasure request (operator, auditor)", 200, 404), func(ctx context.Context, in *idInput) (*requestOutput, error) {
 		r, err := svc.Request(ctx, principal(ctx), in.ID)
