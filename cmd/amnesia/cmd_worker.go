@@ -93,6 +93,14 @@ physically (otherwise the state: not-physical, found, ...). --no-window runs one
 				Claimed: func(j *lineage.Job) {
 					fmt.Fprintf(out, "worker %s: erasure %s (trace %s, attempt %d)\n", j.Worker, saga.ID(j.ID), j.ID, j.Attempts)
 				},
+				Continued: func(j *lineage.Job, c *worker.Continued) {
+					how := "it erases the later trace"
+					if c.Resumed {
+						how = "it resumes the erasure of the later trace"
+					}
+					fmt.Fprintf(out, "worker %s: erasure %s: %d artifacts were captured for %s after the request (queued trace %s); %s %s as erasure %s, whose certificate lists them\n",
+						j.Worker, saga.ID(j.ID), c.Added, c.Now.SubjectRef, c.Queued.ID, how, c.Now.ID, c.ErasureID())
+				},
 				Finished: func(_ *lineage.Job, res *saga.Result) { printResult(out, res, false) },
 				Failed: func(j *lineage.Job, err error) {
 					fmt.Fprintf(progress, "worker %s: erasure %s: %v\n", o.id, saga.ID(j.ID), err)

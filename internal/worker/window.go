@@ -210,7 +210,7 @@ func (w *Worker) runWindow(ctx context.Context, jobs []*lineage.Job) (failed int
 				for k, i := range ready {
 					res[i] = out[k]
 					if out[k] == nil {
-						errs[i] = pausedIn(berr, saga.ID(jobs[i].ID))
+						errs[i] = pausedIn(berr, saga.ID(qs[k].Trace.ID))
 					}
 				}
 			case runCtx.Err() != nil || errors.Is(berr, lineage.ErrLeaseLost):
@@ -289,6 +289,12 @@ func (w *Worker) prepare(ctx context.Context, j *lineage.Job) (*lineage.Trace, e
 	if err != nil {
 		return nil, &badTraceError{err}
 	}
+	// A stale trace would stop the whole window at its start: it fails
+	// here, alone, unless the subject only got more artifacts since the
+	// request (requeue.go): then the erasure goes on with the later trace.
+	if t, err = w.traceToRun(ctx, j, t); err != nil {
+		return nil, err
+	}
 	if w.Host != "" {
 		owner, oerr := OwnerOf(w.Env.Dir.Config, t)
 		if oerr != nil {
@@ -296,13 +302,6 @@ func (w *Worker) prepare(ctx context.Context, j *lineage.Job) (*lineage.Trace, e
 		}
 		if owner != "" && owner != w.Host {
 			return nil, fmt.Errorf("erasure %s erases stores in files held by host %s, not by this host (%s): released for that host's worker", saga.ID(j.ID), owner, w.Host)
-		}
-	}
-	if !w.Env.Started(ctx, t) {
-		// A stale trace would stop the whole window at its start: it fails
-		// here, alone.
-		if err := saga.CheckFresh(ctx, w.Env.Ledger, t); err != nil {
-			return nil, err
 		}
 	}
 	if _, err := w.Env.Preflight(ctx, w.Progress, t, false); err != nil {
