@@ -70,9 +70,13 @@ func testQueuedLaterCapture(t *testing.T, ledger string, k int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := capture.New(l, sd.Keyer, sd.Config.Scope).Docs(ds).Put(ctx, capture.Doc{ID: "wq-late", Kind: sqlitedoc.KindDocument, Subject: owner,
+	cd := capture.New(l, sd.Keyer, sd.Config.Scope).Docs(ds)
+	if err := cd.Put(ctx, capture.Doc{ID: "wq-late", Kind: sqlitedoc.KindDocument, Subject: owner,
 		Text: "A later note: the caller asked again on Friday to hold order 998877 at the depot until invoice 4433221 is paid."}); err != nil {
 		t.Fatal(err)
+	}
+	if rec, err := cd.Get(ctx, "wq-late"); err != nil || rec != nil {
+		t.Fatalf("read of the later document = %+v, %v; want nothing (suppressed at once)", rec, err)
 	}
 	ds.Close()
 	late := lineage.ArtifactID(sd.Keyer, sd.Config.Scope, "docs", "wq-late")

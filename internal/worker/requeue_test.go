@@ -77,9 +77,18 @@ func testQueuedErasureTakesLaterCaptures(t *testing.T, ledger string, windowed b
 	f := newWindowFixture(t, ledger)
 	owner := "later@example.org"
 	queued := f.queue(t, "later-1", owner, time.Time{})
-	// Captured after the request: readable (see docs/windows.md), and the
-	// queued trace no longer matches the ledger.
+	// Captured after the request: hidden at once (capture suppresses what
+	// it records for a subject with a queued erasure), and the queued
+	// trace no longer matches the ledger.
 	f.put(t, "later-2", owner, "Document later-2 was written after the erasure request, about parcel 7731 at dock nine.")
+	if rec, err := f.docs.Get(ctx, "later-2"); err != nil || rec != nil {
+		t.Fatalf("read of a document captured after the request = %+v, %v; want nothing (suppressed)", rec, err)
+	}
+	// Another subject's capture is not touched.
+	f.put(t, "bystander-1", "bystander@example.org", "Document bystander-1 about parcel 7732 at dock ten.")
+	if rec, err := f.docs.Get(ctx, "bystander-1"); err != nil || rec == nil {
+		t.Fatalf("read of another subject's document = %v, %v; want it", rec, err)
+	}
 	if err := saga.CheckFresh(ctx, f.env.Ledger, queued); !errors.Is(err, saga.ErrStaleTrace) {
 		t.Fatalf("queued trace after a later capture: %v, want ErrStaleTrace", err)
 	}
@@ -132,6 +141,9 @@ func testQueuedErasureTakesLaterCaptures(t *testing.T, ledger string, windowed b
 		if rec, err := f.docs.Get(ctx, id); err != nil || rec != nil {
 			t.Errorf("read of %s after the erasure = %+v, %v; want nothing", id, rec, err)
 		}
+	}
+	if rec, err := f.docs.Get(ctx, "bystander-1"); err != nil || rec == nil {
+		t.Errorf("read of another subject's document after the erasure = %v, %v; want it", rec, err)
 	}
 	// The next claim of the job (had the worker crashed) finds the
 	// erasure that began with the later trace.

@@ -31,6 +31,7 @@ CREATE TABLE IF NOT EXISTS queue (
 	due_at       INTEGER
 );
 CREATE INDEX IF NOT EXISTS queue_open ON queue (state, n);
+CREATE INDEX IF NOT EXISTS queue_subject_open ON queue (subject) WHERE state IN ('pending', 'claimed');
 `
 
 var (
