@@ -48,6 +48,11 @@ Several hosts: give each store in files its owner: (the host whose disk holds
 it) in amnesia.yaml and start each worker with --host NAME: it claims only the
 erasures of its own stores in files, and those of server stores (docs/scale.md).
 
+A queued erasure whose subject got artifacts captured after the request
+(capture hides them as they are written) goes on with the subject's later
+trace when it only adds artifacts, and the worker says so; any other change
+since the request fails the job as stale (docs/windows.md).
+
 --once runs at most one erasure; --drain exits when nothing is waiting;
 otherwise the worker polls until it is stopped (SIGINT/SIGTERM hand the
 current erasure back to the queue).
@@ -146,7 +151,7 @@ func (a *app) enqueue(ctx context.Context, out io.Writer, t *lineage.Trace, reas
 	if err := worker.EnqueueDue(ctx, a.env(), t, reason, at); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "queued erasure %s of %s (trace %s); its artifacts are suppressed: run 'amnesia worker'\n", saga.ID(t.ID), t.SubjectRef, t.ID)
+	fmt.Fprintf(out, "queued erasure %s of %s (trace %s); its artifacts are suppressed, and so is what capture records for the subject until it runs: run 'amnesia worker'\n", saga.ID(t.ID), t.SubjectRef, t.ID)
 	return nil
 }
 
