@@ -224,3 +224,67 @@ func testQueuedErasureFailsWhenTraceChanged(t *testing.T, ledger string, windowe
 		}
 	}
 }
+
+// The operator queues a subject's erasure, the application captures more,
+// and the operator queues the subject's new trace too: two jobs, one
+// subject. The first goes on with the later trace, which is the second's:
+// one erasure runs (in a window, once for both), and both jobs are done
+// with its certificate.
+func TestQueuedTwiceForOneSubject(t *testing.T) {
+	for _, c := range []struct {
+		name, ledger string
+		windowed     bool
+	}{
+		{"sqlite/one", "", false}, {"sqlite/window", "", true},
+		{"postgres/one", "pg", false}, {"postgres/window", "pg", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ledger := ""
+			if c.ledger == "pg" {
+				ledger = pgtest.DB(t)
+			}
+			testQueuedTwice(t, ledger, c.windowed)
+		})
+	}
+}
+
+func testQueuedTwice(t *testing.T, ledger string, windowed bool) {
+	ctx := context.Background()
+	f := newWindowFixture(t, ledger)
+	owner := "twice@example.org"
+	first := f.queue(t, "twice-1", owner, time.Time{})
+	f.put(t, "twice-2", owner, "Document twice-2 was written after the first request, about parcel 7741 at dock eleven.")
+	k, err := f.env.Dir.Keyer.Key(f.env.Dir.Config.Scope, owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, _, err := f.env.Trace(ctx, k, f.env.Dir.Config.Scope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := worker.EnqueueDue(ctx, f.env, second, "TICKET-W2", time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	runs := 2
+	if windowed {
+		runs = 1
+	}
+	for i := 0; i < runs; i++ {
+		if r := runQueued(t, f, windowed); r.failed != nil {
+			t.Fatalf("worker: %v", r.failed)
+		}
+	}
+	jobs := f.jobs(t)
+	b, err := f.env.Durable().Certificate(ctx, saga.ID(second.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{first.ID, second.ID} {
+		if j := jobs[id]; j.State != lineage.JobDone || j.Certificate != saga.Digest(b) {
+			t.Errorf("job %s: %s (%s), certificate %q; want done with erasure %s's certificate", id, j.State, j.Error, j.Certificate, saga.ID(second.ID))
+		}
+	}
+	if ids, err := f.env.Durable().Certificates(ctx); err != nil || len(ids) != 1 {
+		t.Errorf("certificates = %v, %v; want one", ids, err)
+	}
+}

@@ -186,16 +186,26 @@ func (w *Worker) runWindow(ctx context.Context, jobs []*lineage.Job) (failed int
 	}
 	res := make([]*saga.Result, len(jobs))
 	errs := make([]error, len(jobs))
-	var ready []int
+	var ready, slotOf []int // jobs that run, and the erasure (index in qs) each runs
 	var qs []erasure.Queued
+	slot := map[string]int{} // trace id -> index in qs
 	for i, j := range jobs {
 		t, err := w.prepare(runCtx, j)
 		if err != nil {
 			errs[i] = err
 			continue
 		}
+		// Two jobs of one subject (a trace queued, then a later one) may
+		// both run the later trace (requeue.go): one erasure runs it, and
+		// both jobs end with its result.
+		k, ok := slot[t.ID]
+		if !ok {
+			k = len(qs)
+			slot[t.ID] = k
+			qs = append(qs, erasure.Queued{Trace: t, Reason: j.Reason, Claim: j})
+		}
 		ready = append(ready, i)
-		qs = append(qs, erasure.Queued{Trace: t, Reason: j.Reason, Claim: j})
+		slotOf = append(slotOf, k)
 	}
 	if len(qs) > 0 {
 		unlock, lerr := w.lockFileStores(runCtx)
@@ -207,7 +217,8 @@ func (w *Worker) runWindow(ctx context.Context, jobs []*lineage.Job) (failed int
 			out, berr := w.Env.RunWindow(runCtx, qs, erasure.Options{Progress: w.Progress})
 			switch {
 			case out != nil: // finished, or paused for some (nil result)
-				for k, i := range ready {
+				for n, i := range ready {
+					k := slotOf[n]
 					res[i] = out[k]
 					if out[k] == nil {
 						errs[i] = pausedIn(berr, saga.ID(qs[k].Trace.ID))
@@ -222,7 +233,8 @@ func (w *Worker) runWindow(ctx context.Context, jobs []*lineage.Job) (failed int
 				// again alone, from its journal, so that one erasure that
 				// cannot go on does not hold back the others.
 				w.log().Warn("worker window stopped; its erasures run one by one", "worker", w.ID, "err", berr)
-				for k, i := range ready {
+				for n, i := range ready {
+					k := slotOf[n]
 					res[i], errs[i] = w.Env.Run(runCtx, qs[k].Trace, qs[k].Reason, erasure.Options{Progress: w.Progress, Claim: jobs[i]})
 				}
 			}
