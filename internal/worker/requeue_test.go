@@ -154,8 +154,8 @@ func testQueuedErasureTakesLaterCaptures(t *testing.T, ledger string, windowed b
 
 // Anything else than artifacts added since the request still fails the
 // queued erasure as stale, with a message that says what changed: an
-// artifact of the queued trace recorded again with other content, or
-// erased by another erasure.
+// artifact of the queued trace recorded again with other content, one of
+// them erased by another erasure, or all of them.
 func TestQueuedErasureFailsWhenTraceChanged(t *testing.T) {
 	for _, c := range []struct {
 		name, ledger string
@@ -182,6 +182,16 @@ func testQueuedErasureFailsWhenTraceChanged(t *testing.T, ledger string, windowe
 	changed := f.queue(t, "chg-1", "changed@example.org", time.Time{})
 	f.put(t, "chg-1", "changed@example.org", "Document chg-1 rewritten after the request, now about crate 4410 at bay two.")
 	f.put(t, "chg-2", "changed@example.org", "Document chg-2 added after the request, about crate 4411 at bay three.")
+	// Removed: one artifact of the queued trace marked erased by another
+	// erasure (as a partial erasure elsewhere would), the other still there.
+	f.put(t, "part-2", "part@example.org", "Document part-2 about crate 4413 at bay five.")
+	removed := f.queue(t, "part-1", "part@example.org", time.Time{})
+	if len(removed.Artifacts) != 2 {
+		t.Fatalf("trace of part@: %d artifacts, want 2", len(removed.Artifacts))
+	}
+	if err := f.env.Ledger.MarkErased(ctx, []lineage.ErasureMark{{Artifact: removed.Artifacts[0].ID, Erasure: "er-elsewhere", Outcome: "VERIFIED"}}); err != nil {
+		t.Fatal(err)
+	}
 	// Erased by another erasure: the subject erased directly while its
 	// queued erasure waits.
 	erased := f.queue(t, "gone-1", "gone@example.org", time.Time{})
@@ -197,9 +207,9 @@ func testQueuedErasureFailsWhenTraceChanged(t *testing.T, ledger string, windowe
 	if res, err := f.env.Run(ctx, tr, "TICKET-DIRECT", erasure.Options{}); err != nil || !res.Complete() {
 		t.Fatalf("direct erasure: %v, %v", res, err)
 	}
-	runs := 2 // --once: one job a run
+	runs := 3 // --once: one job a run
 	if windowed {
-		runs = 1 // --drain: both in one window
+		runs = 1 // --drain: all in one window
 	}
 	for i := 0; i < runs; i++ {
 		r := runQueued(t, f, windowed)
@@ -213,13 +223,14 @@ func testQueuedErasureFailsWhenTraceChanged(t *testing.T, ledger string, windowe
 		want string
 	}{
 		{changed, "1 artifacts of the queued trace changed"},
+		{removed, "1 artifacts of the queued trace are no longer in the subject's trace"},
 		{erased, "already erased"},
 	} {
 		j := jobs[c.tr.ID]
 		if j.State != lineage.JobFailed || !strings.Contains(j.Error, "trace no longer matches the ledger") || !strings.Contains(j.Error, c.want) {
 			t.Errorf("windowed %v: job %s: %s, %q; want failed as stale, saying %q", windowed, c.tr.ID, j.State, j.Error, c.want)
 		}
-		if strings.Contains(j.Error, "@example.org") || strings.Contains(j.Error, "chg-") || strings.Contains(j.Error, "gone-") {
+		if strings.Contains(j.Error, "@example.org") || strings.Contains(j.Error, "chg-") || strings.Contains(j.Error, "gone-") || strings.Contains(j.Error, "part-") {
 			t.Errorf("job error names the subject or a key: %q", j.Error)
 		}
 	}
