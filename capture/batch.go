@@ -113,17 +113,29 @@ func (d *Docs) PutBatch(ctx context.Context, docs []Doc, v *Vectors, vecs []Vect
 			vrecs[i] = rec
 		}
 	}
-	admitted := map[subject.Key]bool{}
+	admitted := map[subject.Key]string{} // subject -> its queued erasure's trace ("": none)
 	for _, a := range arts {
-		if !admitted[a.Subject] {
-			if err := r.admit(ctx, a.Subject); err != nil {
+		if _, ok := admitted[a.Subject]; !ok {
+			queued, err := r.admit(ctx, a.Subject)
+			if err != nil {
 				return fmt.Errorf("capture batch: %w", err)
 			}
-			admitted[a.Subject] = true
+			admitted[a.Subject] = queued
 		}
 	}
 	if err := lineage.RecordAll(ctx, r.ledger, arts, mentions); err != nil {
 		return fmt.Errorf("capture batch: %w", err)
+	}
+	hide := map[string][]string{} // queued trace -> artifacts recorded for its subject
+	for _, a := range arts {
+		if q := admitted[a.Subject]; q != "" {
+			hide[q] = append(hide[q], a.ID)
+		}
+	}
+	for q, ids := range hide {
+		if err := r.suppressQueued(ctx, q, ids); err != nil {
+			return err
+		}
 	}
 	if err := r.markSealed(ctx, sealed); err != nil {
 		return err

@@ -107,7 +107,8 @@ func (r *Recorder) record(ctx context.Context, owner subject.Key, kind lineage.K
 // commit. A mention that does not key is refused before anything is
 // written.
 func (r *Recorder) recordMentioned(ctx context.Context, owner subject.Key, kind lineage.Kind, store, key string, content []byte, mentions []string, parents ...string) (string, error) {
-	if err := r.admit(ctx, owner); err != nil {
+	queued, err := r.admit(ctx, owner)
+	if err != nil {
 		return "", fmt.Errorf("capture %s: %w", kind, err)
 	}
 	id := lineage.ArtifactID(r.keyer, r.scope, store, key)
@@ -125,6 +126,9 @@ func (r *Recorder) recordMentioned(ctx context.Context, owner subject.Key, kind 
 	}
 	if err := lineage.RecordAll(ctx, r.ledger, []lineage.Artifact{a}, ms); err != nil {
 		return "", fmt.Errorf("capture %s %s: %w", kind, id, err)
+	}
+	if err := r.suppressQueued(ctx, queued, []string{id}); err != nil {
+		return "", err
 	}
 	return id, nil
 }

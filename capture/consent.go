@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/amnesia-dev/amnesia/internal/saga"
 	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/subject"
 )
@@ -54,20 +55,41 @@ func (r *Recorder) recordConsent(ctx context.Context, k subject.Key, by string) 
 // recorded since; a write marked WithNewConsent records the consent and is
 // admitted. Check and write are separate transactions: an erasure that
 // runs between them finds the new artifact in its trace.
-func (r *Recorder) admit(ctx context.Context, owner subject.Key) error {
+//
+// It returns the trace id of owner's queued erasure ("" when none), read in
+// the same statement (lineage.SubjectState.Queued): the caller suppresses
+// what it records (suppressQueued), so that a capture after an erasure
+// request is hidden at once, like the queued trace's artifacts.
+func (r *Recorder) admit(ctx context.Context, owner subject.Key) (queued string, err error) {
 	g, ok := r.ledger.(lineage.SubjectGuard)
 	if !ok {
-		return nil
+		return "", nil
 	}
 	st, err := g.SubjectState(ctx, r.scope, owner)
 	if err != nil || !st.Refused() {
-		return err
+		return st.Queued, err
 	}
 	if by, _ := ctx.Value(consentKey{}).(string); by != "" {
 		_, err := r.recordConsent(ctx, owner, by)
-		return err
+		return st.Queued, err
 	}
-	return fmt.Errorf("subject %s (erasure %s): %w: if the person gave new consent, mark the write as new consent (capture.WithNewConsent, \"new_consent\" in the lineage API, or `amnesia consent` first)", owner.Ref(), st.Erasure, ErrSubjectErased)
+	return "", fmt.Errorf("subject %s (erasure %s): %w: if the person gave new consent, mark the write as new consent (capture.WithNewConsent, \"new_consent\" in the lineage API, or `amnesia consent` first)", owner.Ref(), st.Erasure, ErrSubjectErased)
+}
+
+// suppressQueued suppresses the artifacts ids just recorded for a subject
+// whose erasure is queued (queued: its trace id), under that erasure's id,
+// before the store is written: reads through capture never return them.
+// The erasure itself, when its worker claims it, traces the subject again
+// and erases them too (internal/worker: a later trace that only adds
+// artifacts). A subject without a queued erasure costs nothing here.
+func (r *Recorder) suppressQueued(ctx context.Context, queued string, ids []string) error {
+	if queued == "" || len(ids) == 0 {
+		return nil
+	}
+	if err := r.ledger.Suppress(ctx, saga.ID(queued), ids); err != nil {
+		return fmt.Errorf("capture: the subject's erasure %s is queued, and what was just recorded for it could not be suppressed (nothing was written to the store): %w", saga.ID(queued), err)
+	}
+	return nil
 }
 
 // RecordConsent records the subject's new consent in the App's scope

@@ -32,6 +32,12 @@ type SubjectState struct {
 	ErasedSeq int64  // 0: never erased
 	Erasure   string // the erasure of the latest mark
 	Consent   *Consent
+	// Queued is the trace id (the job id) of an erasure of the subject
+	// queued and not yet finished (pending or claimed), "" when none:
+	// capture suppresses what it records for the subject at once, so
+	// that a capture after the request is hidden like the queued trace's
+	// artifacts (docs/windows.md).
+	Queued string
 }
 
 // Refused reports whether a new capture of the subject is refused: it was
@@ -53,7 +59,8 @@ type ConsentEvent struct {
 // keeps, for each subject whose artifact it marks, a row (scope, keyed
 // subject, erasure, seq) in erased_subjects.
 type SubjectGuard interface {
-	// SubjectState returns the subject's latest erasure and consent.
+	// SubjectState returns the subject's latest erasure and consent, and
+	// its queued erasure, in one read.
 	SubjectState(ctx context.Context, scope string, s subject.Key) (SubjectState, error)
 	// RecordConsent appends a "consent" event and returns the consent as
 	// recorded (its seq set).

@@ -28,9 +28,14 @@ amnesia.yaml (version, scope, certificate_validity, log_origin, tsa,
 reclaim_wait, reverify, erasure, models, stores) with the configuration version the ledger records, and refuses to
 start when it differs (exit 24). After changing amnesia.yaml on purpose, run
 publish on one host with the new file: the ledger then records it as the next
-version, and every host still holding the earlier file is refused until it is
-given the new one. The ledger holds digests only, never a value. See
-docs/scale.md.`,
+version. From then on, every command started on a host still holding the
+earlier file is refused (exit 24) until it is given the new one. Processes
+already running there are not all stopped: an 'amnesia worker' claims nothing
+more and exits 24 at its next claim; an 'amnesia serve' stops only its worker
+loop (it claims no more erasures, and logs 'worker loop stopped') and goes on
+answering its API with the earlier amnesia.yaml until it is restarted with the
+new one. Erasures claimed before the publication finish with the settings they
+started with. The ledger holds digests only, never a value. See docs/scale.md.`,
 		Args: usageArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dir, err := state.Open(g.stateDir)
@@ -57,7 +62,8 @@ docs/scale.md.`,
 				fmt.Fprintf(out, "  replaces version %d (%s, by %s at %s); sections changed: %s\n", was.Version, was.Digest, was.By,
 					was.At.Format(time.RFC3339), strings.Join(state.DiffSections(was.Sections, now.Sections), ", "))
 			}
-			fmt.Fprintf(out, "  every other host is refused (exit 24) until it is given this amnesia.yaml\n")
+			fmt.Fprintf(out, "  on every other host still holding the earlier amnesia.yaml: commands started from now on are refused (exit 24) until it is given this one;\n")
+			fmt.Fprintf(out, "  a running 'amnesia worker' exits 24 at its next claim; a running 'amnesia serve' stops claiming erasures but keeps answering its API with the earlier amnesia.yaml: restart it with this one\n")
 			return nil
 		},
 	}

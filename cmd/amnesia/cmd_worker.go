@@ -48,6 +48,11 @@ Several hosts: give each store in files its owner: (the host whose disk holds
 it) in amnesia.yaml and start each worker with --host NAME: it claims only the
 erasures of its own stores in files, and those of server stores (docs/scale.md).
 
+A queued erasure whose subject got artifacts captured after the request
+(capture hides them as they are written) goes on with the subject's later
+trace when it only adds artifacts, and the worker says so; any other change
+since the request fails the job as stale (docs/windows.md).
+
 --once runs at most one erasure; --drain exits when nothing is waiting;
 otherwise the worker polls until it is stopped (SIGINT/SIGTERM hand the
 current erasure back to the queue).
@@ -92,6 +97,14 @@ physically (otherwise the state: not-physical, found, ...). --no-window runs one
 				Once: o.once, Drain: o.drain, Progress: progress,
 				Claimed: func(j *lineage.Job) {
 					fmt.Fprintf(out, "worker %s: erasure %s (trace %s, attempt %d)\n", j.Worker, saga.ID(j.ID), j.ID, j.Attempts)
+				},
+				Continued: func(j *lineage.Job, c *worker.Continued) {
+					how := "it erases the later trace"
+					if c.Resumed {
+						how = "it resumes the erasure of the later trace"
+					}
+					fmt.Fprintf(out, "worker %s: erasure %s: %d artifacts were captured for %s after the request (queued trace %s); %s %s as erasure %s, whose certificate lists them\n",
+						j.Worker, saga.ID(j.ID), c.Added, c.Now.SubjectRef, c.Queued.ID, how, c.Now.ID, c.ErasureID())
 				},
 				Finished: func(_ *lineage.Job, res *saga.Result) { printResult(out, res, false) },
 				Failed: func(j *lineage.Job, err error) {
@@ -138,7 +151,7 @@ func (a *app) enqueue(ctx context.Context, out io.Writer, t *lineage.Trace, reas
 	if err := worker.EnqueueDue(ctx, a.env(), t, reason, at); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "queued erasure %s of %s (trace %s); its artifacts are suppressed: run 'amnesia worker'\n", saga.ID(t.ID), t.SubjectRef, t.ID)
+	fmt.Fprintf(out, "queued erasure %s of %s (trace %s); its artifacts are suppressed, and so is what capture records for the subject until it runs: run 'amnesia worker'\n", saga.ID(t.ID), t.SubjectRef, t.ID)
 	return nil
 }
 

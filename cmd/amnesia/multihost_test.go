@@ -496,7 +496,7 @@ func TestHostWithAnotherConfigIsRefused(t *testing.T) {
 		t.Fatalf("host 0's running worker exited before the publication: %v\n%s", err, runErr.String())
 	default:
 	}
-	if r := runBinary(t, nil, "", "--state", m.states[2], "config", "publish"); r.code != 0 || !strings.Contains(r.stdout, "version 2") || !strings.Contains(r.stdout, "stores.docs") {
+	if r := runBinary(t, nil, "", "--state", m.states[2], "config", "publish"); r.code != 0 || !strings.Contains(r.stdout, "version 2") || !strings.Contains(r.stdout, "stores.docs") || !strings.Contains(r.stdout, "keeps answering its API with the earlier amnesia.yaml: restart it") {
 		t.Fatalf("config publish on host 2\n%s", r)
 	}
 	select {

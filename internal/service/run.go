@@ -316,6 +316,11 @@ func (s *Service) certificateOf(ctx context.Context, j lineage.Job) (id string, 
 	if try(saga.ID(j.ID)) {
 		return id, complete
 	}
+	// The erasure went on with a later trace of the subject (artifacts
+	// captured after the request): worker.ContinuedTrace.
+	if t, err := worker.ContinuedTrace(ctx, s.env, j.ID); err == nil && t != nil && try(saga.ID(t.ID)) {
+		return id, complete
+	}
 	ids, _ := dur.Certificates(ctx)
 	for _, cid := range ids {
 		if try(cid) {

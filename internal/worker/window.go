@@ -186,16 +186,26 @@ func (w *Worker) runWindow(ctx context.Context, jobs []*lineage.Job) (failed int
 	}
 	res := make([]*saga.Result, len(jobs))
 	errs := make([]error, len(jobs))
-	var ready []int
+	var ready, slotOf []int // jobs that run, and the erasure (index in qs) each runs
 	var qs []erasure.Queued
+	slot := map[string]int{} // trace id -> index in qs
 	for i, j := range jobs {
 		t, err := w.prepare(runCtx, j)
 		if err != nil {
 			errs[i] = err
 			continue
 		}
+		// Two jobs of one subject (a trace queued, then a later one) may
+		// both run the later trace (requeue.go): one erasure runs it, and
+		// both jobs end with its result.
+		k, ok := slot[t.ID]
+		if !ok {
+			k = len(qs)
+			slot[t.ID] = k
+			qs = append(qs, erasure.Queued{Trace: t, Reason: j.Reason, Claim: j})
+		}
 		ready = append(ready, i)
-		qs = append(qs, erasure.Queued{Trace: t, Reason: j.Reason, Claim: j})
+		slotOf = append(slotOf, k)
 	}
 	if len(qs) > 0 {
 		unlock, lerr := w.lockFileStores(runCtx)
@@ -207,10 +217,11 @@ func (w *Worker) runWindow(ctx context.Context, jobs []*lineage.Job) (failed int
 			out, berr := w.Env.RunWindow(runCtx, qs, erasure.Options{Progress: w.Progress})
 			switch {
 			case out != nil: // finished, or paused for some (nil result)
-				for k, i := range ready {
+				for n, i := range ready {
+					k := slotOf[n]
 					res[i] = out[k]
 					if out[k] == nil {
-						errs[i] = pausedIn(berr, saga.ID(jobs[i].ID))
+						errs[i] = pausedIn(berr, saga.ID(qs[k].Trace.ID))
 					}
 				}
 			case runCtx.Err() != nil || errors.Is(berr, lineage.ErrLeaseLost):
@@ -222,7 +233,8 @@ func (w *Worker) runWindow(ctx context.Context, jobs []*lineage.Job) (failed int
 				// again alone, from its journal, so that one erasure that
 				// cannot go on does not hold back the others.
 				w.log().Warn("worker window stopped; its erasures run one by one", "worker", w.ID, "err", berr)
-				for k, i := range ready {
+				for n, i := range ready {
+					k := slotOf[n]
 					res[i], errs[i] = w.Env.Run(runCtx, qs[k].Trace, qs[k].Reason, erasure.Options{Progress: w.Progress, Claim: jobs[i]})
 				}
 			}
@@ -289,6 +301,12 @@ func (w *Worker) prepare(ctx context.Context, j *lineage.Job) (*lineage.Trace, e
 	if err != nil {
 		return nil, &badTraceError{err}
 	}
+	// A stale trace would stop the whole window at its start: it fails
+	// here, alone, unless the subject only got more artifacts since the
+	// request (requeue.go): then the erasure goes on with the later trace.
+	if t, err = w.traceToRun(ctx, j, t); err != nil {
+		return nil, err
+	}
 	if w.Host != "" {
 		owner, oerr := OwnerOf(w.Env.Dir.Config, t)
 		if oerr != nil {
@@ -296,13 +314,6 @@ func (w *Worker) prepare(ctx context.Context, j *lineage.Job) (*lineage.Trace, e
 		}
 		if owner != "" && owner != w.Host {
 			return nil, fmt.Errorf("erasure %s erases stores in files held by host %s, not by this host (%s): released for that host's worker", saga.ID(j.ID), owner, w.Host)
-		}
-	}
-	if !w.Env.Started(ctx, t) {
-		// A stale trace would stop the whole window at its start: it fails
-		// here, alone.
-		if err := saga.CheckFresh(ctx, w.Env.Ledger, t); err != nil {
-			return nil, err
 		}
 	}
 	if _, err := w.Env.Preflight(ctx, w.Progress, t, false); err != nil {

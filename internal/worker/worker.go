@@ -78,6 +78,10 @@ type Worker struct {
 	Finished func(j *lineage.Job, res *saga.Result)
 	Failed   func(j *lineage.Job, err error)
 	Idle     func()
+	// Continued, optional, is called when a claimed erasure goes on with a
+	// later trace of its subject: artifacts were captured for it after the
+	// request (requeue.go); the erasure that runs is c.ErasureID().
+	Continued func(j *lineage.Job, c *Continued)
 	// Latency, optional, receives the delete persistence latency of each
 	// finished erasure, per store (saga.PersistenceLatency).
 	Latency func(j *lineage.Job, res *saga.Result, ls []saga.StoreLatency)
@@ -241,6 +245,11 @@ func (w *Worker) runJob(ctx context.Context, j *lineage.Job, claimed func()) err
 	}
 	if err != nil {
 		err = &badTraceError{err}
+	}
+	if err == nil {
+		// Artifacts captured after the request: go on with the later trace
+		// when it only adds to the queued one (requeue.go).
+		t, err = w.traceToRun(runCtx, j, t)
 	}
 	if err == nil && w.Host != "" {
 		// A job queued before its stores had owners carries none: check

@@ -142,8 +142,13 @@ func TestWorkerEndsClaimsOnResultAndTypedErrors(t *testing.T) {
 	if err := os.Remove(f.env.Dir.TracePath(gone.ID)); err != nil {
 		t.Fatal(err)
 	}
+	// Stale: a document of the queued trace written again with other
+	// content (a capture that only adds artifacts would not make the job
+	// fail: requeue_test.go).
 	stale := f.queue(t, "two@example.org")
-	f.put(t, f.docs, "w-2-late", "two@example.org")
+	if err := f.docs.Put(ctx, capture.Doc{ID: "w-2", Kind: sqlitedoc.KindDocument, Subject: "two@example.org", Text: "Document w-2 rewritten after the request."}); err != nil {
+		t.Fatal(err)
+	}
 	var failed []error
 	w = f.worker(false)
 	w.Failed = func(_ *lineage.Job, err error) { failed = append(failed, err) }

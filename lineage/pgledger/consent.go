@@ -2,7 +2,6 @@ package pgledger
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -55,9 +54,23 @@ var _ lineage.SubjectGuard = (*Ledger)(nil)
 func (l *Ledger) SubjectState(ctx context.Context, scope string, s subject.Key) (lineage.SubjectState, error) {
 	var st lineage.SubjectState
 	err := l.pool.with(ctx, func(c *pgx.Conn) error {
-		err := c.QueryRow(ctx, `SELECT seq, erasure FROM erased_subjects WHERE scope = $1 AND subject = $2 ORDER BY seq DESC LIMIT 1`, scope, s.String()).Scan(&st.ErasedSeq, &st.Erasure)
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		// One row: the latest erasure mark (none: NULL) and a queued
+		// erasure of the subject (through queue_subject_open).
+		var seq *int64
+		var erasure, queued *string
+		err := c.QueryRow(ctx, `SELECT e.seq, e.erasure, (SELECT id FROM queue WHERE subject = $2 AND scope = $1 AND state IN ('pending', 'claimed') LIMIT 1)
+			FROM (SELECT 1) one LEFT JOIN LATERAL (SELECT seq, erasure FROM erased_subjects WHERE scope = $1 AND subject = $2 ORDER BY seq DESC LIMIT 1) e ON true`, scope, s.String()).Scan(&seq, &erasure, &queued)
+		if err != nil {
 			return err
+		}
+		if seq != nil {
+			st.ErasedSeq = *seq
+		}
+		if erasure != nil {
+			st.Erasure = *erasure
+		}
+		if queued != nil {
+			st.Queued = *queued
 		}
 		return nil
 	})

@@ -31,6 +31,7 @@ CREATE TABLE queue (
 	due_at       TIMESTAMPTZ
 );
 CREATE INDEX queue_open ON queue (n) WHERE state IN ('pending', 'claimed');
+CREATE INDEX queue_subject_open ON queue (subject) WHERE state IN ('pending', 'claimed');
 `
 
 const pgJobColumns = `id, subject, scope, reason, state, worker, attempts, lease_until, certificate, error, owner, enqueued_at, due_at`
@@ -51,8 +52,8 @@ func scanPgJob(r pgx.Row) (*lineage.Job, error) {
 }
 
 // pgQueueOwner adds the columns added to the queue since it was first made
-// (owner, then due_at: NULL for the jobs queued before due dates) to a queue
-// made before them.
+// (owner, then due_at: NULL for the jobs queued before due dates), and the
+// index queue_subject_open, to a queue made before them.
 func pgQueueOwner(ctx context.Context, tx pgx.Tx) error {
 	for _, c := range []struct{ name, ddl string }{
 		{"owner", `ALTER TABLE queue ADD COLUMN owner TEXT NOT NULL DEFAULT ''`},
@@ -69,7 +70,9 @@ func pgQueueOwner(ctx context.Context, tx pgx.Tx) error {
 			}
 		}
 	}
-	return nil
+	// capture's read of a subject's queued erasure (SubjectState).
+	_, err := tx.Exec(ctx, `CREATE INDEX IF NOT EXISTS queue_subject_open ON queue (subject) WHERE state IN ('pending', 'claimed')`)
+	return err
 }
 
 var _ lineage.RoutedQueue = (*Ledger)(nil)

@@ -66,10 +66,13 @@ var _ lineage.SubjectGuard = (*Ledger)(nil)
 // SubjectState implements lineage.SubjectGuard.
 func (l *Ledger) SubjectState(ctx context.Context, scope string, s subject.Key) (lineage.SubjectState, error) {
 	var st lineage.SubjectState
-	err := l.st.subjectState.QueryRowContext(ctx, scope, s.String()).Scan(&st.ErasedSeq, &st.Erasure)
+	var seq sql.NullInt64
+	var erasure, queued sql.NullString
+	err := l.st.subjectState.QueryRowContext(ctx, scope, s.String()).Scan(&seq, &erasure, &queued)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return st, fmt.Errorf("read subject state: %w", err)
 	}
+	st.ErasedSeq, st.Erasure, st.Queued = seq.Int64, erasure.String, queued.String
 	if st.ErasedSeq == 0 {
 		return st, nil // never erased: capture's common case, one indexed read
 	}

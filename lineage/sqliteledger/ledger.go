@@ -314,9 +314,11 @@ const (
 	qInsEdges   = `INSERT INTO edges (child, parent, seq) SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]') FROM json_each(?)`
 	qInsMention = `INSERT INTO mentions (artifact, subject, seq) SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]') FROM json_each(?)`
 	// The reads capture makes before a write: its parent's owner, its
-	// subject's erasure (SubjectState).
+	// subject's erasure and queued erasure (SubjectState: one row, one
+	// statement; the queue through its partial index queue_subject_open).
 	qLookup       = `SELECT id, scope, subject, kind, store, key, digest FROM artifacts WHERE scope = ? AND store = ? AND key = ?`
-	qSubjectState = `SELECT seq, erasure FROM erased_subjects WHERE scope = ? AND subject = ? ORDER BY seq DESC LIMIT 1`
+	qSubjectState = `SELECT e.seq, e.erasure, (SELECT id FROM queue WHERE subject = ?2 AND scope = ?1 AND state IN ('pending', 'claimed') LIMIT 1)
+		FROM (SELECT 1) LEFT JOIN (SELECT seq, erasure FROM erased_subjects WHERE scope = ?1 AND subject = ?2 ORDER BY seq DESC LIMIT 1) e ON 1`
 )
 
 // stmts are the prepared write statements.

@@ -31,6 +31,7 @@ CREATE TABLE IF NOT EXISTS queue (
 	due_at       INTEGER
 );
 CREATE INDEX IF NOT EXISTS queue_open ON queue (state, n);
+CREATE INDEX IF NOT EXISTS queue_subject_open ON queue (subject) WHERE state IN ('pending', 'claimed');
 `
 
 var (
@@ -61,23 +62,49 @@ func nowMilli() int64 { return time.Now().UnixMilli() }
 
 // sqliteQueueOwner adds the columns added to the queue since it was first
 // made (owner, then due_at: NULL for the jobs queued before due dates) to a
-// queue made before them.
+// queue made before them. It checks and alters in one write transaction
+// (BEGIN IMMEDIATE: the DSN's _txlock), so that two processes opening an old
+// ledger at once add each column once: the second waits for the first's
+// write lock (busy_timeout), then finds the columns there.
 func sqliteQueueOwner(ctx context.Context, db *sql.DB) error {
-	for _, c := range []struct{ name, ddl string }{
+	cols := []struct{ name, ddl string }{
 		{"owner", `ALTER TABLE queue ADD COLUMN owner TEXT NOT NULL DEFAULT ''`},
 		{"due_at", `ALTER TABLE queue ADD COLUMN due_at INTEGER`},
-	} {
-		var n int
-		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('queue') WHERE name = ?`, c.name).Scan(&n); err != nil {
-			return err
-		}
-		if n == 0 {
-			if _, err := db.ExecContext(ctx, c.ddl); err != nil {
-				return err
+	}
+	missing := func(q interface {
+		QueryRowContext(context.Context, string, ...any) *sql.Row
+	}) ([]string, error) {
+		var out []string
+		for _, c := range cols {
+			var n int
+			if err := q.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('queue') WHERE name = ?`, c.name).Scan(&n); err != nil {
+				return nil, err
+			}
+			if n == 0 {
+				out = append(out, c.ddl)
 			}
 		}
+		return out, nil
 	}
-	return nil
+	// The common case, a current queue, takes no write lock.
+	if todo, err := missing(db); err != nil || len(todo) == 0 {
+		return err
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	todo, err := missing(tx) // again, under the write lock
+	if err != nil {
+		return err
+	}
+	for _, ddl := range todo {
+		if _, err := tx.ExecContext(ctx, ddl); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
 }
 
 var _ lineage.RoutedQueue = (*Ledger)(nil)

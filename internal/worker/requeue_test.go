@@ -1,0 +1,301 @@
+package worker_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/amnesia-dev/amnesia/capture"
+	"github.com/amnesia-dev/amnesia/internal/erasure"
+	"github.com/amnesia-dev/amnesia/internal/pgtest"
+	"github.com/amnesia-dev/amnesia/internal/saga"
+	"github.com/amnesia-dev/amnesia/internal/worker"
+	"github.com/amnesia-dev/amnesia/lineage"
+	"github.com/amnesia-dev/amnesia/store/sqlitedoc"
+)
+
+// requeueRun runs the worker over everything queued, one erasure at a time
+// (--once) or in a window (--drain), and returns what it reported.
+type requeueRun struct {
+	continued []*worker.Continued
+	finished  map[string]*saga.Result // by job (queued trace) id
+	failed    error
+}
+
+func runQueued(t *testing.T, f *windowFixture, windowed bool) *requeueRun {
+	t.Helper()
+	r := &requeueRun{finished: map[string]*saga.Result{}}
+	w := &worker.Worker{Env: f.env, Queue: f.q, ID: "w-requeue", Lease: time.Minute, Poll: time.Second,
+		Continued: func(_ *lineage.Job, c *worker.Continued) { r.continued = append(r.continued, c) },
+		Finished:  func(j *lineage.Job, res *saga.Result) { r.finished[j.ID] = res },
+	}
+	if windowed {
+		w.Drain = true
+		w.Window = &worker.Window{Wait: 24 * time.Hour, Max: 10}
+	} else {
+		w.Once = true
+	}
+	r.failed = w.Run(context.Background())
+	return r
+}
+
+func (f *windowFixture) put(t *testing.T, id, owner, text string) {
+	t.Helper()
+	if err := f.docs.Put(context.Background(), capture.Doc{ID: id, Kind: sqlitedoc.KindDocument, Subject: owner, Text: text}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A capture for a subject after its erasure was queued (and suppressed)
+// makes the queued trace stale. At the claim, or the start of the window,
+// the worker traces the subject again: the later trace only adds an
+// artifact, so the erasure goes on with it, says so, and its certificate
+// is complete and lists the later artifact too. The job is done with that
+// certificate's digest, and both documents are gone from the store.
+func TestQueuedErasureTakesLaterCaptures(t *testing.T) {
+	for _, c := range []struct {
+		name, ledger string
+		windowed     bool
+	}{
+		{"sqlite/one", "", false}, {"sqlite/window", "", true},
+		{"postgres/one", "pg", false}, {"postgres/window", "pg", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ledger := ""
+			if c.ledger == "pg" {
+				ledger = pgtest.DB(t)
+			}
+			testQueuedErasureTakesLaterCaptures(t, ledger, c.windowed)
+		})
+	}
+}
+
+func testQueuedErasureTakesLaterCaptures(t *testing.T, ledger string, windowed bool) {
+	ctx := context.Background()
+	f := newWindowFixture(t, ledger)
+	owner := "later@example.org"
+	queued := f.queue(t, "later-1", owner, time.Time{})
+	// Captured after the request: hidden at once (capture suppresses what
+	// it records for a subject with a queued erasure), and the queued
+	// trace no longer matches the ledger.
+	f.put(t, "later-2", owner, "Document later-2 was written after the erasure request, about parcel 7731 at dock nine.")
+	if rec, err := f.docs.Get(ctx, "later-2"); err != nil || rec != nil {
+		t.Fatalf("read of a document captured after the request = %+v, %v; want nothing (suppressed)", rec, err)
+	}
+	// Another subject's capture is not touched.
+	f.put(t, "bystander-1", "bystander@example.org", "Document bystander-1 about parcel 7732 at dock ten.")
+	if rec, err := f.docs.Get(ctx, "bystander-1"); err != nil || rec == nil {
+		t.Fatalf("read of another subject's document = %v, %v; want it", rec, err)
+	}
+	if err := saga.CheckFresh(ctx, f.env.Ledger, queued); !errors.Is(err, saga.ErrStaleTrace) {
+		t.Fatalf("queued trace after a later capture: %v, want ErrStaleTrace", err)
+	}
+	r := runQueued(t, f, windowed)
+	if r.failed != nil {
+		t.Fatalf("worker: %v", r.failed)
+	}
+	if len(r.continued) != 1 || r.continued[0].Queued.ID != queued.ID || r.continued[0].Added != 1 || r.continued[0].Resumed {
+		t.Fatalf("continued = %+v, want one, of the queued trace, adding 1 artifact", r.continued)
+	}
+	later := r.continued[0].Now
+	res := r.finished[queued.ID]
+	if res == nil || res.ID != saga.ID(later.ID) || !res.Complete() {
+		t.Fatalf("result = %+v, want the complete erasure %s of the later trace", res, saga.ID(later.ID))
+	}
+	inCert := map[string]string{}
+	for _, a := range res.Statement.Predicate.Artifacts {
+		inCert[a.ID] = a.Outcome
+	}
+	queuedIDs := map[string]bool{}
+	for _, a := range queued.Artifacts {
+		queuedIDs[a.ID] = true
+	}
+	newOnes := 0
+	for _, a := range later.Artifacts {
+		if inCert[a.ID] != "VERIFIED" {
+			t.Errorf("artifact %s of the later trace: certificate outcome %q, want VERIFIED", a.ID, inCert[a.ID])
+		}
+		if !queuedIDs[a.ID] {
+			newOnes++
+		}
+	}
+	for id := range queuedIDs {
+		if inCert[id] != "VERIFIED" {
+			t.Errorf("artifact %s of the queued trace: certificate outcome %q, want VERIFIED", id, inCert[id])
+		}
+	}
+	if newOnes != 1 {
+		t.Errorf("the certificate covers %d artifacts captured after the request, want 1", newOnes)
+	}
+	j := f.jobs(t)[queued.ID]
+	b, err := f.env.Durable().Certificate(ctx, res.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.State != lineage.JobDone || j.Certificate != saga.Digest(b) {
+		t.Errorf("job: %s, certificate %q; want done with the later erasure's certificate %s", j.State, j.Certificate, saga.Digest(b))
+	}
+	for _, id := range []string{"later-1", "later-2"} {
+		if rec, err := f.docs.Get(ctx, id); err != nil || rec != nil {
+			t.Errorf("read of %s after the erasure = %+v, %v; want nothing", id, rec, err)
+		}
+	}
+	if rec, err := f.docs.Get(ctx, "bystander-1"); err != nil || rec == nil {
+		t.Errorf("read of another subject's document after the erasure = %v, %v; want it", rec, err)
+	}
+	// The next claim of the job (had the worker crashed) finds the
+	// erasure that began with the later trace.
+	if got, err := worker.ContinuedTrace(ctx, f.env, queued.ID); err != nil || got == nil || got.ID != later.ID {
+		t.Errorf("ContinuedTrace = %v, %v; want the later trace", got, err)
+	}
+}
+
+// Anything else than artifacts added since the request still fails the
+// queued erasure as stale, with a message that says what changed: an
+// artifact of the queued trace recorded again with other content, one of
+// them erased by another erasure, or all of them.
+func TestQueuedErasureFailsWhenTraceChanged(t *testing.T) {
+	for _, c := range []struct {
+		name, ledger string
+		windowed     bool
+	}{
+		{"sqlite/one", "", false}, {"sqlite/window", "", true},
+		{"postgres/one", "pg", false}, {"postgres/window", "pg", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ledger := ""
+			if c.ledger == "pg" {
+				ledger = pgtest.DB(t)
+			}
+			testQueuedErasureFailsWhenTraceChanged(t, ledger, c.windowed)
+		})
+	}
+}
+
+func testQueuedErasureFailsWhenTraceChanged(t *testing.T, ledger string, windowed bool) {
+	ctx := context.Background()
+	f := newWindowFixture(t, ledger)
+	// Changed: a document of the queued trace is written again with other
+	// content (and a new one added).
+	changed := f.queue(t, "chg-1", "changed@example.org", time.Time{})
+	f.put(t, "chg-1", "changed@example.org", "Document chg-1 rewritten after the request, now about crate 4410 at bay two.")
+	f.put(t, "chg-2", "changed@example.org", "Document chg-2 added after the request, about crate 4411 at bay three.")
+	// Removed: one artifact of the queued trace marked erased by another
+	// erasure (as a partial erasure elsewhere would), the other still there.
+	f.put(t, "part-2", "part@example.org", "Document part-2 about crate 4413 at bay five.")
+	removed := f.queue(t, "part-1", "part@example.org", time.Time{})
+	if len(removed.Artifacts) != 2 {
+		t.Fatalf("trace of part@: %d artifacts, want 2", len(removed.Artifacts))
+	}
+	if err := f.env.Ledger.MarkErased(ctx, []lineage.ErasureMark{{Artifact: removed.Artifacts[0].ID, Erasure: "er-elsewhere", Outcome: "VERIFIED"}}); err != nil {
+		t.Fatal(err)
+	}
+	// Erased by another erasure: the subject erased directly while its
+	// queued erasure waits.
+	erased := f.queue(t, "gone-1", "gone@example.org", time.Time{})
+	f.put(t, "gone-2", "gone@example.org", "Document gone-2 added after the request, about crate 4412 at bay four.")
+	k, err := f.env.Dir.Keyer.Key(f.env.Dir.Config.Scope, "gone@example.org")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, _, err := f.env.Begin(ctx, k, f.env.Dir.Config.Scope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := f.env.Run(ctx, tr, "TICKET-DIRECT", erasure.Options{}); err != nil || !res.Complete() {
+		t.Fatalf("direct erasure: %v, %v", res, err)
+	}
+	runs := 3 // --once: one job a run
+	if windowed {
+		runs = 1 // --drain: all in one window
+	}
+	for i := 0; i < runs; i++ {
+		r := runQueued(t, f, windowed)
+		if r.failed == nil || len(r.continued) != 0 || len(r.finished) != 0 {
+			t.Fatalf("windowed %v: worker: %v, continued %d, finished %d; want a failure, nothing continued or finished", windowed, r.failed, len(r.continued), len(r.finished))
+		}
+	}
+	jobs := f.jobs(t)
+	for _, c := range []struct {
+		tr   *lineage.Trace
+		want string
+	}{
+		{changed, "1 artifacts of the queued trace changed"},
+		{removed, "1 artifacts of the queued trace are no longer in the subject's trace"},
+		{erased, "already erased"},
+	} {
+		j := jobs[c.tr.ID]
+		if j.State != lineage.JobFailed || !strings.Contains(j.Error, "trace no longer matches the ledger") || !strings.Contains(j.Error, c.want) {
+			t.Errorf("windowed %v: job %s: %s, %q; want failed as stale, saying %q", windowed, c.tr.ID, j.State, j.Error, c.want)
+		}
+		if strings.Contains(j.Error, "@example.org") || strings.Contains(j.Error, "chg-") || strings.Contains(j.Error, "gone-") || strings.Contains(j.Error, "part-") {
+			t.Errorf("job error names the subject or a key: %q", j.Error)
+		}
+	}
+}
+
+// The operator queues a subject's erasure, the application captures more,
+// and the operator queues the subject's new trace too: two jobs, one
+// subject. The first goes on with the later trace, which is the second's:
+// one erasure runs (in a window, once for both), and both jobs are done
+// with its certificate.
+func TestQueuedTwiceForOneSubject(t *testing.T) {
+	for _, c := range []struct {
+		name, ledger string
+		windowed     bool
+	}{
+		{"sqlite/one", "", false}, {"sqlite/window", "", true},
+		{"postgres/one", "pg", false}, {"postgres/window", "pg", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ledger := ""
+			if c.ledger == "pg" {
+				ledger = pgtest.DB(t)
+			}
+			testQueuedTwice(t, ledger, c.windowed)
+		})
+	}
+}
+
+func testQueuedTwice(t *testing.T, ledger string, windowed bool) {
+	ctx := context.Background()
+	f := newWindowFixture(t, ledger)
+	owner := "twice@example.org"
+	first := f.queue(t, "twice-1", owner, time.Time{})
+	f.put(t, "twice-2", owner, "Document twice-2 was written after the first request, about parcel 7741 at dock eleven.")
+	k, err := f.env.Dir.Keyer.Key(f.env.Dir.Config.Scope, owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, _, err := f.env.Trace(ctx, k, f.env.Dir.Config.Scope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := worker.EnqueueDue(ctx, f.env, second, "TICKET-W2", time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	runs := 2
+	if windowed {
+		runs = 1
+	}
+	for i := 0; i < runs; i++ {
+		if r := runQueued(t, f, windowed); r.failed != nil {
+			t.Fatalf("worker: %v", r.failed)
+		}
+	}
+	jobs := f.jobs(t)
+	b, err := f.env.Durable().Certificate(ctx, saga.ID(second.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{first.ID, second.ID} {
+		if j := jobs[id]; j.State != lineage.JobDone || j.Certificate != saga.Digest(b) {
+			t.Errorf("job %s: %s (%s), certificate %q; want done with erasure %s's certificate", id, j.State, j.Error, j.Certificate, saga.ID(second.ID))
+		}
+	}
+	if ids, err := f.env.Durable().Certificates(ctx); err != nil || len(ids) != 1 {
+		t.Errorf("certificates = %v, %v; want one", ids, err)
+	}
+}
