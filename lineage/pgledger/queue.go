@@ -70,8 +70,19 @@ func pgQueueOwner(ctx context.Context, tx pgx.Tx) error {
 			}
 		}
 	}
-	// capture's read of a subject's queued erasure (SubjectState).
-	_, err := tx.Exec(ctx, `CREATE INDEX IF NOT EXISTS queue_subject_open ON queue (subject) WHERE state IN ('pending', 'claimed')`)
+	// capture's read of a subject's queued erasure (SubjectState). Looked
+	// up first, as initConsent does: CREATE INDEX (even IF NOT EXISTS)
+	// takes a SHARE lock on queue, which would hold up every claim and
+	// enqueue at each open, and needs the table's owner; an open of a
+	// ledger that has it only reads the catalog.
+	var has bool
+	if err := tx.QueryRow(ctx, `SELECT to_regclass('queue_subject_open') IS NOT NULL`).Scan(&has); err != nil {
+		return err
+	}
+	if has {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `CREATE INDEX queue_subject_open ON queue (subject) WHERE state IN ('pending', 'claimed')`)
 	return err
 }
 

@@ -5,7 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/amnesia-dev/amnesia/lineage/ledgertest"
+	"github.com/amnesia-dev/amnesia/lineage/pgledger"
 )
 
 // A ledger whose queue predates due dates (no owner, no due_at) gets both
@@ -29,5 +32,43 @@ func TestPostgresQueueGetsDueColumn(t *testing.T) {
 	win, err := l2.ClaimWindow(ctx, "w", "host-a", 10, time.Minute)
 	if err != nil || len(win) != 2 || win[0].ID != "old-job" || !win[0].Due.IsZero() || win[1].ID != "new-job" || !win[1].Due.Equal(due) {
 		t.Fatalf("window after migration = %+v, %v", win, err)
+	}
+}
+
+// Opening a ledger whose queue has index queue_subject_open does not lock
+// the queue: an enqueue not yet committed on another connection (ROW
+// EXCLUSIVE on queue, which a CREATE INDEX, even IF NOT EXISTS, waits on)
+// does not hold up the open. A queue made before the index gets it on open.
+func TestPostgresOpenDoesNotLockQueue(t *testing.T) {
+	ctx := context.Background()
+	dsn := ledgertest.PostgresDSN(t)
+	openPostgres(t, dsn).Close()
+	c, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	tx, err := c.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO queue (id, subject, scope, reason) VALUES ('held', 'x', 'default', 'T-1')`); err != nil {
+		t.Fatal(err)
+	}
+	octx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	l, err := pgledger.Open(octx, dsn)
+	cancel()
+	if err != nil {
+		t.Fatalf("open while another transaction writes the queue: %v", err)
+	}
+	l.Close()
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	exec(t, dsn, `DROP INDEX queue_subject_open`)
+	openPostgres(t, dsn).Close()
+	var has bool
+	if err := c.QueryRow(ctx, `SELECT to_regclass('queue_subject_open') IS NOT NULL`).Scan(&has); err != nil || !has {
+		t.Fatalf("index queue_subject_open after open of a queue without it: %v, %v", has, err)
 	}
 }
