@@ -299,3 +299,79 @@ func testQueuedTwice(t *testing.T, ledger string, windowed bool) {
 		t.Errorf("certificates = %v, %v; want one", ids, err)
 	}
 }
+
+// A capture for the subject after the worker traced it (traceToRun) and
+// before the erasure's own freshness check (after the preflight and the
+// file-store lock) makes the trace stale before its erasure starts. The
+// worker traces the subject again and the erasure goes on with the new
+// trace: the job is done and the capture of the gap erased too. A subject
+// that gets a capture at each try is released for a retry, never failed.
+func TestQueuedErasureCaptureBeforeStart(t *testing.T) {
+	for _, c := range []struct {
+		name, ledger string
+		windowed     bool
+	}{
+		{"sqlite/one", "", false}, {"sqlite/window", "", true},
+		{"postgres/one", "pg", false}, {"postgres/window", "pg", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ledger := ""
+			if c.ledger == "pg" {
+				ledger = pgtest.DB(t)
+			}
+			testCaptureBeforeStart(t, ledger, c.windowed)
+		})
+	}
+}
+
+func testCaptureBeforeStart(t *testing.T, ledger string, windowed bool) {
+	ctx := context.Background()
+	f := newWindowFixture(t, ledger)
+	owner := "gap@example.org"
+	queued := f.queue(t, "gap-1", owner, time.Time{})
+	calls := 0
+	worker.TestBeforeRun = func(string) {
+		if calls++; calls == 1 {
+			f.put(t, "gap-2", owner, "Document gap-2 was written as the erasure was about to start, about parcel 7751 at dock twelve.")
+		}
+	}
+	defer func() { worker.TestBeforeRun = nil }()
+	r := runQueued(t, f, windowed)
+	if r.failed != nil {
+		t.Fatalf("worker: %v", r.failed)
+	}
+	res := r.finished[queued.ID]
+	if res == nil || !res.Complete() || len(res.Statement.Predicate.Artifacts) != 2 {
+		t.Fatalf("result = %+v, want a complete erasure of both documents", res)
+	}
+	if j := f.jobs(t)[queued.ID]; j.State != lineage.JobDone {
+		t.Fatalf("job: %s (%s), want done", j.State, j.Error)
+	}
+	for _, id := range []string{"gap-1", "gap-2"} {
+		if rec, err := f.docs.Get(ctx, id); err != nil || rec != nil {
+			t.Errorf("read of %s after the erasure = %+v, %v; want nothing", id, rec, err)
+		}
+	}
+
+	// A capture at every try: released for a retry, not failed.
+	again := f.queue(t, "gap-3", "gap2@example.org", time.Time{})
+	n := 0
+	worker.TestBeforeRun = func(string) {
+		n++
+		f.put(t, "gap-4-"+string(rune('a'+n)), "gap2@example.org", "Document gap-4 written again and again as the erasure was about to start, about parcel 7752.")
+	}
+	r = runQueued(t, f, windowed)
+	if r.failed == nil || len(r.finished) != 0 {
+		t.Fatalf("worker: %v, finished %d; want an error and nothing finished", r.failed, len(r.finished))
+	}
+	j := f.jobs(t)[again.ID]
+	if j.State != lineage.JobPending || n != 3 {
+		t.Errorf("job: %s (%q), %d tries; want pending (released for a retry) after 3 tries", j.State, j.Error, n)
+	}
+	if c, err := f.q.Claim(ctx, "w-probe", time.Minute); !errors.Is(err, lineage.ErrNoJob) {
+		t.Errorf("claim right after the release = %+v, %v; want none (released with the retry delay)", c, err)
+	}
+	if !windowed && !strings.Contains(r.failed.Error(), "each time its erasure was about to start (3 tries)") {
+		t.Errorf("worker: %v; want it to say why", r.failed)
+	}
+}

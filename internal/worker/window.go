@@ -214,6 +214,11 @@ func (w *Worker) runWindow(ctx context.Context, jobs []*lineage.Job) (failed int
 				errs[i] = lerr
 			}
 		} else {
+			if TestBeforeRun != nil {
+				for _, q := range qs {
+					TestBeforeRun(q.Trace.ID)
+				}
+			}
 			out, berr := w.Env.RunWindow(runCtx, qs, erasure.Options{Progress: w.Progress})
 			switch {
 			case out != nil: // finished, or paused for some (nil result)
@@ -233,9 +238,13 @@ func (w *Worker) runWindow(ctx context.Context, jobs []*lineage.Job) (failed int
 				// again alone, from its journal, so that one erasure that
 				// cannot go on does not hold back the others.
 				w.log().Warn("worker window stopped; its erasures run one by one", "worker", w.ID, "err", berr)
+				// A capture for a subject after its trace was taken
+				// (prepare) and before its erasure started stops the
+				// window as stale: that erasure traces its subject again
+				// (runAlone).
 				for n, i := range ready {
 					k := slotOf[n]
-					res[i], errs[i] = w.Env.Run(runCtx, qs[k].Trace, qs[k].Reason, erasure.Options{Progress: w.Progress, Claim: jobs[i]})
+					res[i], errs[i] = w.runAlone(runCtx, jobs[i], qs[k])
 				}
 			}
 			unlock()
@@ -301,19 +310,19 @@ func (w *Worker) prepare(ctx context.Context, j *lineage.Job) (*lineage.Trace, e
 	if err != nil {
 		return nil, &badTraceError{err}
 	}
+	if err := w.checkHost(j, t); err != nil {
+		return nil, err
+	}
 	// A stale trace would stop the whole window at its start: it fails
 	// here, alone, unless the subject only got more artifacts since the
 	// request (requeue.go): then the erasure goes on with the later trace.
-	if t, err = w.traceToRun(ctx, j, t); err != nil {
+	q := t
+	if t, err = w.traceToRun(ctx, j, q); err != nil {
 		return nil, err
 	}
-	if w.Host != "" {
-		owner, oerr := OwnerOf(w.Env.Dir.Config, t)
-		if oerr != nil {
-			return nil, &badTraceError{oerr}
-		}
-		if owner != "" && owner != w.Host {
-			return nil, fmt.Errorf("erasure %s erases stores in files held by host %s, not by this host (%s): released for that host's worker", saga.ID(j.ID), owner, w.Host)
+	if t != q {
+		if err := w.checkHost(j, t); err != nil {
+			return nil, err
 		}
 	}
 	if _, err := w.Env.Preflight(ctx, w.Progress, t, false); err != nil {
@@ -321,6 +330,29 @@ func (w *Worker) prepare(ctx context.Context, j *lineage.Job) (*lineage.Trace, e
 		return nil, err
 	}
 	return t, nil
+}
+
+// runAlone runs the erasure q of job j on its own, after its window
+// stopped. When a capture made its trace stale before it started
+// (Worker.raced), the job's subject is traced again (prepare) and the
+// erasure runs with the new trace, at most freshTries times in all.
+func (w *Worker) runAlone(ctx context.Context, j *lineage.Job, q erasure.Queued) (*saga.Result, error) {
+	t := q.Trace
+	for try := 1; ; try++ {
+		if try > 1 && TestBeforeRun != nil {
+			TestBeforeRun(t.ID)
+		}
+		res, err := w.Env.Run(ctx, t, q.Reason, erasure.Options{Progress: w.Progress, Claim: j})
+		if !w.raced(ctx, j, t, err) {
+			return res, err
+		}
+		if try == freshTries {
+			return nil, w.racedOut(j)
+		}
+		if t, err = w.prepare(ctx, j); err != nil {
+			return nil, err
+		}
+	}
 }
 
 // latency reports the delete persistence latency of a finished erasure

@@ -214,6 +214,55 @@ func (w *Worker) checkConfig(ctx context.Context) error {
 	return err
 }
 
+// TestBeforeRun, when set, is called with the trace an erasure runs with
+// right before the worker runs it (one at a time, or a window): a test hook
+// to capture for its subject in the gap between the worker's trace and the
+// erasure's own freshness check.
+var TestBeforeRun func(traceID string)
+
+// freshTries is how many times a worker traces a claimed job's subject
+// again when captures keep making the trace stale before its erasure
+// starts; after that the job is released for a retry.
+const freshTries = 3
+
+// raced reports whether err, the error of running the erasure of trace t
+// for job j, is a capture for the subject that landed after the worker's
+// trace (traceToRun) and before the erasure started (its freshness check,
+// after the preflight and the file-store lock): the erasure did not start,
+// and tracing the subject again takes the capture in.
+func (w *Worker) raced(ctx context.Context, j *lineage.Job, t *lineage.Trace, err error) bool {
+	if !errors.Is(err, saga.ErrStaleTrace) || ctx.Err() != nil || w.Env.Started(ctx, t) {
+		return false
+	}
+	w.log().Warn("worker: the subject got a capture while its erasure was about to start; traced again", "worker", j.Worker, "erasure", saga.ID(j.ID), "trace", t.ID)
+	return true
+}
+
+// racedOut is the error of a job whose subject kept getting captures as
+// its erasure was about to start: not stale for good (end releases it for
+// a retry after RetryDelay).
+func (w *Worker) racedOut(j *lineage.Job) error {
+	return fmt.Errorf("erasure %s: the subject got captures each time its erasure was about to start (%d tries); released for a retry in %s", saga.ID(j.ID), freshTries, RetryDelay)
+}
+
+// checkHost checks that the erasure of trace t (of job j) is this host's
+// to run (Host): a job queued before its stores had owners carries none,
+// so the trace is checked against this host's configuration all the same.
+func (w *Worker) checkHost(j *lineage.Job, t *lineage.Trace) error {
+	if w.Host == "" {
+		return nil
+	}
+	owner, oerr := OwnerOf(w.Env.Dir.Config, t)
+	if oerr != nil {
+		return &badTraceError{oerr}
+	}
+	if owner != "" && owner != w.Host {
+		w.log().Warn("worker: erasure of another host's stores", "worker", j.Worker, "erasure", saga.ID(j.ID), "owner", owner, "host", w.Host)
+		return fmt.Errorf("erasure %s erases stores in files held by host %s, not by this host (%s): released for that host's worker", saga.ID(j.ID), owner, w.Host)
+	}
+	return nil
+}
+
 // badTraceError is a queued erasure whose trace is missing, damaged or not
 // the queued one: it never gets better, so the job fails.
 type badTraceError struct{ err error }
@@ -247,31 +296,40 @@ func (w *Worker) runJob(ctx context.Context, j *lineage.Job, claimed func()) err
 		err = &badTraceError{err}
 	}
 	if err == nil {
+		err = w.checkHost(j, t)
+	}
+	for try := 1; err == nil; try++ {
 		// Artifacts captured after the request: go on with the later trace
 		// when it only adds to the queued one (requeue.go).
-		t, err = w.traceToRun(runCtx, j, t)
-	}
-	if err == nil && w.Host != "" {
-		// A job queued before its stores had owners carries none: check
-		// the trace against this host's configuration all the same.
-		if owner, oerr := OwnerOf(w.Env.Dir.Config, t); oerr != nil {
-			err = &badTraceError{oerr}
-		} else if owner != "" && owner != w.Host {
-			err = fmt.Errorf("erasure %s erases stores in files held by host %s, not by this host (%s): released for that host's worker", id, owner, w.Host)
-			w.log().Warn("worker: erasure of another host's stores", "worker", j.Worker, "erasure", id, "owner", owner, "host", w.Host)
+		var rt *lineage.Trace
+		if rt, err = w.traceToRun(runCtx, j, t); err == nil && rt != t {
+			err = w.checkHost(j, rt)
 		}
-	}
-	if err == nil {
-		if _, err = w.Env.Preflight(runCtx, w.Progress, t, false); err != nil {
-			w.log().Warn("worker: erasure not started, a store of its trace is not ready; the job is released for a retry", "worker", j.Worker, "erasure", id, "retry_in", RetryDelay.String())
+		if err == nil {
+			if _, err = w.Env.Preflight(runCtx, w.Progress, rt, false); err != nil {
+				w.log().Warn("worker: erasure not started, a store of its trace is not ready; the job is released for a retry", "worker", j.Worker, "erasure", id, "retry_in", RetryDelay.String())
+			}
 		}
-	}
-	if err == nil {
+		if err != nil {
+			break
+		}
 		var unlock func()
-		if unlock, err = w.lockFileStores(runCtx); err == nil {
-			res, err = w.Env.Run(runCtx, t, j.Reason, erasure.Options{Progress: w.Progress, Claim: j})
-			unlock()
+		if unlock, err = w.lockFileStores(runCtx); err != nil {
+			break
 		}
+		if TestBeforeRun != nil {
+			TestBeforeRun(rt.ID)
+		}
+		res, err = w.Env.Run(runCtx, rt, j.Reason, erasure.Options{Progress: w.Progress, Claim: j})
+		unlock()
+		if !w.raced(runCtx, j, rt, err) {
+			break
+		}
+		if try == freshTries {
+			err = w.racedOut(j)
+			break
+		}
+		res, err = nil, nil // trace again
 	}
 	if res != nil {
 		if w.Finished != nil {
