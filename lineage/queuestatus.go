@@ -29,7 +29,8 @@ type QueueListing struct {
 	// Now (QueuedJob.Overdue).
 	Overdue int
 	// FailedUnresolved counts the failed jobs (all of them, not only those
-	// listed) that no later job of the same subject and scope followed.
+	// listed) that no job of the same subject and scope follows
+	// (QueuedJob.FollowedBy).
 	FailedUnresolved int
 }
 
@@ -41,9 +42,11 @@ type QueuedJob struct {
 	AvailableAt time.Time
 	// FinishedAt is when a done or failed job finished (zero otherwise).
 	FinishedAt time.Time
-	// FollowedBy is, for a failed job, the trace id of the latest job
-	// queued after it for the same subject and scope ("" when none: the
-	// failure is unresolved).
+	// FollowedBy is, for a failed job, the trace id of the latest job of
+	// the same subject and scope queued after it, or done after it was
+	// queued (an earlier job whose erasure went on with a later trace and
+	// erased what this one was for); "" when none: the failure is
+	// unresolved.
 	FollowedBy string
 }
 

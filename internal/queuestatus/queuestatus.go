@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/amnesia-dev/amnesia/internal/saga"
+	"github.com/amnesia-dev/amnesia/internal/worker"
 	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/subject"
 )
@@ -63,8 +64,9 @@ type Counts struct {
 	Failed  int `json:"failed"`
 	// Overdue: open jobs past their due date.
 	Overdue int `json:"overdue"`
-	// FailedUnresolved: failed jobs that no later job of the same subject
-	// and scope followed (the subject was not traced and queued again).
+	// FailedUnresolved: failed jobs that no job of the same subject and
+	// scope follows: none queued after it (the subject was not traced and
+	// queued again) and none done after it was queued.
 	FailedUnresolved int `json:"failed_unresolved"`
 }
 
@@ -92,10 +94,15 @@ type Job struct {
 	FinishedAt   *time.Time `json:"finished_at"` // done, failed
 	Certificate  string     `json:"certificate"` // done: sha256 of the certificate envelope
 	Error        string     `json:"error"`       // failed: why
-	// FollowedBy (failed) is the erasure id of the latest job queued after
-	// it for the same subject and scope ("": none, the failure is
-	// unresolved).
+	// FollowedBy (failed) is the erasure id of the latest job of the same
+	// subject and scope queued after it, or done after it was queued
+	// ("": none, the failure is unresolved; lineage.QueuedJob.FollowedBy).
 	FollowedBy string `json:"followed_by"`
+	// ContinuedAs is the id of the erasure the job's erasure went on as,
+	// with a later trace of its subject (artifacts captured after the
+	// request, worker.ContinuedTrace): its journal and certificate are
+	// under that id. "": none (or Options.Durable not set).
+	ContinuedAs string `json:"continued_as"`
 }
 
 // StoreLatency is a store's delete persistence latency in the latest
@@ -172,9 +179,25 @@ func Read(ctx context.Context, l lineage.Ledger, o Options) (*Report, error) {
 		}
 	}
 	if o.Durable != nil {
+		continued(ctx, o.Durable, r.Open, ls.Open)
+		continued(ctx, o.Durable, r.History, ls.History)
 		r.Latency, r.LatencyUnread = latest(ctx, o.Durable, ls.History)
 	}
 	return r, nil
+}
+
+// continued sets ContinuedAs of the listed jobs js (views of qs, in order)
+// that a worker claimed (only a claim continues an erasure) and that are
+// not failed. A ref not read is left out.
+func continued(ctx context.Context, d saga.Durable, js []Job, qs []lineage.QueuedJob) {
+	for i := range js {
+		if qs[i].Attempts == 0 || qs[i].State == lineage.JobFailed {
+			continue
+		}
+		if t, err := worker.ContinuedTraceIn(ctx, d, qs[i].ID); err == nil && t != nil {
+			js[i].ContinuedAs = saga.ID(t.ID)
+		}
+	}
 }
 
 // latest returns each store's latency in the latest finished erasure (done
@@ -192,8 +215,13 @@ func latest(ctx context.Context, d saga.Durable, hist []lineage.QueuedJob) ([]St
 			break
 		}
 		// A continuation of an incomplete erasure has its own id; its job
-		// is the trace's, so its journal is not found under saga.ID.
+		// is the trace's, so its journal is not found under saga.ID. An
+		// erasure that went on with a later trace of its subject is found
+		// through worker.ContinuedTraceIn.
 		id := saga.ID(j.ID)
+		if t, err := worker.ContinuedTraceIn(ctx, d, j.ID); err == nil && t != nil {
+			id = saga.ID(t.ID)
+		}
 		sl, err := saga.PersistenceLatency(ctx, d, id, j.EnqueuedAt)
 		if err != nil {
 			unread++
@@ -312,7 +340,7 @@ func Write(w io.Writer, r *Report) error {
 		fmt.Fprintf(w, "OVERDUE: %d erasure(s) past their due date and not done\n", c.Overdue)
 	}
 	if c.FailedUnresolved > 0 {
-		fmt.Fprintf(w, "FAILED: %d erasure(s) failed and their subject was not queued again: trace it again and queue the new trace\n", c.FailedUnresolved)
+		fmt.Fprintf(w, "FAILED: %d erasure(s) failed and their subject was not queued again (nor erased by a job done since): trace it again and queue the new trace\n", c.FailedUnresolved)
 	}
 	if open := c.Waiting + c.Running; open > 0 {
 		fmt.Fprintln(w)
@@ -328,7 +356,7 @@ func Write(w io.Writer, r *Report) error {
 			if j.State == StateRetryWait && j.AvailableAt != nil {
 				st += " until " + j.AvailableAt.Format(time.RFC3339)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s ago\t%d\t%s\t%s\t%s\n", j.Erasure, j.SubjectRef, st, dueText(j), leftText(j),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s ago\t%d\t%s\t%s\t%s\n", erasureText(j), j.SubjectRef, st, dueText(j), leftText(j),
 				age(j.AgeSeconds), j.Attempts, dash(j.Worker), timeText(j.LeaseUntil), dash(j.Owner))
 		}
 		if err := tw.Flush(); err != nil {
@@ -352,12 +380,12 @@ func Write(w io.Writer, r *Report) error {
 				if j.State == StateFailed {
 					what = j.Error
 					if j.FollowedBy != "" {
-						st += " (queued again: " + j.FollowedBy + ")"
+						st += " (followed by " + j.FollowedBy + ")"
 					} else {
 						st += " (not queued again)"
 					}
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", j.Erasure, j.SubjectRef, st, timeText(j.FinishedAt), dueText(j), j.Attempts, dash(j.Worker), dash(what))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", erasureText(j), j.SubjectRef, st, timeText(j.FinishedAt), dueText(j), j.Attempts, dash(j.Worker), dash(what))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -384,6 +412,14 @@ func Write(w io.Writer, r *Report) error {
 		}
 	}
 	return nil
+}
+
+// erasureText is the job's erasure id, and the erasure it went on as.
+func erasureText(j Job) string {
+	if j.ContinuedAs == "" {
+		return j.Erasure
+	}
+	return j.Erasure + " (as " + j.ContinuedAs + ")"
 }
 
 func dueText(j Job) string {

@@ -55,7 +55,13 @@ func (c *Continued) ErasureID() string { return saga.ID(c.Now.ID) }
 // queuedID (saved by a worker that found artifacts captured after the
 // request), or nil when there is none.
 func ContinuedTrace(ctx context.Context, env *erasure.Env, queuedID string) (*lineage.Trace, error) {
-	b, err := env.Durable().Trace(ctx, continuedRef(queuedID))
+	return ContinuedTraceIn(ctx, env.Durable(), queuedID)
+}
+
+// ContinuedTraceIn is ContinuedTrace read from d, where the erasures keep
+// their durable state (erasure.Env.Durable).
+func ContinuedTraceIn(ctx context.Context, d saga.Durable, queuedID string) (*lineage.Trace, error) {
+	b, err := d.Trace(ctx, continuedRef(queuedID))
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, lineage.ErrNotFound) {
 		return nil, nil
 	}
@@ -101,6 +107,14 @@ func (w *Worker) traceToRun(ctx context.Context, j *lineage.Job, t *lineage.Trac
 		return nil, err
 	}
 	now, err := lineage.BuildTrace(v)
+	if errors.Is(err, lineage.ErrAlreadyErased) {
+		// Another erasure of the subject (a direct one, or an earlier
+		// job's that went on with a later trace) erased what the request
+		// was for: nothing is left to erase. The job fails; status counts
+		// it resolved once a job of the subject is done after it was
+		// queued (docs/status.md).
+		return nil, fmt.Errorf("%w: erasure %s: since the request, %w by another erasure: nothing is left for this one to erase (see the certificate of the subject's latest erasure)", saga.ErrStaleTrace, id, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: erasure %s: the subject's trace changed since the request (%v); trace the subject again and queue the new trace", saga.ErrStaleTrace, id, err)
 	}
@@ -108,7 +122,9 @@ func (w *Worker) traceToRun(ctx context.Context, j *lineage.Job, t *lineage.Trac
 	if why != "" {
 		return nil, fmt.Errorf("%w: erasure %s: since the request, %s; only artifacts captured after the request are taken into a queued erasure: trace the subject again and queue the new trace", saga.ErrStaleTrace, id, why)
 	}
-	if owner, oerr := OwnerOf(w.Env.Dir.Config, now); oerr != nil || (owner != j.Owner && j.Owner != "") {
+	if owner, oerr := OwnerOf(w.Env.Dir.Config, now); oerr != nil {
+		return nil, fmt.Errorf("%w: erasure %s: the subject's later trace cannot be erased by one worker: %v; trace the subject again and queue the new trace", saga.ErrStaleTrace, id, oerr)
+	} else if owner != j.Owner && j.Owner != "" {
 		// The job is routed to its queued trace's host; the later
 		// artifacts would need another one.
 		return nil, fmt.Errorf("%w: erasure %s: artifacts captured after the request are in stores in files of another host than the queued erasure's (%s); trace the subject again and queue the new trace", saga.ErrStaleTrace, id, ownerName(j.Owner))

@@ -1,6 +1,7 @@
 package worker_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/amnesia-dev/amnesia/capture"
 	"github.com/amnesia-dev/amnesia/internal/erasure"
 	"github.com/amnesia-dev/amnesia/internal/pgtest"
+	"github.com/amnesia-dev/amnesia/internal/queuestatus"
 	"github.com/amnesia-dev/amnesia/internal/saga"
 	"github.com/amnesia-dev/amnesia/internal/worker"
 	"github.com/amnesia-dev/amnesia/lineage"
@@ -149,6 +151,23 @@ func testQueuedErasureTakesLaterCaptures(t *testing.T, ledger string, windowed b
 	// erasure that began with the later trace.
 	if got, err := worker.ContinuedTrace(ctx, f.env, queued.ID); err != nil || got == nil || got.ID != later.ID {
 		t.Errorf("ContinuedTrace = %v, %v; want the later trace", got, err)
+	}
+	// Status lists the job under its queued erasure id, continued as the
+	// erasure whose certificate it has, and reads that one's journal for
+	// the latency.
+	st, err := queuestatus.Read(ctx, f.env.Ledger, queuestatus.Options{All: true, Durable: f.env.Durable()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.History) != 1 || st.History[0].Erasure != saga.ID(queued.ID) || st.History[0].ContinuedAs != res.ID {
+		t.Errorf("status history = %+v; want the job, continued as %s", st.History, res.ID)
+	}
+	if st.LatencyUnread != 0 || len(st.Latency) == 0 || st.Latency[0].Erasure != res.ID {
+		t.Errorf("status latency = %+v (unread %d); want that of erasure %s", st.Latency, st.LatencyUnread, res.ID)
+	}
+	var text bytes.Buffer
+	if err := queuestatus.Write(&text, st); err != nil || !strings.Contains(text.String(), saga.ID(queued.ID)+" (as "+res.ID+")") {
+		t.Errorf("status text (%v):\n%s", err, text.String())
 	}
 }
 

@@ -29,6 +29,7 @@ func RunQueue(t *testing.T, open PairOpener) {
 	t.Run("RoutedToOwnerHost", func(t *testing.T) { testRouted(t, queues) })
 	t.Run("WindowsByDueDate", func(t *testing.T) { testWindow(t, queues) })
 	t.Run("ListQueueReadOnly", func(t *testing.T) { testListQueue(t, queues) })
+	t.Run("ListQueueDoneResolvesFailed", func(t *testing.T) { testListQueueDoneResolves(t, queues) })
 	t.Run("SubjectStateQueued", func(t *testing.T) { testSubjectQueued(t, queues) })
 	t.Run("InstallationValues", func(t *testing.T) {
 		a, b := open(t)

@@ -174,3 +174,71 @@ func listedIDs(js []lineage.QueuedJob) []string {
 	}
 	return out
 }
+
+// testListQueueDoneResolves: a failed job is resolved by a job of the same
+// subject and scope done after it was queued, though queued before it (the
+// earlier job's erasure went on with a later trace and erased what the
+// failed one was queued for); a job done before it was queued resolves
+// nothing, nor does another subject's or scope's.
+func testListQueueDoneResolves(t *testing.T, queues func(*testing.T) (lineage.Queue, lineage.Queue)) {
+	ctx := context.Background()
+	qa, _ := queues(t)
+	wa, okA := qa.(lineage.WindowQueue)
+	la, okL := qa.(lineage.QueueLister)
+	if !okA || !okL {
+		t.Fatalf("%T does not implement lineage.WindowQueue and lineage.QueueLister", qa)
+	}
+	base := time.Now().Add(time.Hour).Truncate(time.Millisecond)
+	enqueue := func(id, subject, scope string, due time.Time) {
+		t.Helper()
+		if err := wa.EnqueueDue(ctx, id, Subject(t, subject), scope, "TICKET-8", "", due); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tick := func() { time.Sleep(5 * time.Millisecond) } // distinct times
+	// Subject x: old done before y-b was queued.
+	enqueue("x-old", "x", "default", base)
+	old := claim(t, qa, "w-1", time.Hour)
+	if err := qa.Complete(ctx, old, "sha256:old"); err != nil {
+		t.Fatal(err)
+	}
+	tick()
+	enqueue("x-a", "x", "default", base.Add(time.Hour))   // done after x-b was queued
+	enqueue("x-b", "x", "default", base.Add(2*time.Hour)) // fails
+	enqueue("x-o", "x", "other", base.Add(3*time.Hour))   // another scope: fails
+	enqueue("y-b", "y", "default", base.Add(4*time.Hour)) // another subject: fails
+	a, b := claim(t, qa, "w-1", time.Hour), claim(t, qa, "w-1", time.Hour)
+	o, y := claim(t, qa, "w-1", time.Hour), claim(t, qa, "w-1", time.Hour)
+	if a.ID != "x-a" || b.ID != "x-b" || o.ID != "x-o" || y.ID != "y-b" {
+		t.Fatalf("claim order %s %s %s %s", a.ID, b.ID, o.ID, y.ID)
+	}
+	for _, j := range []*lineage.Job{b, o, y} {
+		if err := qa.Fail(ctx, j, "every recorded artifact of this subject is already erased"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := la.ListQueue(ctx, lineage.QueueListOptions{Limit: 10, History: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Failed != 3 || l.FailedUnresolved != 3 {
+		t.Fatalf("before x-a is done: failed %d, unresolved %d; want 3, 3", l.Failed, l.FailedUnresolved)
+	}
+	tick()
+	if err := qa.Complete(ctx, a, "sha256:a"); err != nil {
+		t.Fatal(err)
+	}
+	if l, err = la.ListQueue(ctx, lineage.QueueListOptions{Limit: 10, History: true}); err != nil {
+		t.Fatal(err)
+	}
+	if l.Failed != 3 || l.FailedUnresolved != 2 {
+		t.Errorf("after x-a is done: failed %d, unresolved %d; want 3, 2 (x-b resolved)", l.Failed, l.FailedUnresolved)
+	}
+	followed := map[string]string{}
+	for _, j := range l.History {
+		followed[j.ID] = j.FollowedBy
+	}
+	if want := map[string]string{"x-old": "", "x-a": "", "x-b": "x-a", "x-o": "", "y-b": ""}; !reflect.DeepEqual(followed, want) {
+		t.Errorf("followed by %v, want %v", followed, want)
+	}
+}

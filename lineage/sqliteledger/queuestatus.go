@@ -12,12 +12,17 @@ import (
 
 var _ lineage.QueueLister = (*Ledger)(nil)
 
+// followsFailed: job l resolves the failed job q (lineage.QueuedJob.FollowedBy):
+// a job of the same subject and scope queued after q, or one done after q
+// was queued.
+const followsFailed = `l.subject = q.subject AND l.scope = q.scope AND l.id <> q.id
+	AND (l.n > q.n OR (l.state = 'done' AND l.finished_at >= q.enqueued_at))`
+
 // sqliteListColumns are sqliteJobColumns, then available_at, finished_at
-// and, for a failed job, the latest job queued after it for the same
-// subject and scope.
+// and, for a failed job, the latest job that follows it (followsFailed).
 const sqliteListColumns = `q.id, q.subject, q.scope, q.reason, q.state, q.worker, q.attempts, q.lease_until, q.certificate, q.error, q.owner, q.enqueued_at, q.due_at,
 	q.available_at, q.finished_at,
-	CASE WHEN q.state = 'failed' THEN (SELECT l.id FROM queue l WHERE l.subject = q.subject AND l.scope = q.scope AND l.n > q.n ORDER BY l.n DESC LIMIT 1) END`
+	CASE WHEN q.state = 'failed' THEN (SELECT l.id FROM queue l WHERE ` + followsFailed + ` ORDER BY l.n DESC LIMIT 1) END`
 
 func scanSQLiteListed(r scanner) (lineage.QueuedJob, error) {
 	var q lineage.QueuedJob
@@ -83,7 +88,7 @@ func (l *Ledger) ListQueue(ctx context.Context, o lineage.QueueListOptions) (*li
 		return nil, fmt.Errorf("list erasure queue: %w", err)
 	}
 	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM queue q WHERE `+in+` AND q.state = 'failed'
-		AND NOT EXISTS (SELECT 1 FROM queue l WHERE l.subject = q.subject AND l.scope = q.scope AND l.n > q.n)`, args()...).Scan(&out.FailedUnresolved); err != nil {
+		AND NOT EXISTS (SELECT 1 FROM queue l WHERE `+followsFailed+`)`, args()...).Scan(&out.FailedUnresolved); err != nil {
 		return nil, fmt.Errorf("list erasure queue: %w", err)
 	}
 	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM queue q WHERE `+in+` AND q.state IN ('pending', 'claimed') AND q.due_at < ?`, args(out.Now.UnixMilli())...).Scan(&out.Overdue); err != nil {
