@@ -394,3 +394,58 @@ func testCaptureBeforeStart(t *testing.T, ledger string, windowed bool) {
 		t.Errorf("worker: %v; want it to say why", r.failed)
 	}
 }
+
+// Job A is queued, the subject gets a capture, job B is queued with the
+// new trace, and the subject gets another capture. A goes on with the
+// latest trace and erases everything; B then finds nothing left: it fails,
+// saying so, and status counts it resolved (A was done after B was
+// queued), so that `amnesia status` does not exit 25 for it forever.
+func TestQueuedErasureAllErasedByAnEarlierJob(t *testing.T) {
+	for _, c := range []struct{ name, ledger string }{{"sqlite", ""}, {"postgres", "pg"}} {
+		t.Run(c.name, func(t *testing.T) {
+			ledger := ""
+			if c.ledger == "pg" {
+				ledger = pgtest.DB(t)
+			}
+			ctx := context.Background()
+			f := newWindowFixture(t, ledger)
+			owner := "thrice@example.org"
+			a := f.queue(t, "thrice-1", owner, time.Time{})
+			f.put(t, "thrice-2", owner, "Document thrice-2 was written after the first request, about parcel 7761 at dock fourteen.")
+			k, err := f.env.Dir.Keyer.Key(f.env.Dir.Config.Scope, owner)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _, err := f.env.Trace(ctx, k, f.env.Dir.Config.Scope)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := worker.EnqueueDue(ctx, f.env, b, "TICKET-W3", time.Time{}); err != nil {
+				t.Fatal(err)
+			}
+			f.put(t, "thrice-3", owner, "Document thrice-3 was written after the second request, about parcel 7762 at dock fifteen.")
+			if r := runQueued(t, f, false); r.failed != nil || r.finished[a.ID] == nil {
+				t.Fatalf("first run: %v, finished %v; want job A done", r.failed, r.finished)
+			}
+			if r := runQueued(t, f, false); r.failed == nil {
+				t.Fatalf("second run: no error; want job B failed")
+			}
+			jb := f.jobs(t)[b.ID]
+			if jb.State != lineage.JobFailed || !strings.Contains(jb.Error, "nothing is left for this one to erase") {
+				t.Fatalf("job B: %s (%q); want failed, saying nothing is left", jb.State, jb.Error)
+			}
+			st, err := queuestatus.Read(ctx, f.env.Ledger, queuestatus.Options{All: true, Durable: f.env.Durable()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Counts.Failed != 1 || st.Counts.FailedUnresolved != 0 || st.Attention {
+				t.Errorf("status counts %+v, attention %v; want B failed but resolved", st.Counts, st.Attention)
+			}
+			for _, j := range st.History {
+				if j.Trace == b.ID && j.FollowedBy != saga.ID(a.ID) {
+					t.Errorf("job B followed by %q, want %s", j.FollowedBy, saga.ID(a.ID))
+				}
+			}
+		})
+	}
+}
