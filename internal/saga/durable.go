@@ -225,6 +225,13 @@ var _ Durable = (*ledgerDurable)(nil)
 func (d *ledgerDurable) Where() string                   { return "the ledger" }
 func (d *ledgerDurable) CertificateRef(id string) string { return d.dir.CertificatePath(id) }
 
+// Fenced returns d whose writes carry the queue's claim j (nil: none):
+// in the ledger (lineage.ErasureRecords) each is refused with
+// lineage.ErrLeaseLost unless j is the job's current claim, in the same
+// transaction; files in the state directory are not fenced (d itself). A
+// worker saves the traces of its claimed job through it.
+func Fenced(d Durable, j *lineage.Job) Durable { return d.fenced(j) }
+
 func (d *ledgerDurable) fenced(j *lineage.Job) Durable {
 	c := *d
 	c.claim = j
@@ -241,7 +248,7 @@ func notExist(err error) error {
 }
 
 func (d *ledgerDurable) SaveTrace(ctx context.Context, id string, b []byte) error {
-	return d.rec.PutErasureRecord(ctx, nil, lineage.RecordTrace, id, b)
+	return d.rec.PutErasureRecord(ctx, d.claim, lineage.RecordTrace, id, b)
 }
 
 func (d *ledgerDurable) Trace(ctx context.Context, id string) ([]byte, error) {

@@ -90,13 +90,8 @@ func (w *Worker) traceToRun(ctx context.Context, j *lineage.Job, t *lineage.Trac
 		return t, err
 	}
 	id := saga.ID(t.ID)
-	if prev, perr := ContinuedTrace(ctx, w.Env, t.ID); perr != nil {
-		return nil, perr
-	} else if prev != nil && prev.Subject == t.Subject && prev.Scope == t.Scope && w.Env.Started(ctx, prev) {
-		if _, why := traceAdds(t, prev); why == "" {
-			w.continued(j, &Continued{Queued: t, Now: prev, Added: added(t, prev), Resumed: true})
-			return prev, nil
-		}
+	if prev, err := w.begunLater(ctx, j, t); err != nil || prev != nil {
+		return prev, err
 	}
 	key, err := subject.ParseKey(t.Subject)
 	if err != nil {
@@ -133,15 +128,38 @@ func (w *Worker) traceToRun(ctx context.Context, j *lineage.Job, t *lineage.Trac
 	if err != nil {
 		return nil, err
 	}
-	dur := w.Env.Durable()
+	// Written under the claim: a worker whose claim was lost meanwhile
+	// cannot replace the ref (lineage.ErrLeaseLost). Looked up again
+	// first: a ref whose erasure began (another claim's, since) is never
+	// replaced.
+	dur := saga.Fenced(w.Env.Durable(), j)
 	if err := dur.SaveTrace(ctx, now.ID, b); err != nil {
 		return nil, fmt.Errorf("erasure %s: save the subject's later trace: %w", id, err)
+	}
+	if prev, err := w.begunLater(ctx, j, t); err != nil || prev != nil {
+		return prev, err
 	}
 	if err := dur.SaveTrace(ctx, continuedRef(t.ID), b); err != nil {
 		return nil, fmt.Errorf("erasure %s: save the subject's later trace: %w", id, err)
 	}
 	w.continued(j, &Continued{Queued: t, Now: now, Added: n})
 	return now, nil
+}
+
+// begunLater returns the later trace of queued trace t whose erasure an
+// earlier claim of job j began (continuedRef), nil when there is none or
+// its erasure has not begun. One that began but does not only add to t
+// (a damaged record) is an error that fails the job: it is never replaced.
+func (w *Worker) begunLater(ctx context.Context, j *lineage.Job, t *lineage.Trace) (*lineage.Trace, error) {
+	prev, err := ContinuedTrace(ctx, w.Env, t.ID)
+	if err != nil || prev == nil || !w.Env.Started(ctx, prev) {
+		return nil, err
+	}
+	if _, why := traceAdds(t, prev); why != "" {
+		return nil, &badTraceError{fmt.Errorf("erasure %s: the later trace it went on with (erasure %s, begun) does not only add to the queued trace: %s; see its journal", saga.ID(t.ID), saga.ID(prev.ID), why)}
+	}
+	w.continued(j, &Continued{Queued: t, Now: prev, Added: added(t, prev), Resumed: true})
+	return prev, nil
 }
 
 func (w *Worker) continued(j *lineage.Job, c *Continued) {

@@ -449,3 +449,36 @@ func TestQueuedErasureAllErasedByAnEarlierJob(t *testing.T) {
 		})
 	}
 }
+
+// The later trace and its continued ref are written under the claim
+// (saga.Fenced): in the ledger, a worker whose claim was lost (its lease
+// ran out and another worker claimed the job) cannot write them; the
+// current claim can.
+func TestContinuedRefFencedByClaim(t *testing.T) {
+	ctx := context.Background()
+	f := newWindowFixture(t, pgtest.DB(t))
+	queued := f.queue(t, "fence-1", "fence@example.org", time.Time{})
+	old, err := f.q.Claim(ctx, "w-old", 200*time.Millisecond)
+	if err != nil || old.ID != queued.ID {
+		t.Fatalf("claim = %+v, %v", old, err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	cur, err := f.q.Claim(ctx, "w-new", time.Minute)
+	if err != nil || cur.ID != queued.ID {
+		t.Fatalf("claim after the lease ran out = %+v, %v", cur, err)
+	}
+	b, err := queued.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := queued.ID + ".continued"
+	if err := saga.Fenced(f.env.Durable(), old).SaveTrace(ctx, ref, b); !errors.Is(err, lineage.ErrLeaseLost) {
+		t.Fatalf("save under a lost claim: %v, want ErrLeaseLost", err)
+	}
+	if got, err := worker.ContinuedTrace(ctx, f.env, queued.ID); err != nil || got != nil {
+		t.Fatalf("ref after a refused save = %v, %v; want none", got, err)
+	}
+	if err := saga.Fenced(f.env.Durable(), cur).SaveTrace(ctx, ref, b); err != nil {
+		t.Fatalf("save under the current claim: %v", err)
+	}
+}
