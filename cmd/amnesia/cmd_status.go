@@ -23,15 +23,18 @@ state (waiting, retry-wait, running, lease-expired), due date and the time left
 (OVERDUE when past it), how long ago it was queued, attempts, the worker of the
 latest claim and its lease, and the host that must run it. --all also lists the
 finished erasures, latest first, with their certificate digest or error; a failed
-erasure shows whether its subject was queued again since. Last, each store's
+erasure shows whether a job of its subject followed it (queued after it, or done
+after it was queued). An erasure that went on with a later trace of its subject
+shows as "er-A (as er-B)". Last, each store's
 delete persistence latency in the latest finished erasure whose journal probed it.
 
 Status only reads: one read-only transaction on the ledger and the journals; it
 never claims, renews or changes an erasure. Times are the ledger's clock.
 
 Exit status: 0 when nothing needs attention; 25 when an erasure is overdue (not
-done past its due date) or failed without its subject being queued again since
-(trace it again and queue the new trace): for cron and monitoring. --json prints
+done past its due date) or failed with no job of its subject queued after it
+(trace it again and queue the new trace) or done after it was queued: for cron
+and monitoring. --json prints
 the same as JSON (docs/status.md).`,
 		Args: usageArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -151,7 +151,7 @@ func (a *app) enqueue(ctx context.Context, out io.Writer, t *lineage.Trace, reas
 	if err := worker.EnqueueDue(ctx, a.env(), t, reason, at); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "queued erasure %s of %s (trace %s); its artifacts are suppressed, and so is what capture records for the subject until it runs: run 'amnesia worker'\n", saga.ID(t.ID), t.SubjectRef, t.ID)
+	fmt.Fprintf(out, "queued erasure %s of %s (trace %s); its artifacts are suppressed, and so is what capture records for the subject while the job is pending or running: run 'amnesia worker'\n", saga.ID(t.ID), t.SubjectRef, t.ID)
 	return nil
 }
 

@@ -59,7 +59,8 @@ const (
 	// (state.ErrConfigMismatch; PostgreSQL ledger).
 	exitConfigMismatch = 24
 	// exitQueueAttention: status found an overdue erasure, or a failed one
-	// whose subject was not queued again.
+	// that no job of its subject followed (queued after it, or done after
+	// it was queued).
 	exitQueueAttention = 25
 )
 
@@ -98,7 +99,7 @@ const exitCodesHelp = `Exit codes:
   24  this host's amnesia.yaml differs, in its installation-wide part, from the configuration version the
       PostgreSQL ledger records (the message names the sections): give the host the installation's
       configuration, or publish this one deliberately ('amnesia config publish', docs/scale.md); nothing was changed
-  25  status: an erasure is overdue (not done past its due date), or failed and its subject was not queued again
+  25  status: an erasure is overdue (not done past its due date), or failed with no job of its subject queued or done since
 `
 
 // exitError carries an exit code through cobra.
