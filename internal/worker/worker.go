@@ -12,8 +12,10 @@
 //     saga.ErrStaleTrace, lineage.ErrNoLineage, lineage.ErrAlreadyErased,
 //     subject.ErrPersonalData): the job failed;
 //   - anything else (a paused erasure, saga.ErrPending; a store not ready,
-//     erasure.ErrNotReady; a store or ledger error): released for a retry
-//     after RetryDelay, or at once when the worker is stopped;
+//     erasure.ErrNotReady; a store or ledger error; a subject that got a
+//     capture each time its erasure was about to start, freshTries times:
+//     Worker.raced): released for a retry after RetryDelay, or at once when
+//     the worker is stopped;
 //   - the claim was lost (lineage.ErrLeaseLost: seen by the lease renewal,
 //     or a write of the erasure the ledger refused): nothing is written; the
 //     next claim resumes the erasure from its journal.
