@@ -117,12 +117,17 @@ func (r *runner) before(ctx context.Context) (*results, error) {
 		for _, a := range t.Artifacts {
 			ids = append(ids, a.ID)
 		}
-		if err := r.Ledger.Suppress(ctx, r.id, ids); err != nil {
-			return nil, err
-		}
 		// The erasure's start is an event of the transparency log.
 		leaf, err := transparency.EventLeaf("erasure-started", r.id, t.ID)
 		if err != nil {
+			return nil, err
+		}
+		if ls, ok := r.Ledger.(lineage.LoggedSuppressor); ok {
+			// Both in one transaction: one commit.
+			idx, err := ls.SuppressLogged(ctx, r.id, ids, leaf)
+			return map[string]int64{"artifacts": int64(len(ids)), "log_index": idx}, err
+		}
+		if err := r.Ledger.Suppress(ctx, r.id, ids); err != nil {
 			return nil, err
 		}
 		lg, err := r.transparencyLog(ctx)
@@ -314,7 +319,7 @@ func (r *runner) after(ctx context.Context, res *results) (*certificate.Statemen
 		if err != nil {
 			return nil, err
 		}
-		return nil, r.publish(ctx, env, cr.SHA256)
+		return nil, r.publish(ctx, st.Predicate.CertificateID, env, cr.SHA256)
 	}); err != nil {
 		return nil, err
 	}
@@ -484,12 +489,12 @@ func (r *runner) probe(ctx context.Context, st string) (any, error) {
 // publish appends the certificate to the transparency log (idempotently: a
 // resumed publish finds its leaf), signs a checkpoint, proves the leaf in it
 // and writes the bundle.
-func (r *runner) publish(ctx context.Context, env []byte, sum string) error {
+func (r *runner) publish(ctx context.Context, certID string, env []byte, sum string) error {
 	got := sha256.Sum256(env)
 	if hex.EncodeToString(got[:]) != sum {
 		return fmt.Errorf("publish: certificate does not match the digest journaled when it was signed")
 	}
-	bundle, err := r.logCertificate(ctx, env)
+	bundle, err := r.logCertificate(ctx, certID, env)
 	if err != nil {
 		return fmt.Errorf("publish: %w", err)
 	}
