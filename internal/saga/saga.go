@@ -332,7 +332,7 @@ func (r *runner) step(kind, st string, out any, fn func() (any, error)) (stepErr
 	if err := r.j.write(name, phaseBegin, nil, nil); err != nil {
 		return nil, err
 	}
-	if durableBefore[kind] {
+	if durableBefore[kind] && !r.j.dirtyOnly(kind) {
 		// Every entry so far reaches the disk before this step's effect.
 		if err := r.j.sync(); err != nil {
 			return nil, err
@@ -381,6 +381,12 @@ func (r *runner) step(kind, st string, out any, fn func() (any, error)) (stepErr
 //     it.
 //   - publish: the certificate file carries decide's issue time and the
 //     digest the certificate step journaled.
+//
+// A delete whose unsynced entries are all of deletes (the one before it,
+// done, and its own begin: every store's delete after the first) needs no
+// fsync: losing them only makes those deletes run again, with the same
+// result, while the evidence they must not outrun was synced before the
+// first delete.
 //
 // The other steps read (plan, evidence, probe, certificate), or have an
 // effect that running them again repeats with the same result (reclaim,
