@@ -145,6 +145,7 @@ type runner struct {
 	follows *certificate.ReverifyLink // the earlier incomplete erasure this one continues
 	resumed bool
 	tlog    *transparency.Log
+	sets    map[string]cachedSet // batchprobe.go
 }
 
 // Run runs or resumes the erasure. A new erasure (no journal yet) is refused
