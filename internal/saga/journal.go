@@ -46,8 +46,8 @@ type journal struct {
 	// dirtyKinds are the kinds of step ("delete", …) of the entries
 	// written since the last sync.
 	dirtyKinds map[string]bool
-	now     func() time.Time
-	release func() // the subject's erasure lock (lock.go), released by close
+	now        func() time.Time
+	release    func() // the subject's erasure lock (lock.go), released by close
 }
 
 // journalWriter is where a journal's entries go.
@@ -195,10 +195,15 @@ func (j *journal) sync() error {
 	return nil
 }
 
-// dirtyOnly reports whether every entry written since the last sync is of
-// a step of kind (and there is at least one).
-func (j *journal) dirtyOnly(kind string) bool {
-	return j.dirty && len(j.dirtyKinds) == 1 && j.dirtyKinds[kind]
+// dirtyWithin reports whether every entry written since the last sync is
+// of a step of one of kinds.
+func (j *journal) dirtyWithin(kinds map[string]bool) bool {
+	for k := range j.dirtyKinds {
+		if !kinds[k] {
+			return false
+		}
+	}
+	return true
 }
 
 // onJournalSync, when set (by tests), is called after each fsync of a

@@ -333,7 +333,7 @@ func (r *runner) step(kind, st string, out any, fn func() (any, error)) (stepErr
 	if err := r.j.write(name, phaseBegin, nil, nil); err != nil {
 		return nil, err
 	}
-	if durableBefore[kind] && !r.j.dirtyOnly(kind) {
+	if durableBefore[kind] && !(kind == "delete" && r.j.dirtyWithin(redoneBeforeDelete)) {
 		// Every entry so far reaches the disk before this step's effect.
 		if err := r.j.sync(); err != nil {
 			return nil, err
@@ -379,15 +379,15 @@ func (r *runner) step(kind, st string, out any, fn func() (any, error)) (stepErr
 //     must exist, or a rerun would take the suppressed subject for a new
 //     erasure with a stale trace.
 //   - delete: the evidence read before deletion cannot be read again after
-//     it.
+//     it. Its result is sealed with the evidence, fsynced before the step
+//     ends (readEvidence): a rerun of a step whose entries were lost
+//     returns the sealed result, so a delete needs no fsync of the journal
+//     when the entries since the last one are only of suppress (which a
+//     rerun repeats with the same result), evidence and delete steps
+//     (redoneBeforeDelete), as they are in every erasure that runs its
+//     steps in order.
 //   - publish: the certificate file carries decide's issue time and the
 //     digest the certificate step journaled.
-//
-// A delete whose unsynced entries are all of deletes (the one before it,
-// done, and its own begin: every store's delete after the first) needs no
-// fsync: losing them only makes those deletes run again, with the same
-// result, while the evidence they must not outrun was synced before the
-// first delete.
 //
 // The other steps read (plan, evidence, probe, certificate), or have an
 // effect that running them again repeats with the same result (reclaim,
@@ -395,6 +395,10 @@ func (r *runner) step(kind, st string, out any, fn func() (any, error)) (stepErr
 // publish's sync (publish done) are not fsynced: losing them makes a rerun
 // publish the same certificate again (publish is idempotent).
 var durableBefore = map[string]bool{"suppress": true, "delete": true, "publish": true}
+
+// redoneBeforeDelete are the kinds of step whose unsynced entries a delete
+// leaves unsynced (durableBefore).
+var redoneBeforeDelete = map[string]bool{"suppress": true, "evidence": true, "delete": true}
 
 // storeStep runs a per-store step unless the store already failed; a
 // failure marks the store failed (r.failed) and the erasure goes on.

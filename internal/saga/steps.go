@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -339,6 +340,14 @@ func (r *runner) readEvidence(ctx context.Context, st string) (any, error) {
 	if !ok {
 		return out, nil
 	}
+	// The step ran before and sealed its evidence with its result, but a
+	// power loss took its journal entries (the journal is not fsynced
+	// before the first delete: durableBefore): the result sealed is the
+	// one it journaled, read before any delete.
+	if ev, res, ok, err := r.getEvidenceResult(ctx, evidenceName(st), sealKey(r.Dir.Keyer, r.id, st)); err == nil && ok && res != nil {
+		r.ev[st] = ev
+		return res, nil
+	}
 	ev, err := r.readStoreEvidence(ctx, st, er) // batchprobe.go
 	if err != nil {
 		return nil, err
@@ -360,16 +369,24 @@ func (r *runner) readEvidence(ctx context.Context, st string) (any, error) {
 		out.Records[k] = recordEvidence{Needles: len(e.Needles), Shared: e.Shared, FoundBefore: found[k],
 			SharedWith: e.SharedWith, SharedWithMore: e.SharedWithMore, SharedOwner: owners, RecordBytes: e.RecordBytes, CoveredBytes: e.CoveredBytes}
 	}
-	if err := r.putEvidence(ctx, evidenceName(st), sealKey(r.Dir.Keyer, r.id, st), ev); err != nil {
-		return nil, err
-	}
-	r.ev[st] = ev
 	if out.Orphans, err = r.probeOrphans(ctx, st, s, ev, "evidence"); err != nil {
 		return nil, err
 	}
 	if out.Near, err = r.nearby(ctx, st, s, ev, out.Records); err != nil {
 		return nil, err
 	}
+	// Sealed last, with the result the step journals: sealed evidence with
+	// a result means the step finished (the orphans' evidence is sealed
+	// before it), and its fsync makes the result durable before any
+	// delete, as the journal's fsync did.
+	res, err := json.Marshal(out)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.putEvidenceResult(ctx, evidenceName(st), sealKey(r.Dir.Keyer, r.id, st), ev, res); err != nil {
+		return nil, err
+	}
+	r.ev[st] = ev
 	return out, nil
 }
 
