@@ -344,7 +344,11 @@ func (r *runner) readEvidence(ctx context.Context, st string) (any, error) {
 	// power loss took its journal entries (the journal is not fsynced
 	// before the first delete: durableBefore): the result sealed is the
 	// one it journaled, read before any delete.
-	if ev, res, ok, err := r.getEvidenceResult(ctx, evidenceName(st), sealKey(r.Dir.Keyer, r.id, st)); err == nil && ok && res != nil {
+	// Sealed evidence that cannot be read is an error, not a reason to
+	// read a store whose records may be gone.
+	if ev, res, ok, err := r.getEvidenceResult(ctx, evidenceName(st), sealKey(r.Dir.Keyer, r.id, st)); err != nil {
+		return nil, err
+	} else if ok && res != nil {
 		r.ev[st] = ev
 		return res, nil
 	}
