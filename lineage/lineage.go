@@ -240,6 +240,18 @@ type BatchRecorder interface {
 	RecordBatch(ctx context.Context, artifacts []Artifact, mentions []Mention) error
 }
 
+// LoggedSuppressor is implemented by ledgers that keep the transparency
+// log (transparency.Store) and can suppress artifacts and append a leaf to
+// the log in one transaction, one commit (both backends do): an erasure's
+// suppression with its erasure-started event.
+type LoggedSuppressor interface {
+	// SuppressLogged is Suppress(erasure, artifacts) and the log's
+	// LogAppend(leaf) in one transaction: both or, on any error, neither.
+	// It returns the leaf's index (its earlier index when the log holds
+	// it already). Idempotent, as both are.
+	SuppressLogged(ctx context.Context, erasure string, artifacts []string, leaf []byte) (int64, error)
+}
+
 // RecordAll records artifacts, then mentions, through l: in one
 // transaction when l is a BatchRecorder, else one write at a time (and
 // then not atomically).

@@ -197,32 +197,85 @@ func (l *Log) checkpoint(ctx context.Context) (*Signed, error) {
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
-	if latest != nil {
-		c, err := parseSignedBody(latest)
-		if err != nil {
-			return nil, fmt.Errorf("checkpoint: the newest stored checkpoint: %w", err)
-		}
-		if c.Size > n {
-			return nil, fmt.Errorf("checkpoint: %w: it holds %d leaves, a checkpoint of %d leaves was signed; refusing to sign a smaller tree (restore the ledger from a backup: docs/ledger.md)", ErrShrunk, n, c.Size)
-		}
-	}
-	if raw, err := l.store.Checkpoint(ctx, n); err == nil {
-		return OpenCheckpoint(raw, l.verifiers...)
-	} else if !errors.Is(err, ErrNoCheckpoint) {
-		return nil, fmt.Errorf("checkpoint: %w", err)
-	}
-	h, err := tlog.TreeHash(n, l.reader(ctx))
-	if err != nil {
-		return nil, fmt.Errorf("checkpoint: tree hash of %d leaves: %w", n, err)
-	}
-	raw, err := Sign(Checkpoint{Origin: l.origin, Size: n, Hash: h}, l.signer)
+	raw, save, err := l.signAt(ctx, l.store, latest, n)
 	if err != nil {
 		return nil, err
 	}
-	if err := l.store.SaveCheckpoint(ctx, n, raw); err != nil {
-		return nil, fmt.Errorf("checkpoint: %w", err)
+	if save {
+		if err := l.store.SaveCheckpoint(ctx, n, raw); err != nil {
+			return nil, fmt.Errorf("checkpoint: %w", err)
+		}
 	}
 	return OpenCheckpoint(raw, l.verifiers...)
+}
+
+// signAt returns the checkpoint of the log's first n leaves: the one r
+// holds for n (save false), or one signed now (save true), never one
+// smaller than latest, the newest stored checkpoint (nil when none), read
+// before n.
+func (l *Log) signAt(ctx context.Context, r CheckpointReader, latest []byte, n int64) (raw []byte, save bool, err error) {
+	if latest != nil {
+		c, err := parseSignedBody(latest)
+		if err != nil {
+			return nil, false, fmt.Errorf("checkpoint: the newest stored checkpoint: %w", err)
+		}
+		if c.Size > n {
+			return nil, false, fmt.Errorf("checkpoint: %w: it holds %d leaves, a checkpoint of %d leaves was signed; refusing to sign a smaller tree (restore the ledger from a backup: docs/ledger.md)", ErrShrunk, n, c.Size)
+		}
+	}
+	if raw, err := r.Checkpoint(ctx, n); err == nil {
+		return raw, false, nil
+	} else if !errors.Is(err, ErrNoCheckpoint) {
+		return nil, false, fmt.Errorf("checkpoint: %w", err)
+	}
+	h, err := tlog.TreeHash(n, tlog.HashReaderFunc(func(ids []int64) ([]tlog.Hash, error) { return r.ReadHashes(ctx, ids) }))
+	if err != nil {
+		return nil, false, fmt.Errorf("checkpoint: tree hash of %d leaves: %w", n, err)
+	}
+	raw, err = Sign(Checkpoint{Origin: l.origin, Size: n, Hash: h}, l.signer)
+	if err != nil {
+		return nil, false, err
+	}
+	return raw, true, nil
+}
+
+// AppendCheckpoint appends leaf (idempotently, as Append) and returns its
+// index with a checkpoint of the log that holds it, as Checkpoint would
+// right after: with a store that is an AppendCheckpointer, both are one
+// write to the store (one commit) instead of two.
+func (l *Log) AppendCheckpoint(ctx context.Context, leaf []byte) (int64, *Signed, error) {
+	ac, ok := l.store.(AppendCheckpointer)
+	if !ok {
+		idx, err := l.Append(ctx, leaf)
+		if err != nil {
+			return 0, nil, err
+		}
+		cp, err := l.Checkpoint(ctx)
+		if err != nil {
+			return 0, nil, err
+		}
+		return idx, cp, nil
+	}
+	idx, raw, err := ac.LogAppendCheckpoint(ctx, leaf, func(r CheckpointReader, n int64) ([]byte, bool, error) {
+		latest, err := r.Checkpoint(ctx, -1)
+		if err != nil && !errors.Is(err, ErrNoCheckpoint) {
+			return nil, false, fmt.Errorf("checkpoint: %w", err)
+		}
+		return l.signAt(ctx, r, latest, n)
+	})
+	if err != nil {
+		return 0, nil, fmt.Errorf("log append: %w", err)
+	}
+	cp, err := OpenCheckpoint(raw, l.verifiers...)
+	if err != nil {
+		return 0, nil, err
+	}
+	if l.onSign != nil {
+		if err := l.onSign(ctx, cp); err != nil {
+			return 0, nil, fmt.Errorf("checkpoint: %w", err)
+		}
+	}
+	return idx, cp, nil
 }
 
 // Latest returns the newest stored checkpoint without signing a new one;

@@ -44,4 +44,19 @@ func TestCheckpointNeverSignsASmallerTree(t *testing.T) {
 	if n != 0 || len(hooked) != 1 {
 		t.Errorf("a checkpoint of the smaller tree was stored (%d) or reported (%v)", n, hooked)
 	}
+	// Appending and checkpointing in one write (the publish of an erasure)
+	// refuses too, and writes nothing: neither the leaf nor a checkpoint.
+	leaf, err := transparency.EventLeaf("erasure-started", "er-0100", strings.Repeat("0", 64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := lg.AppendCheckpoint(ctx, leaf); err == nil {
+		t.Fatal("AppendCheckpoint on a log cut to 3 leaves succeeded")
+	}
+	var leaves, cps int
+	db.QueryRow(`SELECT count(*) FROM tlog_leaves`).Scan(&leaves)
+	db.QueryRow(`SELECT count(*) FROM tlog_checkpoints WHERE size < 5`).Scan(&cps)
+	if leaves != 3 || cps != 0 || len(hooked) != 1 {
+		t.Errorf("AppendCheckpoint on a shrunk log left %d leaves, %d smaller checkpoints, reported %v", leaves, cps, hooked)
+	}
 }

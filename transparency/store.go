@@ -67,6 +67,30 @@ type Store interface {
 	StoreWriter
 }
 
+// AppendCheckpointer is a Store that can append a leaf and store a
+// checkpoint over the log it leaves in one atomic write (one commit, one
+// fsync), which Log.AppendCheckpoint uses; a Store without it gets the same
+// result from LogAppend, then a second write with SaveCheckpoint.
+type AppendCheckpointer interface {
+	// LogAppendCheckpoint appends data as LogAppend does and, in the same
+	// transaction, with no other writer in between, calls checkpoint with
+	// a reader of the log as it is then and its size (leaves). When
+	// checkpoint returns save, note is stored for size (as SaveCheckpoint
+	// does) in the same transaction; an error from checkpoint writes
+	// nothing. It returns the leaf's index and checkpoint's note.
+	LogAppendCheckpoint(ctx context.Context, data []byte, checkpoint func(r CheckpointReader, size int64) (note []byte, save bool, err error)) (index int64, note []byte, err error)
+}
+
+// CheckpointReader is what signing a checkpoint reads of the log, inside
+// an AppendCheckpointer's transaction.
+type CheckpointReader interface {
+	// Checkpoint returns the checkpoint stored for size, or the newest when
+	// size < 0; ErrNoCheckpoint if none.
+	Checkpoint(ctx context.Context, size int64) ([]byte, error)
+	// ReadHashes returns the stored hashes at the given storage indexes.
+	ReadHashes(ctx context.Context, indexes []int64) ([]tlog.Hash, error)
+}
+
 // ErrNoCheckpoint: the store holds no checkpoint of that size (or none).
 var ErrNoCheckpoint = errors.New("no checkpoint")
 

@@ -19,7 +19,17 @@ import (
 // Every error is returned, the directory fsync's included: until it
 // succeeds the rename may not survive a crash.
 func WriteFile(path string, data []byte, mode os.FileMode) error {
-	return publish(path, data, mode, os.Rename)
+	return publish(path, data, mode, os.Rename, true)
+}
+
+// Replace is WriteFile without the directory fsync: after a crash the file
+// is still the old one or the whole new one (the new content is fsynced
+// before the rename), but the rename itself may be lost. It is for a file
+// whose previous version stays correct when the new one is lost, a record
+// that may only lag (ledger-state.json: the ledger's log is never smaller
+// than the last checkpoint it records), and saves one fsync a write.
+func Replace(path string, data []byte, mode os.FileMode) error {
+	return publish(path, data, mode, os.Rename, false)
 }
 
 // WriteNew is WriteFile for a name that must not exist yet: the temporary
@@ -27,14 +37,14 @@ func WriteFile(path string, data []byte, mode os.FileMode) error {
 // writers of the same name one wins and the other gets an error wrapping
 // fs.ErrExist, and path never exists partly written.
 func WriteNew(path string, data []byte, mode os.FileMode) error {
-	return publish(path, data, mode, os.Link)
+	return publish(path, data, mode, os.Link, true)
 }
 
 // publish writes data to a temporary file beside path (mode set before any
 // byte, fsynced, closed), puts it in place with place (rename or link) and
-// fsyncs the directory. The temporary name is removed in any case (a no-op
+// fsyncs the directory (unless !syncDir). The temporary name is removed in any case (a no-op
 // after a rename).
-func publish(path string, data []byte, mode os.FileMode, place func(tmp, path string) error) error {
+func publish(path string, data []byte, mode os.FileMode, place func(tmp, path string) error, syncDir bool) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -57,7 +67,7 @@ func publish(path string, data []byte, mode os.FileMode, place func(tmp, path st
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if err := place(tmp, path); err != nil {
+	if err := place(tmp, path); err != nil || !syncDir {
 		return err
 	}
 	return SyncDir(dir)

@@ -117,3 +117,33 @@ func TestOneCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Replace writes the whole file in place, as WriteFile does, and returns
+// its errors; it only leaves the directory unsynced.
+func TestReplace(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "ledger-state.json")
+	for _, want := range []string{"first", "second, longer"} {
+		if err := Replace(path, []byte(want), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := os.ReadFile(path); err != nil || string(b) != want {
+			t.Fatalf("read back %q, %v; want %q", b, err, want)
+		}
+	}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, want 0600", fi.Mode().Perm())
+	}
+	if es, _ := os.ReadDir(dir); len(es) != 1 {
+		t.Errorf("the directory holds %d files, want 1 (no temporary file left)", len(es))
+	}
+	sub := filepath.Join(dir, "sub")
+	os.Mkdir(sub, 0o700)
+	os.WriteFile(filepath.Join(sub, "x"), nil, 0o600)
+	if err := Replace(sub, []byte("x"), 0o600); err == nil {
+		t.Error("Replace over a non-empty directory: no error")
+	}
+	if es, _ := os.ReadDir(dir); len(es) != 2 {
+		t.Errorf("after a failed rename the directory holds %d entries, want 2", len(es))
+	}
+}

@@ -2,6 +2,7 @@ package saga
 
 import (
 	"context"
+	"reflect"
 	"sync"
 
 	"github.com/amnesia-dev/amnesia/store"
@@ -121,7 +122,7 @@ func (r *runner) readStoreEvidence(ctx context.Context, st string, er store.Evid
 func (r *runner) scanPhysical(ctx context.Context, st string, pp store.PhysicalProber, ev map[string]*store.Evidence, step string) (store.ScanReport, error) {
 	b := batchOf(ctx)
 	if b == nil {
-		return pp.ProbePhysical(ctx, store.NewNeedleSet(ev))
+		return pp.ProbePhysical(ctx, r.needleSet(st, ev))
 	}
 	b.mu.Lock()
 	sh := b.scans[step+":"+st]
@@ -187,4 +188,27 @@ func (r *runner) scanPhysical(ctx context.Context, st string, pp store.PhysicalP
 		}
 	}
 	return rep, nil
+}
+
+// cachedSet is the NeedleSet built from one evidence map.
+type cachedSet struct {
+	ev  map[string]*store.Evidence
+	set *store.NeedleSet
+}
+
+// needleSet returns the NeedleSet of st's evidence ev, built once per run:
+// the evidence step's byte scan before deletion and the probe's after it
+// scan for the same needles (the same evidence map, which nothing changes
+// in between), so the probe reuses the set instead of building it again.
+// Evidence unsealed after a resume is another map: its set is built anew.
+func (r *runner) needleSet(st string, ev map[string]*store.Evidence) *store.NeedleSet {
+	if c, ok := r.sets[st]; ok && reflect.ValueOf(c.ev).UnsafePointer() == reflect.ValueOf(ev).UnsafePointer() {
+		return c.set
+	}
+	set := store.NewNeedleSet(ev)
+	if r.sets == nil {
+		r.sets = map[string]cachedSet{}
+	}
+	r.sets[st] = cachedSet{ev: ev, set: set}
+	return set
 }

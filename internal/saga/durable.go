@@ -201,13 +201,34 @@ func (d *fileDurable) sealed(_ context.Context, erasure, name string) ([]byte, e
 
 func (d *fileDurable) shredSealed(_ context.Context, erasure string, names []string) (string, error) {
 	for _, n := range names {
-		// The file was only ever ciphertext (seal.go). Shred fsyncs the
-		// directory after the unlink.
-		if err := atomicfile.Shred(filepath.Join(d.dir.ErasureDir(erasure), n)); err != nil {
+		// The file was only ever ciphertext (seal.go). Its zeros are
+		// fsynced before the unlink; the unlink is not (no directory
+		// fsync): a power loss right after it can bring back only a file
+		// of zeros, which nothing reads (the steps that read evidence
+		// were done and synced before publish).
+		if err := shredZeroed(filepath.Join(d.dir.ErasureDir(erasure), n)); err != nil {
 			return "", err
 		}
 	}
 	return "overwritten, fsynced and unlinked", nil
+}
+
+// shredZeroed is atomicfile.Shred without the directory fsync after the
+// unlink. A missing file is not an error.
+func shredZeroed(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	err = atomicfile.Zero(f)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	return os.Remove(path)
 }
 
 // ledgerDurable keeps erasures' durable state in the ledger

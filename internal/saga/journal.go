@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -42,8 +43,11 @@ type journal struct {
 	entries []JournalEntry
 	appends int
 	dirty   bool // written since the last sync
-	now     func() time.Time
-	release func() // the subject's erasure lock (lock.go), released by close
+	// dirtyKinds are the kinds of step ("delete", …) of the entries
+	// written since the last sync.
+	dirtyKinds map[string]bool
+	now        func() time.Time
+	release    func() // the subject's erasure lock (lock.go), released by close
 }
 
 // journalWriter is where a journal's entries go.
@@ -166,6 +170,11 @@ func (j *journal) write(step, phase string, result any, stepErr error) error {
 	j.entries = append(j.entries, e)
 	j.appends++
 	j.dirty = true
+	if j.dirtyKinds == nil {
+		j.dirtyKinds = map[string]bool{}
+	}
+	kind, _, _ := strings.Cut(step, ":")
+	j.dirtyKinds[kind] = true
 	afterJournalAppend(j.appends) // test hook: testhooks.go
 	return nil
 }
@@ -179,10 +188,22 @@ func (j *journal) sync() error {
 		return fmt.Errorf("journal: %w", err)
 	}
 	j.dirty = false
+	clear(j.dirtyKinds)
 	if onJournalSync != nil {
 		onJournalSync(j.entries[len(j.entries)-1]) // tests: export_test.go
 	}
 	return nil
+}
+
+// dirtyWithin reports whether every entry written since the last sync is
+// of a step of one of kinds.
+func (j *journal) dirtyWithin(kinds map[string]bool) bool {
+	for k := range j.dirtyKinds {
+		if !kinds[k] {
+			return false
+		}
+	}
+	return true
 }
 
 // onJournalSync, when set (by tests), is called after each fsync of a

@@ -15,8 +15,9 @@ import (
 )
 
 // Issue #13.7: the journal is fsynced once before each step whose effect
-// must find the earlier results on disk (suppress, each delete, publish),
-// not after each of its entries.
+// must find the earlier results on disk (suppress, publish), not after each
+// of its entries, nor before a delete: the evidence results a delete must
+// not outrun are sealed, fsynced, with the evidence.
 func TestJournalSyncsOnlyBeforeEffects(t *testing.T) {
 	f := newFixture(t, 4, 3)
 	tr := f.trace(t, 1)
@@ -29,7 +30,7 @@ func TestJournalSyncsOnlyBeforeEffects(t *testing.T) {
 	if !res.Complete() {
 		t.Fatalf("erasure incomplete: %+v", res.Statement.Predicate.Counts)
 	}
-	want := []string{"begin suppress", "begin delete:docs", "begin delete:vectors", "begin publish"}
+	want := []string{"begin suppress", "begin publish"}
 	if got := synced(); !slices.Equal(got, want) {
 		t.Fatalf("journal fsyncs after %q, want %q", got, want)
 	}
@@ -52,9 +53,11 @@ func (p panicAt) Write(b []byte) (int, error) {
 
 // A power loss keeps only what the journal had at its last fsync. Stopped
 // after the last probe (records deleted, store reclaimed and probed, none of
-// it fsynced) with the journal put back as it was at its last fsync, the
-// erasure resumes to a complete certificate: the evidence read before
-// deletion was on disk before the delete.
+// it fsynced) with the journal put back as it was at its last fsync (before
+// suppress: no delete syncs it), the erasure resumes to the same
+// certificate counts: suppress runs again, each evidence step returns the
+// result sealed with its evidence before the deletes (the stores no longer
+// hold the records), and the deletes run again.
 func TestResumeAfterPowerLossKeepsEvidence(t *testing.T) {
 	f := newFixture(t, 4, 3)
 	tr := f.trace(t, 1)
@@ -83,8 +86,8 @@ func TestResumeAfterPowerLossKeepsEvidence(t *testing.T) {
 		}()
 		saga.Run(context.Background(), &saga.Erasure{Dir: f.dir, Ledger: f.ledger, Stores: f.stores(), Trace: tr, Reason: "TICKET-1", Progress: panicAt("probe:vectors")})
 	}()
-	if got := synced(); len(got) == 0 || got[len(got)-1] != "begin delete:vectors" {
-		t.Fatalf("last fsync after %q, want after begin delete:vectors", got)
+	if got := synced(); len(got) == 0 || got[len(got)-1] != "begin suppress" {
+		t.Fatalf("last fsync after %q, want after begin suppress", got)
 	}
 	if err := os.WriteFile(path, onDisk, 0o600); err != nil {
 		t.Fatal(err)
@@ -99,6 +102,26 @@ func TestResumeAfterPowerLossKeepsEvidence(t *testing.T) {
 	}
 	if got, w := res.Statement.Predicate.Counts, want.Statement.Predicate.Counts; got != w || !res.Complete() {
 		t.Fatalf("resumed after a power loss: counts %+v (complete %v), an erasure without one: %+v", got, res.Complete(), w)
+	}
+	// The evidence steps journaled, on resume, the results sealed before
+	// the deletes: those of the same erasure run without a power loss.
+	evidence := func(path string) map[string]string {
+		out := map[string]string{}
+		for _, e := range readJournal(t, path) {
+			if strings.HasPrefix(e.Step, "evidence:") && e.Phase == "done" {
+				out[e.Step] = string(e.Result)
+			}
+		}
+		return out
+	}
+	got, w := evidence(path), evidence(filepath.Join(ref.dir.ErasureDir(want.ID), "journal.jsonl"))
+	if len(w) != 2 || len(got) != len(w) {
+		t.Fatalf("evidence results: %d after the power loss, %d without; want 2", len(got), len(w))
+	}
+	for step, r := range w {
+		if got[step] != r {
+			t.Errorf("%s after a power loss journaled %s, without one %s", step, got[step], r)
+		}
 	}
 }
 

@@ -384,7 +384,7 @@ func Reverify(ctx context.Context, rv *Reverification) (*Result, error) {
 		return nil, err
 	}
 	pub := &runner{Erasure: &Erasure{Dir: rv.Dir, Ledger: rv.Ledger}}
-	bundle, err := pub.logCertificate(ctx, env)
+	bundle, err := pub.logCertificate(ctx, st.Predicate.CertificateID, env)
 	if err != nil {
 		return nil, fmt.Errorf("reverify: publish: %w", err)
 	}

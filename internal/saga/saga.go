@@ -145,6 +145,7 @@ type runner struct {
 	follows *certificate.ReverifyLink // the earlier incomplete erasure this one continues
 	resumed bool
 	tlog    *transparency.Log
+	sets    map[string]cachedSet // batchprobe.go
 }
 
 // Run runs or resumes the erasure. A new erasure (no journal yet) is refused
@@ -332,7 +333,7 @@ func (r *runner) step(kind, st string, out any, fn func() (any, error)) (stepErr
 	if err := r.j.write(name, phaseBegin, nil, nil); err != nil {
 		return nil, err
 	}
-	if durableBefore[kind] {
+	if durableBefore[kind] && !(kind == "delete" && r.j.dirtyWithin(redoneBeforeDelete)) {
 		// Every entry so far reaches the disk before this step's effect.
 		if err := r.j.sync(); err != nil {
 			return nil, err
@@ -378,7 +379,13 @@ func (r *runner) step(kind, st string, out any, fn func() (any, error)) (stepErr
 //     must exist, or a rerun would take the suppressed subject for a new
 //     erasure with a stale trace.
 //   - delete: the evidence read before deletion cannot be read again after
-//     it.
+//     it. Its result is sealed with the evidence, fsynced before the step
+//     ends (readEvidence): a rerun of a step whose entries were lost
+//     returns the sealed result, so a delete needs no fsync of the journal
+//     when the entries since the last one are only of suppress (which a
+//     rerun repeats with the same result), evidence and delete steps
+//     (redoneBeforeDelete), as they are in every erasure that runs its
+//     steps in order.
 //   - publish: the certificate file carries decide's issue time and the
 //     digest the certificate step journaled.
 //
@@ -388,6 +395,10 @@ func (r *runner) step(kind, st string, out any, fn func() (any, error)) (stepErr
 // publish's sync (publish done) are not fsynced: losing them makes a rerun
 // publish the same certificate again (publish is idempotent).
 var durableBefore = map[string]bool{"suppress": true, "delete": true, "publish": true}
+
+// redoneBeforeDelete are the kinds of step whose unsynced entries a delete
+// leaves unsynced (durableBefore).
+var redoneBeforeDelete = map[string]bool{"suppress": true, "evidence": true, "delete": true}
 
 // storeStep runs a per-store step unless the store already failed; a
 // failure marks the store failed (r.failed) and the erasure goes on.

@@ -39,9 +39,31 @@ func sealAAD(name string) []byte {
 	return []byte("amnesia.evidence/v1\x00" + name)
 }
 
-// sealEvidence returns ev sealed under key, bound to name.
-func sealEvidence(name string, key []byte, ev map[string]*store.Evidence) ([]byte, error) {
-	plain, err := json.Marshal(ev)
+// sealedVersion marks sealed evidence that carries its evidence step's
+// journal result (sealedWithResult); sealed evidence without one is the
+// evidence map alone.
+const sealedVersion = "amnesia.sealed-evidence/v2"
+
+// sealedWithResult is sealed evidence with the result its evidence step
+// journals: after a power loss that took the step's journal entries (the
+// journal is not fsynced before the first delete), a rerun of the step
+// returns that result instead of reading a store whose records are gone.
+type sealedWithResult struct {
+	Version  string                     `json:"sealed"`
+	Evidence map[string]*store.Evidence `json:"evidence"`
+	Result   json.RawMessage            `json:"result"`
+}
+
+// sealEvidence returns ev sealed under key, bound to name, with result
+// (nil: none).
+func sealEvidence(name string, key []byte, ev map[string]*store.Evidence, result json.RawMessage) ([]byte, error) {
+	var plain []byte
+	var err error
+	if result == nil {
+		plain, err = json.Marshal(ev)
+	} else {
+		plain, err = json.Marshal(sealedWithResult{Version: sealedVersion, Evidence: ev, Result: result})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("seal evidence: %w", err)
 	}
@@ -61,31 +83,48 @@ func sealEvidence(name string, key []byte, ev map[string]*store.Evidence) ([]byt
 // the path such evidence had in a state directory: evidence sealed by
 // amnesia before 2026-12 bound the path as it was spelled then.
 func unsealEvidence(name, legacyAAD string, b, key []byte) (map[string]*store.Evidence, error) {
+	ev, _, err := unsealEvidenceResult(name, legacyAAD, b, key)
+	return ev, err
+}
+
+// unsealEvidenceResult is unsealEvidence that also returns the result
+// sealed with the evidence (nil when none was).
+func unsealEvidenceResult(name, legacyAAD string, b, key []byte) (map[string]*store.Evidence, json.RawMessage, error) {
 	aead, err := newAEAD(key)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(b) < aead.NonceSize() {
-		return nil, errors.New("unseal evidence: file is truncated")
+		return nil, nil, errors.New("unseal evidence: file is truncated")
 	}
 	plain, err := aead.Open(nil, b[:aead.NonceSize()], b[aead.NonceSize():], sealAAD(name))
 	if err != nil && legacyAAD != "" {
 		plain, err = aead.Open(nil, b[:aead.NonceSize()], b[aead.NonceSize():], []byte(legacyAAD))
 	}
 	if err != nil {
-		return nil, fmt.Errorf("unseal evidence: %w", err)
+		return nil, nil, fmt.Errorf("unseal evidence: %w", err)
 	}
 	defer clear(plain)
+	var w sealedWithResult
+	if json.Unmarshal(plain, &w) == nil && w.Version == sealedVersion {
+		return w.Evidence, w.Result, nil
+	}
 	var ev map[string]*store.Evidence
 	if err := json.Unmarshal(plain, &ev); err != nil {
-		return nil, fmt.Errorf("unseal evidence: %w", err)
+		return nil, nil, fmt.Errorf("unseal evidence: %w", err)
 	}
-	return ev, nil
+	return ev, nil, nil
 }
 
 // putEvidence seals ev under key as name and keeps it (Durable).
 func (r *runner) putEvidence(ctx context.Context, name string, key []byte, ev map[string]*store.Evidence) error {
-	b, err := sealEvidence(name, key, ev)
+	return r.putEvidenceResult(ctx, name, key, ev, nil)
+}
+
+// putEvidenceResult is putEvidence with the evidence step's result sealed
+// with ev (sealedWithResult).
+func (r *runner) putEvidenceResult(ctx context.Context, name string, key []byte, ev map[string]*store.Evidence, result json.RawMessage) error {
+	b, err := sealEvidence(name, key, ev, result)
 	if err != nil {
 		return err
 	}
@@ -95,15 +134,22 @@ func (r *runner) putEvidence(ctx context.Context, name string, key []byte, ev ma
 // getEvidence unseals the evidence kept as name; ok is false when there is
 // none.
 func (r *runner) getEvidence(ctx context.Context, name string, key []byte) (ev map[string]*store.Evidence, ok bool, err error) {
+	ev, _, ok, err = r.getEvidenceResult(ctx, name, key)
+	return ev, ok, err
+}
+
+// getEvidenceResult is getEvidence that also returns the evidence step's
+// result sealed with the evidence (nil when none was).
+func (r *runner) getEvidenceResult(ctx context.Context, name string, key []byte) (ev map[string]*store.Evidence, result json.RawMessage, ok bool, err error) {
 	b, err := r.dur.sealed(ctx, r.id, name)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, false, nil
+		return nil, nil, false, nil
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("unseal evidence: %w", err)
+		return nil, nil, false, fmt.Errorf("unseal evidence: %w", err)
 	}
-	ev, err = unsealEvidence(name, filepath.Join(r.Dir.ErasureDir(r.id), name), b, key)
-	return ev, err == nil, err
+	ev, result, err = unsealEvidenceResult(name, filepath.Join(r.Dir.ErasureDir(r.id), name), b, key)
+	return ev, result, err == nil, err
 }
 
 func newAEAD(key []byte) (cipher.AEAD, error) {

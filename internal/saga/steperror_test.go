@@ -31,6 +31,15 @@ func (l *failingSuppress) Suppress(ctx context.Context, erasure string, ids []st
 	return l.Ledger.Suppress(ctx, erasure, ids)
 }
 
+// SuppressLogged is the path the saga takes with a ledger that keeps the
+// log (lineage.LoggedSuppressor): it fails the same way.
+func (l *failingSuppress) SuppressLogged(ctx context.Context, erasure string, ids []string, leaf []byte) (int64, error) {
+	if l.fail {
+		return 0, errBoom
+	}
+	return l.Ledger.SuppressLogged(ctx, erasure, ids, leaf)
+}
+
 // A per-store step that fails is the store's failure (the erasure goes on
 // and its certificate is incomplete: Result.Err is an IncompleteError); a
 // step of the whole erasure that fails stops it with a *StepError without a

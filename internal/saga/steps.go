@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -117,12 +118,17 @@ func (r *runner) before(ctx context.Context) (*results, error) {
 		for _, a := range t.Artifacts {
 			ids = append(ids, a.ID)
 		}
-		if err := r.Ledger.Suppress(ctx, r.id, ids); err != nil {
-			return nil, err
-		}
 		// The erasure's start is an event of the transparency log.
 		leaf, err := transparency.EventLeaf("erasure-started", r.id, t.ID)
 		if err != nil {
+			return nil, err
+		}
+		if ls, ok := r.Ledger.(lineage.LoggedSuppressor); ok {
+			// Both in one transaction: one commit.
+			idx, err := ls.SuppressLogged(ctx, r.id, ids, leaf)
+			return map[string]int64{"artifacts": int64(len(ids)), "log_index": idx}, err
+		}
+		if err := r.Ledger.Suppress(ctx, r.id, ids); err != nil {
 			return nil, err
 		}
 		lg, err := r.transparencyLog(ctx)
@@ -314,7 +320,7 @@ func (r *runner) after(ctx context.Context, res *results) (*certificate.Statemen
 		if err != nil {
 			return nil, err
 		}
-		return nil, r.publish(ctx, env, cr.SHA256)
+		return nil, r.publish(ctx, st.Predicate.CertificateID, env, cr.SHA256)
 	}); err != nil {
 		return nil, err
 	}
@@ -333,6 +339,18 @@ func (r *runner) readEvidence(ctx context.Context, st string) (any, error) {
 	er, ok := s.(store.EvidenceReader)
 	if !ok {
 		return out, nil
+	}
+	// The step ran before and sealed its evidence with its result, but a
+	// power loss took its journal entries (the journal is not fsynced
+	// before the first delete: durableBefore): the result sealed is the
+	// one it journaled, read before any delete.
+	// Sealed evidence that cannot be read is an error, not a reason to
+	// read a store whose records may be gone.
+	if ev, res, ok, err := r.getEvidenceResult(ctx, evidenceName(st), sealKey(r.Dir.Keyer, r.id, st)); err != nil {
+		return nil, err
+	} else if ok && res != nil {
+		r.ev[st] = ev
+		return res, nil
 	}
 	ev, err := r.readStoreEvidence(ctx, st, er) // batchprobe.go
 	if err != nil {
@@ -355,16 +373,24 @@ func (r *runner) readEvidence(ctx context.Context, st string) (any, error) {
 		out.Records[k] = recordEvidence{Needles: len(e.Needles), Shared: e.Shared, FoundBefore: found[k],
 			SharedWith: e.SharedWith, SharedWithMore: e.SharedWithMore, SharedOwner: owners, RecordBytes: e.RecordBytes, CoveredBytes: e.CoveredBytes}
 	}
-	if err := r.putEvidence(ctx, evidenceName(st), sealKey(r.Dir.Keyer, r.id, st), ev); err != nil {
-		return nil, err
-	}
-	r.ev[st] = ev
 	if out.Orphans, err = r.probeOrphans(ctx, st, s, ev, "evidence"); err != nil {
 		return nil, err
 	}
 	if out.Near, err = r.nearby(ctx, st, s, ev, out.Records); err != nil {
 		return nil, err
 	}
+	// Sealed last, with the result the step journals: sealed evidence with
+	// a result means the step finished (the orphans' evidence is sealed
+	// before it), and its fsync makes the result durable before any
+	// delete, as the journal's fsync did.
+	res, err := json.Marshal(out)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.putEvidenceResult(ctx, evidenceName(st), sealKey(r.Dir.Keyer, r.id, st), ev, res); err != nil {
+		return nil, err
+	}
+	r.ev[st] = ev
 	return out, nil
 }
 
@@ -484,12 +510,12 @@ func (r *runner) probe(ctx context.Context, st string) (any, error) {
 // publish appends the certificate to the transparency log (idempotently: a
 // resumed publish finds its leaf), signs a checkpoint, proves the leaf in it
 // and writes the bundle.
-func (r *runner) publish(ctx context.Context, env []byte, sum string) error {
+func (r *runner) publish(ctx context.Context, certID string, env []byte, sum string) error {
 	got := sha256.Sum256(env)
 	if hex.EncodeToString(got[:]) != sum {
 		return fmt.Errorf("publish: certificate does not match the digest journaled when it was signed")
 	}
-	bundle, err := r.logCertificate(ctx, env)
+	bundle, err := r.logCertificate(ctx, certID, env)
 	if err != nil {
 		return fmt.Errorf("publish: %w", err)
 	}

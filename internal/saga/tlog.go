@@ -46,18 +46,18 @@ func OpenLog(ctx context.Context, e *Erasure) (*transparency.Log, error) {
 	return lg, nil
 }
 
-// logCertificate appends env's leaf, signs a checkpoint and returns the
-// bundle: env with its index, inclusion proof and checkpoint.
-func (r *runner) logCertificate(ctx context.Context, env []byte) ([]byte, error) {
-	st, err := certificate.Parse(env)
-	if err != nil {
-		return nil, err
-	}
+// logCertificate appends the leaf of env, the signed certificate whose id
+// is certID, signs a checkpoint (with the append, one write to the ledger:
+// transparency.Log.AppendCheckpoint) and returns the bundle: env with its
+// index, inclusion proof and checkpoint. env was signed from a statement
+// the certificate package checked (certificate.Sign): it is not parsed and
+// checked again here.
+func (r *runner) logCertificate(ctx context.Context, certID string, env []byte) ([]byte, error) {
 	payload, err := certificate.Payload(env)
 	if err != nil {
 		return nil, err
 	}
-	leaf, err := transparency.CertificateLeaf(st.Predicate.CertificateID, payload)
+	leaf, err := transparency.CertificateLeaf(certID, payload)
 	if err != nil {
 		return nil, err
 	}
@@ -65,11 +65,7 @@ func (r *runner) logCertificate(ctx context.Context, env []byte) ([]byte, error)
 	if err != nil {
 		return nil, err
 	}
-	idx, err := lg.Append(ctx, leaf)
-	if err != nil {
-		return nil, err
-	}
-	cp, err := lg.Checkpoint(ctx)
+	idx, cp, err := lg.AppendCheckpoint(ctx, leaf)
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/amnesia-dev/amnesia/certificate"
+	"github.com/amnesia-dev/amnesia/internal/atomicfile"
 	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/transparency"
 )
@@ -93,7 +94,10 @@ func (d *Dir) recordLedgerState(s LedgerState) error {
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(d.LedgerStatePath(), append(b, '\n'))
+	// Written whole (fsynced before the rename), but the rename is not
+	// fsynced: a crash may leave the previous record, which stays true (the
+	// ledger's log only grows; its commit came first), only less recent.
+	return atomicfile.Replace(d.LedgerStatePath(), append(b, '\n'), 0o600)
 }
 
 // ledgerName names the configured ledger in messages; a PostgreSQL URL is

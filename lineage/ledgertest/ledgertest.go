@@ -33,6 +33,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("LookupAndVersions", func(t *testing.T) { testVersions(t, open(t)) })
 	t.Run("SuppressAndMarkIdempotent", func(t *testing.T) { testIdempotent(t, open(t)) })
 	t.Run("FailedWriteAppendsNothing", func(t *testing.T) { testAtomic(t, open(t)) })
+	t.Run("SuppressLogged", func(t *testing.T) { testSuppressLogged(t, open(t)) })
 	t.Run("Chain", func(t *testing.T) { testChain(t, open(t)) })
 	t.Run("ConcurrentWriters", func(t *testing.T) { testConcurrent(t, open(t)) })
 	t.Run("ViewIsOneSnapshot", func(t *testing.T) { testSnapshot(t, open(t), nil) })
@@ -331,5 +332,63 @@ func testAtomic(t *testing.T, l lineage.Ledger) {
 	v, _ := l.View(ctx, "default", alice)
 	if len(v.Children[doc.ID]) != 0 {
 		t.Errorf("a failed record left an edge behind: %v", v.Children[doc.ID])
+	}
+}
+
+// logSizer is the part of transparency.Store the test reads (the ledger
+// keeps the log).
+type logSizer interface {
+	LogSize(ctx context.Context) (int64, error)
+	LogLeaves(ctx context.Context, from, to int64) ([][]byte, error)
+}
+
+// testSuppressLogged: SuppressLogged suppresses as Suppress does and
+// appends the leaf to the ledger's transparency log, both idempotently.
+func testSuppressLogged(t *testing.T, l lineage.Ledger) {
+	ls, ok := l.(lineage.LoggedSuppressor)
+	lg, ok2 := l.(logSizer)
+	if !ok || !ok2 {
+		t.Skipf("%T keeps no transparency log", l)
+	}
+	ctx := context.Background()
+	k := Keyer(t)
+	alice := key(t, k, "default", "alice@example.org")
+	a, b := Art(k, alice, lineage.KindSource, "docs", "d1"), Art(k, alice, lineage.KindSource, "docs", "d2")
+	for _, x := range []lineage.Artifact{a, b} {
+		if err := l.Record(ctx, x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	leaf := []byte("amnesia/event/v1\nerasure-started\ner-1\nx\n")
+	seq0, _ := head(t, l)
+	idx, err := ls.SuppressLogged(ctx, "er-1", []string{a.ID, a.ID}, leaf)
+	if err != nil || idx != 0 {
+		t.Fatalf("SuppressLogged = %d, %v; want index 0", idx, err)
+	}
+	if seq, _ := head(t, l); seq != seq0+1 {
+		t.Errorf("SuppressLogged appended %d events, want 1 (the suppression)", seq-seq0)
+	}
+	if sup, _ := l.Suppressed(ctx, a.ID); !sup {
+		t.Error("Suppressed after SuppressLogged = false")
+	}
+	if sup, _ := l.Suppressed(ctx, b.ID); sup {
+		t.Error("an artifact that was not suppressed reads as suppressed")
+	}
+	if n, err := lg.LogSize(ctx); err != nil || n != 1 {
+		t.Fatalf("log size = %d, %v; want 1", n, err)
+	}
+	if got, err := lg.LogLeaves(ctx, 0, 1); err != nil || !bytes.Equal(got[0], leaf) {
+		t.Errorf("leaf 0 = %q, %v", got, err)
+	}
+	// Again (a resumed suppress step): nothing more in the chain or the log.
+	seq0, _ = head(t, l)
+	if idx, err := ls.SuppressLogged(ctx, "er-1", []string{a.ID}, leaf); err != nil || idx != 0 {
+		t.Fatalf("SuppressLogged again = %d, %v; want index 0", idx, err)
+	}
+	if seq, _ := head(t, l); seq != seq0 {
+		t.Errorf("a repeated SuppressLogged appended %d events", seq-seq0)
+	}
+	if n, _ := lg.LogSize(ctx); n != 1 {
+		t.Errorf("a repeated SuppressLogged grew the log to %d leaves", n)
 	}
 }

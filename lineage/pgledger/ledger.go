@@ -366,29 +366,49 @@ func writeBatchOn(ctx context.Context, s batchSender, artifacts []lineage.Artifa
 
 // Suppress implements lineage.Ledger.
 func (l *Ledger) Suppress(ctx context.Context, erasure string, artifacts []string) error {
-	return l.inTx(ctx, "suppress", true, func(tx pgx.Tx) error {
-		var todo []string
-		for _, id := range artifacts {
-			if n, err := pgCount(ctx, tx, `SELECT count(*) FROM suppressions WHERE artifact = $1`, id); err != nil {
-				return err
-			} else if n == 0 && !slices.Contains(todo, id) {
-				todo = append(todo, id)
-			}
-		}
-		if len(todo) == 0 {
-			return nil
-		}
-		seq, err := pgAppend(ctx, tx, "suppress", map[string]any{"erasure": erasure, "artifacts": todo})
-		if err != nil {
+	return l.inTx(ctx, "suppress", true, func(tx pgx.Tx) error { return pgSuppress(ctx, tx, erasure, artifacts) })
+}
+
+var _ lineage.LoggedSuppressor = (*Ledger)(nil)
+
+// SuppressLogged implements lineage.LoggedSuppressor: one transaction
+// under the ledger's lock, one commit.
+func (l *Ledger) SuppressLogged(ctx context.Context, erasure string, artifacts []string, leaf []byte) (int64, error) {
+	var idx int64
+	err := l.inTx(ctx, "suppress", true, func(tx pgx.Tx) error {
+		if err := pgSuppress(ctx, tx, erasure, artifacts); err != nil {
 			return err
 		}
-		for _, id := range todo {
-			if _, err := tx.Exec(ctx, `INSERT INTO suppressions (artifact, erasure, seq) VALUES ($1, $2, $3)`, id, erasure, seq); err != nil {
-				return err
-			}
-		}
-		return nil
+		var err error
+		idx, _, err = pgLogAppend(ctx, tx, leaf)
+		return err
 	})
+	return idx, err
+}
+
+// pgSuppress suppresses artifacts in tx (under pgLock).
+func pgSuppress(ctx context.Context, tx pgx.Tx, erasure string, artifacts []string) error {
+	var todo []string
+	for _, id := range artifacts {
+		if n, err := pgCount(ctx, tx, `SELECT count(*) FROM suppressions WHERE artifact = $1`, id); err != nil {
+			return err
+		} else if n == 0 && !slices.Contains(todo, id) {
+			todo = append(todo, id)
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	seq, err := pgAppend(ctx, tx, "suppress", map[string]any{"erasure": erasure, "artifacts": todo})
+	if err != nil {
+		return err
+	}
+	for _, id := range todo {
+		if _, err := tx.Exec(ctx, `INSERT INTO suppressions (artifact, erasure, seq) VALUES ($1, $2, $3)`, id, erasure, seq); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // MarkErased implements lineage.Ledger.

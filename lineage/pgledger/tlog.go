@@ -38,34 +38,94 @@ func (l *Ledger) LogAppend(ctx context.Context, data []byte) (int64, bool, error
 	var idx int64
 	var existed bool
 	err := l.inTx(ctx, "log append", true, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, `SELECT idx FROM tlog_leaves WHERE hash = $1`, transparency.LeafKey(data)).Scan(&idx)
-		if err == nil {
-			existed = true
-			return nil
-		}
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return err
-		}
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM tlog_leaves`).Scan(&idx); err != nil {
-			return err
-		}
-		hs, err := transparency.StoredHashes(idx, data, func(ids []int64) ([]tlog.Hash, error) { return pgHashes(ctx, tx, ids) })
-		if err != nil {
-			return err
-		}
-		first := tlog.StoredHashIndex(0, idx)
-		ids := make([]int64, len(hs))
-		bs := make([][]byte, len(hs))
-		for i, h := range hs {
-			ids[i], bs[i] = first+int64(i), append([]byte(nil), h[:]...)
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO tlog_hashes (id, hash) SELECT * FROM unnest($1::bigint[], $2::bytea[])`, ids, bs); err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `INSERT INTO tlog_leaves (idx, data, hash) VALUES ($1, $2, $3)`, idx, data, transparency.LeafKey(data))
+		var err error
+		idx, existed, err = pgLogAppend(ctx, tx, data)
 		return err
 	})
 	return idx, existed, err
+}
+
+// pgLogAppend appends data in tx (under pgLock) unless an equal leaf is in
+// the log.
+func pgLogAppend(ctx context.Context, tx pgx.Tx, data []byte) (idx int64, existed bool, err error) {
+	err = tx.QueryRow(ctx, `SELECT idx FROM tlog_leaves WHERE hash = $1`, transparency.LeafKey(data)).Scan(&idx)
+	if err == nil {
+		return idx, true, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, err
+	}
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM tlog_leaves`).Scan(&idx); err != nil {
+		return 0, false, err
+	}
+	hs, err := transparency.StoredHashes(idx, data, func(ids []int64) ([]tlog.Hash, error) { return pgHashes(ctx, tx, ids) })
+	if err != nil {
+		return 0, false, err
+	}
+	first := tlog.StoredHashIndex(0, idx)
+	ids := make([]int64, len(hs))
+	bs := make([][]byte, len(hs))
+	for i, h := range hs {
+		ids[i], bs[i] = first+int64(i), append([]byte(nil), h[:]...)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO tlog_hashes (id, hash) SELECT * FROM unnest($1::bigint[], $2::bytea[])`, ids, bs); err != nil {
+		return 0, false, err
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO tlog_leaves (idx, data, hash) VALUES ($1, $2, $3)`, idx, data, transparency.LeafKey(data))
+	return idx, false, err
+}
+
+var _ transparency.AppendCheckpointer = (*Ledger)(nil)
+
+// LogAppendCheckpoint implements transparency.AppendCheckpointer: the
+// append, the reads of the checkpoint and its save are one transaction
+// under the ledger's lock, one commit.
+func (l *Ledger) LogAppendCheckpoint(ctx context.Context, data []byte, checkpoint func(transparency.CheckpointReader, int64) ([]byte, bool, error)) (int64, []byte, error) {
+	var idx int64
+	var note []byte
+	err := l.inTx(ctx, "log append", true, func(tx pgx.Tx) error {
+		i, existed, err := pgLogAppend(ctx, tx, data)
+		if err != nil {
+			return err
+		}
+		idx = i
+		n := i + 1 // the leaves were counted for the append
+		if existed {
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM tlog_leaves`).Scan(&n); err != nil {
+				return err
+			}
+		}
+		var save bool
+		note, save, err = checkpoint(pgTxLog{tx}, n)
+		if err != nil || !save {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO tlog_checkpoints (size, note) VALUES ($1, $2) ON CONFLICT (size) DO UPDATE SET note = excluded.note`, n, note)
+		return err
+	})
+	return idx, note, err
+}
+
+// pgTxLog reads the log inside a transaction
+// (transparency.CheckpointReader).
+type pgTxLog struct{ tx pgx.Tx }
+
+func (t pgTxLog) Checkpoint(ctx context.Context, size int64) ([]byte, error) {
+	var b []byte
+	var err error
+	if size < 0 {
+		err = t.tx.QueryRow(ctx, `SELECT note FROM tlog_checkpoints ORDER BY size DESC LIMIT 1`).Scan(&b)
+	} else {
+		err = t.tx.QueryRow(ctx, `SELECT note FROM tlog_checkpoints WHERE size = $1`, size).Scan(&b)
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, transparency.ErrNoCheckpoint
+	}
+	return b, err
+}
+
+func (t pgTxLog) ReadHashes(ctx context.Context, ids []int64) ([]tlog.Hash, error) {
+	return pgHashes(ctx, t.tx, ids)
 }
 
 type pgQuerier interface {

@@ -500,31 +500,50 @@ func scanArtifact(r scanner) (*lineage.Artifact, error) {
 
 // Suppress implements lineage.Ledger.
 func (l *Ledger) Suppress(ctx context.Context, erasure string, artifacts []string) error {
-	return l.inTx(ctx, "suppress", func(tx *sql.Tx) error {
-		var todo []string
-		for _, id := range artifacts {
-			var n int
-			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM suppressions WHERE artifact = ?`, id).Scan(&n); err != nil {
-				return err
-			}
-			if n == 0 && !slices.Contains(todo, id) {
-				todo = append(todo, id)
-			}
-		}
-		if len(todo) == 0 {
-			return nil
-		}
-		seq, err := appendEvent(ctx, tx, "suppress", map[string]any{"erasure": erasure, "artifacts": todo})
-		if err != nil {
+	return l.inTx(ctx, "suppress", func(tx *sql.Tx) error { return suppress(ctx, tx, erasure, artifacts) })
+}
+
+var _ lineage.LoggedSuppressor = (*Ledger)(nil)
+
+// SuppressLogged implements lineage.LoggedSuppressor: one IMMEDIATE
+// transaction, one commit.
+func (l *Ledger) SuppressLogged(ctx context.Context, erasure string, artifacts []string, leaf []byte) (int64, error) {
+	var idx int64
+	err := l.inTx(ctx, "suppress", func(tx *sql.Tx) error {
+		if err := suppress(ctx, tx, erasure, artifacts); err != nil {
 			return err
 		}
-		for _, id := range todo {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO suppressions (artifact, erasure, seq) VALUES (?, ?, ?)`, id, erasure, seq); err != nil {
-				return err
-			}
-		}
-		return nil
+		var err error
+		idx, _, err = logAppend(ctx, tx, leaf)
+		return err
 	})
+	return idx, err
+}
+
+func suppress(ctx context.Context, tx *sql.Tx, erasure string, artifacts []string) error {
+	var todo []string
+	for _, id := range artifacts {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM suppressions WHERE artifact = ?`, id).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 && !slices.Contains(todo, id) {
+			todo = append(todo, id)
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	seq, err := appendEvent(ctx, tx, "suppress", map[string]any{"erasure": erasure, "artifacts": todo})
+	if err != nil {
+		return err
+	}
+	for _, id := range todo {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO suppressions (artifact, erasure, seq) VALUES (?, ?, ?)`, id, erasure, seq); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Suppressed implements lineage.Ledger.

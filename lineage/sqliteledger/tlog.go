@@ -49,31 +49,86 @@ func (l *Ledger) LogAppend(ctx context.Context, data []byte) (int64, bool, error
 	var idx int64
 	var existed bool
 	err := l.inTx(ctx, "log append", func(tx *sql.Tx) error {
-		err := tx.QueryRowContext(ctx, `SELECT idx FROM tlog_leaves WHERE hash = ?`, transparency.LeafKey(data)).Scan(&idx)
-		if err == nil {
-			existed = true
-			return nil
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return err
-		}
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM tlog_leaves`).Scan(&idx); err != nil {
-			return err
-		}
-		hs, err := transparency.StoredHashes(idx, data, func(ids []int64) ([]tlog.Hash, error) { return sqliteHashes(ctx, tx, ids) })
-		if err != nil {
-			return err
-		}
-		first := tlog.StoredHashIndex(0, idx)
-		for i, h := range hs {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO tlog_hashes (id, hash) VALUES (?, ?)`, first+int64(i), h[:]); err != nil {
-				return err
-			}
-		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO tlog_leaves (idx, data, hash) VALUES (?, ?, ?)`, idx, data, transparency.LeafKey(data))
+		var err error
+		idx, existed, err = logAppend(ctx, tx, data)
 		return err
 	})
 	return idx, existed, err
+}
+
+// logAppend appends data in tx unless an equal leaf is in the log.
+func logAppend(ctx context.Context, tx *sql.Tx, data []byte) (idx int64, existed bool, err error) {
+	err = tx.QueryRowContext(ctx, `SELECT idx FROM tlog_leaves WHERE hash = ?`, transparency.LeafKey(data)).Scan(&idx)
+	if err == nil {
+		return idx, true, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return 0, false, err
+	}
+	if idx, err = logSize(ctx, tx); err != nil {
+		return 0, false, err
+	}
+	hs, err := transparency.StoredHashes(idx, data, func(ids []int64) ([]tlog.Hash, error) { return sqliteHashes(ctx, tx, ids) })
+	if err != nil {
+		return 0, false, err
+	}
+	first := tlog.StoredHashIndex(0, idx)
+	for i, h := range hs {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO tlog_hashes (id, hash) VALUES (?, ?)`, first+int64(i), h[:]); err != nil {
+			return 0, false, err
+		}
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO tlog_leaves (idx, data, hash) VALUES (?, ?, ?)`, idx, data, transparency.LeafKey(data))
+	return idx, false, err
+}
+
+var _ transparency.AppendCheckpointer = (*Ledger)(nil)
+
+// LogAppendCheckpoint implements transparency.AppendCheckpointer: the
+// append, the reads of the checkpoint and its save are one IMMEDIATE
+// transaction, one commit.
+func (l *Ledger) LogAppendCheckpoint(ctx context.Context, data []byte, checkpoint func(transparency.CheckpointReader, int64) ([]byte, bool, error)) (int64, []byte, error) {
+	var idx int64
+	var note []byte
+	err := l.inTx(ctx, "log append", func(tx *sql.Tx) error {
+		i, existed, err := logAppend(ctx, tx, data)
+		if err != nil {
+			return err
+		}
+		idx = i
+		n := i + 1 // the leaves were counted for the append
+		if existed {
+			if n, err = logSize(ctx, tx); err != nil {
+				return err
+			}
+		}
+		var save bool
+		note, save, err = checkpoint(txLog{tx}, n)
+		if err != nil || !save {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO tlog_checkpoints (size, note) VALUES (?, ?) ON CONFLICT (size) DO UPDATE SET note = excluded.note`, n, note)
+		return err
+	})
+	return idx, note, err
+}
+
+// txLog reads the log inside a transaction (transparency.CheckpointReader).
+type txLog struct{ tx *sql.Tx }
+
+func (t txLog) Checkpoint(ctx context.Context, size int64) ([]byte, error) {
+	return readCheckpoint(ctx, t.tx, size)
+}
+
+func (t txLog) ReadHashes(ctx context.Context, ids []int64) ([]tlog.Hash, error) {
+	return sqliteHashes(ctx, t.tx, ids)
+}
+
+// logSize is the number of leaves.
+func logSize(ctx context.Context, q sqlQuerier) (int64, error) {
+	var n int64
+	err := q.QueryRowContext(ctx, `SELECT count(*) FROM tlog_leaves`).Scan(&n)
+	return n, err
 }
 
 func sqliteHashes(ctx context.Context, q sqlQuerier, ids []int64) ([]tlog.Hash, error) {
@@ -119,9 +174,7 @@ func (l *Ledger) ReadHashes(ctx context.Context, ids []int64) ([]tlog.Hash, erro
 
 // LogSize implements transparency.Store.
 func (l *Ledger) LogSize(ctx context.Context) (int64, error) {
-	var n int64
-	err := l.db.QueryRowContext(ctx, `SELECT count(*) FROM tlog_leaves`).Scan(&n)
-	return n, err
+	return logSize(ctx, l.db)
 }
 
 // LogLeaves implements transparency.Store.
@@ -198,12 +251,16 @@ func (l *Ledger) UpdateCheckpoint(ctx context.Context, size int64, fn func([]byt
 
 // Checkpoint implements transparency.Store.
 func (l *Ledger) Checkpoint(ctx context.Context, size int64) ([]byte, error) {
+	return readCheckpoint(ctx, l.db, size)
+}
+
+func readCheckpoint(ctx context.Context, q sqlQuerier, size int64) ([]byte, error) {
 	var b []byte
 	var err error
 	if size < 0 {
-		err = l.db.QueryRowContext(ctx, `SELECT note FROM tlog_checkpoints ORDER BY size DESC LIMIT 1`).Scan(&b)
+		err = q.QueryRowContext(ctx, `SELECT note FROM tlog_checkpoints ORDER BY size DESC LIMIT 1`).Scan(&b)
 	} else {
-		err = l.db.QueryRowContext(ctx, `SELECT note FROM tlog_checkpoints WHERE size = ?`, size).Scan(&b)
+		err = q.QueryRowContext(ctx, `SELECT note FROM tlog_checkpoints WHERE size = ?`, size).Scan(&b)
 	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, transparency.ErrNoCheckpoint

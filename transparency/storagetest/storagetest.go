@@ -41,6 +41,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("UpdateCheckpoint", func(t *testing.T) { s := open(t); testUpdateCheckpoint(t, s, s) })
 	t.Run("ConcurrentAppends", func(t *testing.T) { s := open(t); testConcurrent(t, s, s) })
 	t.Run("Log", func(t *testing.T) { testLog(t, open(t)) })
+	t.Run("AppendCheckpoint", func(t *testing.T) { testAppendCheckpoint(t, open(t)) })
 }
 
 // RunShared runs the checks that need two handles on one store.
@@ -438,5 +439,67 @@ func testLog(t *testing.T, s transparency.Store) {
 	}
 	if latest, err := again.Latest(ctx); err != nil || latest.Size != 20 {
 		t.Errorf("reopened latest checkpoint = %+v, %v", latest, err)
+	}
+}
+
+// hidden is a Store without its AppendCheckpointer method: what
+// Log.AppendCheckpoint does on a store that has none.
+type hidden struct{ transparency.Store }
+
+// testAppendCheckpoint: Log.AppendCheckpoint gives each appended leaf its
+// index and a checkpoint of the log that holds it, stored in the store and
+// reported to OnCheckpoint, as Append then Checkpoint do; a leaf appended
+// again keeps its index and gets the checkpoint stored for the log's size.
+// The store's one-write path (AppendCheckpointer, when it has one) and the
+// two-write path give the same log, the same checkpoints and the same proofs.
+func testAppendCheckpoint(t *testing.T, s transparency.Store) {
+	ctx := context.Background()
+	_, one := s.(transparency.AppendCheckpointer)
+	t.Logf("store is an AppendCheckpointer: %v", one)
+	for pass, st := range []transparency.Store{s, hidden{s}} {
+		lg := openLog(t, st)
+		var hooked []int64
+		lg.OnCheckpoint(func(_ context.Context, cp *transparency.Signed) error {
+			hooked = append(hooked, cp.Size)
+			return nil
+		})
+		base := int64(pass * 5)
+		for i := base; i < base+5; i++ {
+			l, err := transparency.EventLeaf("erasure-started", fmt.Sprintf("er-%04d", i), fmt.Sprintf("%064x", i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			idx, cp, err := lg.AppendCheckpoint(ctx, l)
+			if err != nil || idx != i || cp.Size != i+1 {
+				t.Fatalf("pass %d: AppendCheckpoint %d = %d, %+v, %v", pass, i, idx, cp, err)
+			}
+			stored, err := st.Checkpoint(ctx, i+1)
+			if err != nil || !bytes.Equal(stored, cp.Raw) {
+				t.Fatalf("pass %d: checkpoint %d not stored as returned: %v", pass, i+1, err)
+			}
+			p, err := lg.InclusionProof(ctx, idx, cp.Size)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tlog.CheckRecord(p, cp.Size, cp.Hash, idx, tlog.RecordHash(l)); err != nil {
+				t.Errorf("pass %d: leaf %d not proved in its checkpoint: %v", pass, idx, err)
+			}
+			if len(hooked) != int(i-base+1) || hooked[len(hooked)-1] != i+1 {
+				t.Errorf("pass %d: OnCheckpoint saw %v", pass, hooked)
+			}
+		}
+		// Again: the same index, the checkpoint already stored for the size.
+		l, _ := transparency.EventLeaf("erasure-started", fmt.Sprintf("er-%04d", base+1), fmt.Sprintf("%064x", base+1))
+		before, _ := st.Checkpoint(ctx, base+5)
+		idx, cp, err := lg.AppendCheckpoint(ctx, l)
+		if err != nil || idx != base+1 || cp.Size != base+5 || !bytes.Equal(cp.Raw, before) {
+			t.Fatalf("pass %d: leaf appended again = %d, size %d, %v; want %d, %d and the stored checkpoint", pass, idx, cp.Size, err, base+1, base+5)
+		}
+		if n, _ := st.LogSize(ctx); n != base+5 {
+			t.Errorf("pass %d: log size %d after appending a leaf again, want %d", pass, n, base+5)
+		}
+	}
+	if rep, err := openLog(t, s).Audit(ctx, nil); err != nil || rep.Size != 10 || rep.Checkpoints != 10 {
+		t.Errorf("audit = %+v, %v; want 10 leaves, 10 checkpoints", rep, err)
 	}
 }
