@@ -88,7 +88,9 @@ func (l *Ledger) Events(ctx context.Context) ([]lineage.Event, error) {
 // level costs one round trip of at most two statements, each taking the
 // level's ids as one array.
 const (
-	viewOwned    = `SELECT id, scope, subject, kind, store, key, digest FROM artifacts WHERE scope = $1 AND subject = $2`
+	// viewOwned reads neither scope nor subject: they are its arguments
+	// (collectOwned fills them in).
+	viewOwned    = `SELECT id, kind, store, key, digest FROM artifacts WHERE scope = $1 AND subject = $2`
 	viewMentions = `SELECT a.id, a.scope, a.subject, a.kind, a.store, a.key, a.digest FROM mentions m JOIN artifacts a ON a.id = m.artifact WHERE a.scope = $1 AND m.subject = $2`
 	// viewLinks reads the parents (0), children (1) and erasure marks (2)
 	// of the artifacts in f.
@@ -121,7 +123,7 @@ func (l *Ledger) View(ctx context.Context, scope string, s subject.Key) (*lineag
 			var links []link
 			b := &pgx.Batch{}
 			b.Queue(viewOwned, scope, s.String()).Query(func(rows pgx.Rows) (err error) {
-				v.Owned, err = collectArtifacts(rows, known)
+				v.Owned, err = collectOwned(rows, known, scope, s)
 				return err
 			})
 			b.Queue(viewMentions, scope, s.String()).Query(func(rows pgx.Rows) (err error) {
@@ -155,6 +157,23 @@ func collectArtifacts(rows pgx.Rows, known map[string]*lineage.Artifact) ([]stri
 	for _, a := range arts {
 		known[a.ID] = a
 		ids = append(ids, a.ID)
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
+
+// collectOwned reads viewOwned's rows (the artifacts of subject s in
+// scope) into known and returns their ids sorted (byte order).
+func collectOwned(rows pgx.Rows, known map[string]*lineage.Artifact, scope string, s subject.Key) ([]string, error) {
+	var ids []string
+	var id, kind, store, key, digest string
+	_, err := pgx.ForEachRow(rows, []any{&id, &kind, &store, &key, &digest}, func() error {
+		known[id] = &lineage.Artifact{ID: id, Scope: scope, Subject: s, Kind: lineage.Kind(kind), Store: store, Key: key, Digest: digest}
+		ids = append(ids, id)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	sort.Strings(ids)
 	return ids, nil

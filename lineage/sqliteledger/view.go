@@ -46,7 +46,9 @@ type reader struct {
 // then costs at most two statements, each taking the level's ids as one
 // JSON array (one bound parameter, so the statement text never changes).
 const (
-	viewOwned    = `SELECT id, scope, subject, kind, store, key, digest FROM artifacts WHERE scope = ? AND subject = ?`
+	// viewOwned reads neither scope nor subject: they are its arguments
+	// (readOwned fills them in, without a string or a key parsed a row).
+	viewOwned    = `SELECT id, kind, store, key, digest FROM artifacts WHERE scope = ? AND subject = ?`
 	viewMentions = `SELECT a.id, a.scope, a.subject, a.kind, a.store, a.key, a.digest FROM mentions m CROSS JOIN artifacts a ON a.id = m.artifact WHERE m.subject = ? AND a.scope = ?`
 	// CROSS JOIN keeps mentions as the outer loop: driven from artifacts,
 	// SQLite would scan every artifact of the scope (seen: 11M rows a trace).
@@ -99,7 +101,7 @@ func (l *Ledger) View(ctx context.Context, scope string, s subject.Key) (*lineag
 	defer tx.Rollback()
 	v := &lineage.View{Scope: scope, Subject: s, Artifacts: map[string]*lineage.Artifact{}, Children: map[string][]string{}, Erased: map[string]string{}, ErasedBy: map[string]string{}}
 	known := map[string]*lineage.Artifact{} // read whole already
-	if v.Owned, err = readArtifacts(ctx, tx.StmtContext(ctx, l.rd.owned), known, scope, s.String()); err != nil {
+	if v.Owned, err = readOwned(ctx, tx.StmtContext(ctx, l.rd.owned), known, scope, s); err != nil {
 		return nil, fmt.Errorf("read ledger: %w", err)
 	}
 	if v.Mentions, err = readArtifacts(ctx, tx.StmtContext(ctx, l.rd.mentions), known, s.String(), scope); err != nil {
@@ -109,6 +111,29 @@ func (l *Ledger) View(ctx context.Context, scope string, s subject.Key) (*lineag
 		return nil, fmt.Errorf("read ledger: %w", err)
 	}
 	return v, nil
+}
+
+// readOwned runs viewOwned: the artifacts of subject s in scope, added to
+// known, and their ids sorted (byte order, as ORDER BY id).
+func readOwned(ctx context.Context, st *sql.Stmt, known map[string]*lineage.Artifact, scope string, s subject.Key) ([]string, error) {
+	rows, err := st.QueryContext(ctx, scope, s.String())
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		a := &lineage.Artifact{Scope: scope, Subject: s}
+		var kind string
+		if err := rows.Scan(&a.ID, &kind, &a.Store, &a.Key, &a.Digest); err != nil {
+			return nil, err
+		}
+		a.Kind = lineage.Kind(kind)
+		known[a.ID] = a
+		ids = append(ids, a.ID)
+	}
+	sort.Strings(ids)
+	return ids, rows.Err()
 }
 
 // readArtifacts runs a statement that returns whole artifacts, adds them to
