@@ -311,7 +311,7 @@ func TracePerf(ctx context.Context, o PerfOptions) (*TraceResult, error) {
 				run.BuildPerS = float64((want-subjects)*docsPer*(1+2*chunksPer)) / built.Seconds()
 				run.TxSubjects = o.txSubjects()
 				if kept != nil {
-					kept.Builds = append(kept.Builds, newBuild(subjects, want, o.txSubjects(), built))
+					kept.Builds = append(kept.Builds, newBuild(r.Commit, subjects, want, o.txSubjects(), built))
 					kept.Subjects, kept.Edges = want, want*edgesPer
 					if err := writeKept(ctx, keepDir, l, kept); err != nil {
 						l.Close()
@@ -391,7 +391,7 @@ func TracePerf(ctx context.Context, o PerfOptions) (*TraceResult, error) {
 		}
 		l.Close()
 	}
-	r.Note = "Ledgers grown through lineage.BatchRecorder.RecordBatch (every event hashed into the chain, 20 subjects a transaction), no side loader. Warm: after a warm-up of a tenth as many traces, each timed trace is View + BuildTrace of a random subject on an open ledger. Cold: a tenth as many traces, each after the ledger's files were dropped from the page cache (cold_method of each run says how; PostgreSQL only with --pg-datadir)."
+	r.Note = "Ledgers grown through lineage.BatchRecorder.RecordBatch (every event hashed into the chain; tx_subjects of each run: subjects a transaction), no side loader; a reused ledger (--reuse) was built by the commits of its built_by, and measured by this file's commit. Warm: after a warm-up of a tenth as many traces, each timed trace is View + BuildTrace of a random subject on an open ledger. Cold: a tenth as many traces, each after the ledger's files were dropped from the page cache (cold_method of each run says how; PostgreSQL only with --pg-datadir)."
 	return r, nil
 }
 

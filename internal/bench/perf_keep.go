@@ -134,8 +134,9 @@ func databaseDSN(server, db string) (string, error) {
 	return fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", cfg.User, cfg.Host, cfg.Port, db), nil
 }
 
-func newBuild(from, to, tx int, took time.Duration) keptBuild {
-	return keptBuild{Commit: Commit(), Machine: Machine(), Date: time.Now().UTC().Format("2006-01-02"), FromSubjects: from, ToSubjects: to, TxSubjects: tx,
+// newBuild is a growth step that commit (the run's) made.
+func newBuild(commit string, from, to, tx int, took time.Duration) keptBuild {
+	return keptBuild{Commit: commit, Machine: Machine(), Date: time.Now().UTC().Format("2006-01-02"), FromSubjects: from, ToSubjects: to, TxSubjects: tx,
 		Seconds: took.Seconds(), PerS: float64((to-from)*docsPer*(1+2*chunksPer)) / took.Seconds()}
 }
 
