@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -147,4 +148,61 @@ func (k *keptLedger) builtBy() []string {
 		out = append(out, b.Commit)
 	}
 	return out
+}
+
+// prewarm reads the files of the ledger spec names into the page cache
+// (SQLite: its file and WAL; PostgreSQL: its database's files under
+// datadir, when given) and says what it read.
+func prewarm(ctx context.Context, kind, spec, datadir string) (string, error) {
+	var files []string
+	switch kind {
+	case "sqlite":
+		files = []string{spec, spec + "-wal"}
+	case "postgres":
+		if datadir == "" {
+			return "no prewarm (no --pg-datadir): warm-up traces only", nil
+		}
+		c, err := pgx.Connect(ctx, spec)
+		if err != nil {
+			return "", err
+		}
+		var oid uint32
+		err = c.QueryRow(ctx, `SELECT oid FROM pg_database WHERE datname = current_database()`).Scan(&oid)
+		c.Close(ctx)
+		if err != nil {
+			return "", err
+		}
+		dir := filepath.Join(datadir, "base", fmt.Sprint(oid))
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return "", err
+		}
+		for _, e := range ents {
+			if e.Type().IsRegular() {
+				files = append(files, filepath.Join(dir, e.Name()))
+			}
+		}
+	}
+	var n int64
+	buf := make([]byte, 1<<20)
+	for _, p := range files {
+		f, err := os.Open(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		k, err := io.CopyBuffer(io.Discard, struct{ io.Reader }{f}, buf)
+		f.Close()
+		n += k
+		if err != nil {
+			return "", err
+		}
+	}
+	what := "the ledger's files"
+	if kind == "postgres" {
+		what = "the database's files (not the server's shared buffers)"
+	}
+	return fmt.Sprintf("%s read whole (%d MiB) into the page cache, then warm-up traces", what, n>>20), nil
 }

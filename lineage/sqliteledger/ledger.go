@@ -74,9 +74,9 @@ type Ledger struct {
 
 // driverName is mattn/go-sqlite3 with each connection reading the ledger
 // through a read-only memory map (PRAGMA mmap_size, up to SQLite's default
-// cap of 2 GiB of the file): a trace's few hundred page reads become memory
-// loads instead of pread calls (seen: a fifth less CPU a trace at a
-// million edges). Writes still go through write(2) and the WAL; an I/O
+// cap of 2 GiB of the file): page reads become memory loads instead of
+// pread calls. View's reader does not (readerDriver, view.go): out of the
+// page cache the map's faults read far more than a trace needs. Writes still go through write(2) and the WAL; an I/O
 // error while reading a mapped page ends the process (SIGBUS) instead of
 // failing the read.
 //
