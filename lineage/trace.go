@@ -5,7 +5,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/amnesia-dev/amnesia/subject"
 )
@@ -163,12 +165,18 @@ func traceArtifact(v *View, id, owner string) TraceArtifact {
 	return TraceArtifact{ID: a.ID, Kind: a.Kind, Store: a.Store, Key: a.Key, Digest: a.Digest, DerivedFrom: parents, Owner: owner}
 }
 
+// sortArtifacts sorts as by store, then key, then id (byte order): the
+// id only orders descendants of two scopes at one location, which would
+// otherwise keep the order of a map's walk.
 func sortArtifacts(as []TraceArtifact) {
-	sort.Slice(as, func(i, j int) bool {
-		if as[i].Store != as[j].Store {
-			return as[i].Store < as[j].Store
+	slices.SortFunc(as, func(a, b TraceArtifact) int {
+		if c := strings.Compare(a.Store, b.Store); c != 0 {
+			return c
 		}
-		return as[i].Key < as[j].Key
+		if c := strings.Compare(a.Key, b.Key); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
 	})
 }
 

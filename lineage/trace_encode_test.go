@@ -102,3 +102,21 @@ func FuzzEncodeMatchesJSON(f *testing.F) {
 		}
 	})
 }
+
+// sortArtifacts orders by store, then key, then id, whatever the order it
+// is given (two scopes' descendants may share a store and key).
+func TestSortArtifactsOrder(t *testing.T) {
+	want := []TraceArtifact{{ID: "art:2", Store: "a", Key: "z"}, {ID: "art:1", Store: "b", Key: "k"}, {ID: "art:3", Store: "b", Key: "k"}, {ID: "art:0", Store: "b", Key: "l"}}
+	for _, perm := range [][]int{{0, 1, 2, 3}, {3, 2, 1, 0}, {2, 0, 3, 1}, {1, 3, 0, 2}} {
+		var got []TraceArtifact
+		for _, i := range perm {
+			got = append(got, want[i])
+		}
+		sortArtifacts(got)
+		for i := range want {
+			if got[i].ID != want[i].ID {
+				t.Fatalf("order %v: got %v, want %v", perm, got, want)
+			}
+		}
+	}
+}

@@ -6,7 +6,7 @@
 //
 //	go run ./cmd/amnesia-bench residue [--store sqlite-doc] [--subjects 200 --docs-each 15 --sample 20]
 //	go run ./cmd/amnesia-bench scale [--edges 10000000]
-//	go run ./cmd/amnesia-bench trace [--edges 100000,1000000 --ledgers sqlite,postgres --pg $AMNESIA_TEST_PG_DSN --pg-datadir $AMNESIA_TEST_PG_DATADIR --traces 1000]
+//	go run ./cmd/amnesia-bench trace [--edges 100000,1000000 --ledgers sqlite,postgres --pg $AMNESIA_TEST_PG_DSN --pg-datadir $AMNESIA_TEST_PG_DATADIR --traces 1000 --tx-subjects 20 --keep DIR | --reuse DIR]
 //	go run ./cmd/amnesia-bench capture [--ledgers sqlite,postgres --pg $AMNESIA_TEST_PG_DSN --batches 200 --singles 1000]
 //	go run ./cmd/amnesia-bench pgvector [--vectors 100000 --dim 384 --subjects 1000 --batch 100 --dsn $AMNESIA_TEST_PG_DSN]
 //	go run ./cmd/amnesia-bench scanner [--mib 1024 --needles 1000,10000 --runs 3]
@@ -86,6 +86,9 @@ func main() {
 		fs.IntVar(&o.Traces, "traces", 1000, "traces timed at each size")
 		fs.IntVar(&o.Batches, "batches", 200, "1+20+20 ingestions timed (capture)")
 		fs.IntVar(&o.Singles, "singles", 1000, "single writes timed (capture)")
+		fs.IntVar(&o.TxSubjects, "tx-subjects", 20, "subjects (90 artifacts each) a RecordBatch transaction of the trace ledger's growth holds (trace)")
+		fs.StringVar(&o.Keep, "keep", "", "build the trace ledgers in this directory (PostgreSQL: the database stays on the server) and keep them, with a manifest, for --reuse (trace)")
+		fs.StringVar(&o.Reuse, "reuse", "", "measure the ledgers an earlier --keep left in this directory again, growing them first where --edges asks for more (trace)")
 		fs.Parse(os.Args[2:])
 		o.Work = scratch(*work)
 		o.Ledgers = strings.Split(*ledgers, ",")

@@ -5,6 +5,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -28,15 +29,25 @@ import (
 
 // PerfOptions sizes the trace and capture benchmarks.
 type PerfOptions struct {
-	Edges    []int    // ledger sizes for trace latency, ascending; the ledger grows from one to the next
-	Traces   int      // traces timed at each size (warm); a tenth of them cold on SQLite
-	Batches  int      // 1+20+20 ingestions timed, with and without capture
-	Singles  int      // single document writes timed, with and without capture
-	Ledgers  []string // "sqlite", "postgres"
-	PG       string   // PostgreSQL server URL (a database is created on it); needed for "postgres"
-	PGData   string   // that server's data directory: cold traces on PostgreSQL drop its files from the page cache (empty: no cold figure)
-	Work     string
-	Name     string // of the trace ledger (file, database amnesia_bench_<name>); default "trace"
+	Edges   []int    // ledger sizes for trace latency, ascending; the ledger grows from one to the next
+	Traces  int      // traces timed at each size (warm); a tenth of them cold on SQLite
+	Batches int      // 1+20+20 ingestions timed, with and without capture
+	Singles int      // single document writes timed, with and without capture
+	Ledgers []string // "sqlite", "postgres"
+	PG      string   // PostgreSQL server URL (a database is created on it); needed for "postgres"
+	PGData  string   // that server's data directory: cold traces on PostgreSQL drop its files from the page cache (empty: no cold figure)
+	Work    string
+	Name    string // of the trace ledger (file, database amnesia_bench_<name>); default "trace"
+	// TxSubjects is the subjects a RecordBatch transaction of the trace
+	// ledger's growth holds (0: 20).
+	TxSubjects int
+	// Keep, when set, is a directory where the trace ledger is built
+	// (SQLite: Keep/trace.db; PostgreSQL: the database stays on the
+	// server) and kept, with its manifest, for Reuse.
+	Keep string
+	// Reuse, when set, is a directory of an earlier Keep: its ledgers are
+	// measured again (and grown first where Edges asks for more).
+	Reuse    string
 	Progress io.Writer
 }
 
@@ -66,6 +77,15 @@ type TraceRun struct {
 	ColdP50Ms    *float64 `json:"cold_p50_ms,omitempty"`
 	ColdP99Ms    *float64 `json:"cold_p99_ms,omitempty"`
 	ColdMethod   string   `json:"cold_method,omitempty"` // how the ledger was put out of the cache
+	WarmMethod   string   `json:"warm_method,omitempty"` // how the ledger was put in the cache before the warm traces
+	TxSubjects   int      `json:"tx_subjects,omitempty"` // subjects a RecordBatch transaction of the build held
+	// A kept ledger (--keep, --reuse): the commits that built it (one per
+	// growth step), where it is kept, and whether this run measured a
+	// ledger an earlier run built. BuildSeconds is then this run's growth
+	// alone (0 when it grew nothing); the manifest in KeptIn has every step.
+	BuiltBy []string `json:"built_by,omitempty"`
+	KeptIn  string   `json:"kept_in,omitempty"`
+	Reused  bool     `json:"reused,omitempty"`
 }
 
 // CaptureResult is bench/results/capture.json.
@@ -133,7 +153,11 @@ func Machine() string {
 func openLedger(ctx context.Context, o PerfOptions, kind, name string) (lineage.Ledger, string, error) {
 	switch kind {
 	case "sqlite":
-		path := filepath.Join(o.Work, name+".db")
+		dir := o.Work
+		if o.Keep != "" {
+			dir = o.Keep
+		}
+		path := filepath.Join(dir, name+".db")
 		for _, p := range []string{path, path + "-wal", path + "-shm"} {
 			os.Remove(p)
 		}
@@ -155,10 +179,9 @@ func openLedger(ctx context.Context, o PerfOptions, kind, name string) (lineage.
 		if _, err := c.Exec(ctx, "CREATE DATABASE "+db); err != nil {
 			return nil, "", err
 		}
-		cfg := c.Config()
-		dsn := fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", cfg.User, cfg.Host, cfg.Port, db)
-		if cfg.Password != "" {
-			dsn = fmt.Sprintf("postgres://%s:%s@%s:%d/%s?sslmode=disable", cfg.User, cfg.Password, cfg.Host, cfg.Port, db)
+		dsn, err := databaseDSN(o.PG, db)
+		if err != nil {
+			return nil, "", err
 		}
 		l, err := pgledger.Open(ctx, dsn)
 		return l, dsn, err
@@ -188,14 +211,23 @@ func subjectBatch(k *subject.Keyer, s int) []lineage.Artifact {
 	return arts
 }
 
+// txSubjects is the subjects a transaction of grow holds.
+func (o PerfOptions) txSubjects() int {
+	if o.TxSubjects > 0 {
+		return o.TxSubjects
+	}
+	return 20
+}
+
 // grow records subjects [from, to) through RecordBatch, the ledger's real
-// write path (events, hash chain, edges), 20 subjects a transaction.
+// write path (events, hash chain, edges), o.txSubjects() subjects a
+// transaction.
 func grow(ctx context.Context, o PerfOptions, l lineage.Ledger, k *subject.Keyer, from, to int) error {
 	b, ok := l.(lineage.BatchRecorder)
 	if !ok {
 		return fmt.Errorf("ledger has no RecordBatch")
 	}
-	const per = 20
+	per := o.txSubjects()
 	last := time.Now()
 	for s := from; s < to; s += per {
 		var arts []lineage.Artifact
@@ -222,27 +254,77 @@ func TracePerf(ctx context.Context, o PerfOptions) (*TraceResult, error) {
 		return nil, err
 	}
 	keyer, _ := subject.NewKeyer(make([]byte, subject.PepperSize))
+	if o.Keep != "" && o.Reuse != "" {
+		return nil, errors.New("--keep and --reuse: give one (--reuse keeps what it grows)")
+	}
+	if o.Keep != "" {
+		if err := os.MkdirAll(o.Keep, 0o700); err != nil {
+			return nil, err
+		}
+	}
 	for _, kind := range o.Ledgers {
 		name := "trace"
 		if o.Name != "" {
 			name = o.Name
 		}
-		l, spec, err := openLedger(ctx, o, kind, name)
-		if err != nil {
-			return nil, err
-		}
+		var l lineage.Ledger
+		var spec string
+		var kept *keptLedger
+		keepDir := o.Keep
 		subjects := 0
-		for _, edges := range o.Edges {
-			want := (edges + edgesPer - 1) / edgesPer
-			logScale(ScaleOptions{Progress: o.Progress}, "trace %s: growing the ledger to %d edges (%d subjects) through RecordBatch", kind, want*edgesPer, want)
-			start := time.Now()
-			if err := grow(ctx, o, l, keyer, subjects, want); err != nil {
-				l.Close()
+		if o.Reuse != "" {
+			var err error
+			if l, spec, kept, err = reopenKept(ctx, o, o.Reuse, kind); err != nil {
 				return nil, err
 			}
-			built := time.Since(start)
-			run := TraceRun{Ledger: kind, Edges: want * edgesPer, Artifacts: want * docsPer * (1 + 2*chunksPer), Traces: o.Traces, BuildSeconds: built.Seconds()}
-			run.BuildPerS = float64((want-subjects)*docsPer*(1+2*chunksPer)) / built.Seconds()
+			keepDir, subjects = o.Reuse, kept.Subjects
+			logScale(ScaleOptions{Progress: o.Progress}, "trace %s: reusing the ledger kept in %s (%d edges, built by %s)", kind, o.Reuse, kept.Edges, kept.Builds[0].Commit)
+		} else {
+			var err error
+			if l, spec, err = openLedger(ctx, o, kind, name); err != nil {
+				return nil, err
+			}
+			if keepDir != "" {
+				kept = &keptLedger{Ledger: kind}
+				if kind == "postgres" {
+					kept.Database = "amnesia_bench_" + name
+				} else {
+					kept.File = filepath.Base(spec)
+				}
+			}
+		}
+		for _, edges := range o.Edges {
+			want := (edges + edgesPer - 1) / edgesPer
+			if want < subjects {
+				l.Close()
+				return nil, fmt.Errorf("trace %s: the reused ledger holds %d edges, more than --edges %d asks for", kind, subjects*edgesPer, edges)
+			}
+			run := TraceRun{Ledger: kind, Edges: want * edgesPer, Artifacts: want * docsPer * (1 + 2*chunksPer), Traces: o.Traces}
+			if want > subjects {
+				logScale(ScaleOptions{Progress: o.Progress}, "trace %s: growing the ledger to %d edges (%d subjects) through RecordBatch, %d subjects a transaction", kind, want*edgesPer, want, o.txSubjects())
+				start := time.Now()
+				if err := grow(ctx, o, l, keyer, subjects, want); err != nil {
+					l.Close()
+					return nil, err
+				}
+				built := time.Since(start)
+				run.BuildSeconds = built.Seconds()
+				run.BuildPerS = float64((want-subjects)*docsPer*(1+2*chunksPer)) / built.Seconds()
+				run.TxSubjects = o.txSubjects()
+				if kept != nil {
+					kept.Builds = append(kept.Builds, newBuild(r.Commit, subjects, want, o.txSubjects(), built))
+					kept.Subjects, kept.Edges = want, want*edgesPer
+					if err := writeKept(ctx, keepDir, l, kept); err != nil {
+						l.Close()
+						return nil, err
+					}
+				}
+			}
+			if kept != nil {
+				run.BuiltBy = kept.builtBy()
+				run.KeptIn = keepDir
+				run.Reused = o.Reuse != ""
+			}
 			subjects = want
 			run.Events, _, _ = l.Head(ctx)
 			rng := rand.New(rand.NewPCG(uint64(edges), 13))
@@ -263,6 +345,14 @@ func TracePerf(ctx context.Context, o PerfOptions) (*TraceResult, error) {
 				}
 				return ms, nil
 			}
+			var err error
+			// Warm: the ledger's files read whole into the page cache first
+			// (a reused ledger, or one whose pages an earlier cold run
+			// dropped, is otherwise partly on disk), then a warm-up.
+			if run.WarmMethod, err = prewarm(ctx, kind, spec, o.PGData); err != nil {
+				l.Close()
+				return nil, err
+			}
 			for i := 0; i < o.Traces/10+10; i++ { // warm up: connections, statements
 				if _, err := trace(l); err != nil {
 					l.Close()
@@ -282,7 +372,15 @@ func TracePerf(ctx context.Context, o PerfOptions) (*TraceResult, error) {
 			var cold []float64
 			switch {
 			case kind == "sqlite":
-				run.ColdMethod = "the ledger reopened and its files dropped from the page cache (posix_fadvise DONTNEED) before each trace"
+				// The open ledger is closed first: the pages its
+				// connections hold mapped (PRAGMA mmap_size) stay in the
+				// page cache whatever posix_fadvise says (seen: cold
+				// traces right after a build, whose writer had mapped most
+				// of the file, as fast as warm ones).
+				run.ColdMethod = "the ledger closed, then before each trace reopened with its files dropped from the page cache (posix_fadvise DONTNEED)"
+				if err := l.Close(); err != nil {
+					return nil, err
+				}
 				for i := 0; i < o.Traces/10; i++ {
 					ms, err := coldTrace(ctx, spec, trace)
 					if err != nil {
@@ -290,8 +388,12 @@ func TracePerf(ctx context.Context, o PerfOptions) (*TraceResult, error) {
 					}
 					cold = append(cold, ms)
 				}
+				if l, err = sqliteledger.OpenExisting(ctx, spec); err != nil {
+					return nil, err
+				}
 			case kind == "postgres" && o.PGData != "":
 				var sb string
+				var err error
 				if cold, sb, err = pgColdTraces(ctx, l, spec, o.PGData, o.Traces/10, trace); err != nil {
 					l.Close()
 					return nil, fmt.Errorf("cold traces on postgres: %w", err)
@@ -309,7 +411,7 @@ func TracePerf(ctx context.Context, o PerfOptions) (*TraceResult, error) {
 		}
 		l.Close()
 	}
-	r.Note = "Ledgers grown through lineage.BatchRecorder.RecordBatch (every event hashed into the chain, 20 subjects a transaction), no side loader. Warm: after a warm-up of a tenth as many traces, each timed trace is View + BuildTrace of a random subject on an open ledger. Cold: a tenth as many traces, each after the ledger's files were dropped from the page cache (cold_method of each run says how; PostgreSQL only with --pg-datadir)."
+	r.Note = "Ledgers grown through lineage.BatchRecorder.RecordBatch (every event hashed into the chain; tx_subjects of each run: subjects a transaction), no side loader; a reused ledger (--reuse) was built by the commits of its built_by, and measured by this file's commit. Warm: after a warm-up of a tenth as many traces, each timed trace is View + BuildTrace of a random subject on an open ledger. Cold: a tenth as many traces, each after the ledger's files were dropped from the page cache (cold_method of each run says how; PostgreSQL only with --pg-datadir)."
 	return r, nil
 }
 

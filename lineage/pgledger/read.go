@@ -88,7 +88,9 @@ func (l *Ledger) Events(ctx context.Context) ([]lineage.Event, error) {
 // level costs one round trip of at most two statements, each taking the
 // level's ids as one array.
 const (
-	viewOwned    = `SELECT id, scope, subject, kind, store, key, digest FROM artifacts WHERE scope = $1 AND subject = $2`
+	// viewOwned reads neither scope nor subject: they are its arguments
+	// (collectOwned fills them in).
+	viewOwned    = `SELECT id, kind, store, key, digest FROM artifacts WHERE scope = $1 AND subject = $2`
 	viewMentions = `SELECT a.id, a.scope, a.subject, a.kind, a.store, a.key, a.digest FROM mentions m JOIN artifacts a ON a.id = m.artifact WHERE a.scope = $1 AND m.subject = $2`
 	// viewLinks reads the parents (0), children (1) and erasure marks (2)
 	// of the artifacts in f.
@@ -110,38 +112,53 @@ type link struct {
 	seq                int64
 }
 
-// lineage.View implements lineage.Ledger. It reads inside one REPEATABLE READ transaction,
-// so the view is one snapshot even while other processes write.
+// lineage.View implements lineage.Ledger. It reads inside one REPEATABLE
+// READ transaction, so the view is one snapshot even while other
+// processes write. The transaction begins in the first level's round trip
+// (BEGIN is the batch's first statement, not a round trip of its own), so
+// a view of one level costs two round trips, the second the COMMIT.
 func (l *Ledger) View(ctx context.Context, scope string, s subject.Key) (*lineage.View, error) {
 	v := &lineage.View{Scope: scope, Subject: s, Artifacts: map[string]*lineage.Artifact{}, Children: map[string][]string{}, Erased: map[string]string{}, ErasedBy: map[string]string{}}
 	err := l.pool.with(ctx, func(c *pgx.Conn) error {
-		opts := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
-		return pgx.BeginTxFunc(ctx, c, opts, func(tx pgx.Tx) error {
-			known := map[string]*lineage.Artifact{} // read whole already
-			var links []link
-			b := &pgx.Batch{}
-			b.Queue(viewOwned, scope, s.String()).Query(func(rows pgx.Rows) (err error) {
-				v.Owned, err = collectArtifacts(rows, known)
-				return err
-			})
-			b.Queue(viewMentions, scope, s.String()).Query(func(rows pgx.Rows) (err error) {
-				v.Mentions, err = collectArtifacts(rows, known)
-				return err
-			})
-			b.Queue(viewFirstLinks, scope, s.String()).Query(func(rows pgx.Rows) (err error) {
-				links, err = collectLinks(rows)
-				return err
-			})
-			if err := tx.SendBatch(ctx, b).Close(); err != nil {
-				return err
-			}
-			return pgLoadLevels(ctx, tx, v, known, links)
-		})
+		err := viewOn(ctx, c, v, scope, s)
+		if err == nil {
+			_, err = c.Exec(ctx, "COMMIT")
+		} else if !c.IsClosed() && c.PgConn().TxStatus() != 'I' {
+			c.Exec(ctx, "ROLLBACK") // else the pool closes the connection
+		}
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read ledger: %w", err)
 	}
 	return v, nil
+}
+
+// viewOn begins the view's transaction on c and reads v in it.
+func viewOn(ctx context.Context, c *pgx.Conn, v *lineage.View, scope string, s subject.Key) error {
+	known := map[string]*lineage.Artifact{} // read whole already
+	var links []link
+	b := &pgx.Batch{}
+	b.Queue("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+	b.Queue(viewOwned, scope, s.String()).Query(func(rows pgx.Rows) (err error) {
+		v.Owned, err = collectOwned(rows, known, scope, s)
+		return err
+	})
+	b.Queue(viewMentions, scope, s.String()).Query(func(rows pgx.Rows) (err error) {
+		v.Mentions, err = collectArtifacts(rows, known)
+		return err
+	})
+	b.Queue(viewFirstLinks, scope, s.String()).Query(func(rows pgx.Rows) (err error) {
+		links, err = collectLinks(rows)
+		return err
+	})
+	if err := c.SendBatch(ctx, b).Close(); err != nil {
+		return err
+	}
+	if st := c.PgConn().TxStatus(); st != 'T' {
+		return fmt.Errorf("view transaction not open (status %q)", st)
+	}
+	return pgLoadLevels(ctx, c, v, known, links)
 }
 
 // collectArtifacts reads whole artifacts into known and returns their ids
@@ -160,6 +177,23 @@ func collectArtifacts(rows pgx.Rows, known map[string]*lineage.Artifact) ([]stri
 	return ids, nil
 }
 
+// collectOwned reads viewOwned's rows (the artifacts of subject s in
+// scope) into known and returns their ids sorted (byte order).
+func collectOwned(rows pgx.Rows, known map[string]*lineage.Artifact, scope string, s subject.Key) ([]string, error) {
+	var ids []string
+	var id, kind, store, key, digest string
+	_, err := pgx.ForEachRow(rows, []any{&id, &kind, &store, &key, &digest}, func() error {
+		known[id] = &lineage.Artifact{ID: id, Scope: scope, Subject: s, Kind: lineage.Kind(kind), Store: store, Key: key, Digest: digest}
+		ids = append(ids, id)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
+
 func collectLinks(rows pgx.Rows) ([]link, error) {
 	var out []link
 	var k link
@@ -173,7 +207,7 @@ func collectLinks(rows pgx.Rows) ([]link, error) {
 // pgLoadLevels loads the owned and mentioning artifacts and all their
 // descendants, one breadth-first level at a time. known holds the
 // artifacts read already, links the links of the first level.
-func pgLoadLevels(ctx context.Context, tx pgx.Tx, v *lineage.View, known map[string]*lineage.Artifact, links []link) error {
+func pgLoadLevels(ctx context.Context, tx batchSender, v *lineage.View, known map[string]*lineage.Artifact, links []link) error {
 	frontier := lineage.NewFrontier(v, append(append([]string{}, v.Owned...), v.Mentions...))
 	for first := true; len(frontier) > 0; first = false {
 		level, missing := lineage.SplitKnown(frontier, known)
