@@ -5,7 +5,6 @@
 // a file stale when that code has changed since.
 //
 //	go run ./cmd/amnesia-bench residue [--store sqlite-doc] [--subjects 200 --docs-each 15 --sample 20]
-//	go run ./cmd/amnesia-bench scale [--edges 10000000]
 //	go run ./cmd/amnesia-bench trace [--edges 100000,1000000 --ledgers sqlite,postgres --pg $AMNESIA_TEST_PG_DSN --pg-datadir $AMNESIA_TEST_PG_DATADIR --traces 1000 --tx-subjects 20 --keep DIR | --reuse DIR]
 //	go run ./cmd/amnesia-bench capture [--ledgers sqlite,postgres --pg $AMNESIA_TEST_PG_DSN --batches 200 --singles 1000]
 //	go run ./cmd/amnesia-bench pgvector [--vectors 100000 --dim 384 --subjects 1000 --batch 100 --dsn $AMNESIA_TEST_PG_DSN]
@@ -33,7 +32,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: amnesia-bench residue|scale|trace|capture|pgvector|scanner|serve-capture|model|workers|report [flags]")
+		fmt.Fprintln(os.Stderr, "usage: amnesia-bench residue|trace|capture|pgvector|scanner|serve-capture|model|workers|report [flags]")
 		os.Exit(2)
 	}
 	ctx := context.Background()
@@ -63,19 +62,6 @@ func main() {
 			if err = write(filepath.Join(*out, "residue-"+t+".json"), r); err != nil {
 				break
 			}
-		}
-	case "scale":
-		o := bench.ScaleOptions{Progress: os.Stderr}
-		fs.IntVar(&o.Edges, "edges", 10_000_000, "ledger edges for trace latency")
-		fs.IntVar(&o.Traces, "traces", 1000, "traces timed")
-		fs.IntVar(&o.Writes, "writes", 2000, "writes timed with and without capture")
-		fs.IntVar(&o.ScanMB, "scan-mb", 256, "MiB scanned")
-		fs.BoolVar(&o.Reuse, "reuse", false, "reuse a ledger recorded by an earlier run in --work")
-		fs.Parse(os.Args[2:])
-		o.Work = scratch(*work)
-		var r *bench.ScaleResult
-		if r, err = bench.Scale(ctx, o); err == nil {
-			err = write(filepath.Join(*out, "scale.json"), r)
 		}
 	case "trace", "capture":
 		o := bench.PerfOptions{Progress: os.Stderr}

@@ -72,16 +72,6 @@ func TestResidueSmoke(t *testing.T) {
 	}
 }
 
-func TestScaleSmoke(t *testing.T) {
-	r, err := Scale(context.Background(), ScaleOptions{Edges: 20000, Traces: 20, Writes: 50, ScanMB: 8, Work: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Trace.Edges < 20000 || r.Trace.P50Ms <= 0 || r.Capture.Writes != 50 || r.Scan.Bytes != 8<<20 || r.Scan.ScanMBps <= 0 {
-		t.Errorf("scale result: %+v", r)
-	}
-}
-
 func TestPerfSmoke(t *testing.T) {
 	ctx := context.Background()
 	o := PerfOptions{Edges: []int{1600, 4000}, Traces: 20, Batches: 3, Singles: 10, Ledgers: []string{"sqlite"}, Work: t.TempDir()}

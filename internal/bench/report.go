@@ -21,7 +21,6 @@ const (
 // Results is every results file of a directory.
 type Results struct {
 	Residue  []*StoreResult
-	Scale    *ScaleResult
 	PGVector *PGVectorResult
 	Model    *ModelResult   // report_model.go
 	Workers  *WorkersResult // report_workers.go
@@ -152,11 +151,6 @@ func Load(dir string) (*Results, error) {
 				return nil, fmt.Errorf("%s: %w", p, err)
 			}
 			r.Residue = append(r.Residue, &s)
-		case "scale":
-			r.Scale = &ScaleResult{}
-			if err := json.Unmarshal(b, r.Scale); err != nil {
-				return nil, fmt.Errorf("%s: %w", p, err)
-			}
 		case "pgvector":
 			r.PGVector = &PGVectorResult{}
 			if err := json.Unmarshal(b, r.PGVector); err != nil {
@@ -291,17 +285,6 @@ func (r *Results) Markdown() string {
 	}
 	if len(r.Residue) > 0 {
 		b.WriteString("\nNot in these tables: **Pinecone**, a managed service whose storage cannot be read, so there are no files for the probe to scan; its adapter is tested against a local fake of its data-plane API and always reports `UNVERIFIED-managed` ([docs/pinecone.md](docs/pinecone.md)). The **file** adapter is measured on JSONL (`file-jsonl`); its CSV and Parquet formats (Parquet's probe also decodes every page) are covered by its tests ([docs/stores.md](docs/stores.md#file-jsonl-csv-parquet)), not by a row here.\n")
-	}
-	if sc := r.Scale; sc != nil {
-		fmt.Fprintf(&b, "\n## Scale (%s; %s)\n\n", sc.Describe(), sc.Date)
-		b.WriteString(r.file("scale", "").stamp() + "\n")
-		fmt.Fprintf(&b, "- Trace latency on a ledger of %d edges (%d artifacts), %d traces: p50 %s, p99 %s. %s.\n", sc.Trace.Edges, sc.Trace.Artifacts, sc.Trace.Traces, ms(sc.Trace.P50Ms), ms(sc.Trace.P99Ms), sc.Trace.Note)
-		fmt.Fprintf(&b, "- Capture overhead per write (%d writes, p50): plain %.0f µs, with capture %.0f µs, overhead %.0f µs. %s.\n", sc.Capture.Writes, sc.Capture.PlainP50Us, sc.Capture.CaptureP50Us, sc.Capture.OverheadP50Us, sc.Capture.Note)
-		on := "on one core"
-		if sc.Scan.Workers > 0 {
-			on = fmt.Sprintf("searched on %d workers", sc.Scan.Workers)
-		}
-		fmt.Fprintf(&b, "- Physical scan of %d MiB for %d needles: %.0f MB/s %s, against %.0f MB/s for a plain sequential read of the same file (%.0f%%).\n", sc.Scan.Bytes>>20, sc.Scan.Needles, sc.Scan.ScanMBps, on, sc.Scan.SeqReadMBps, sc.Scan.ScanVsReadPc)
 	}
 	if r.PGVector != nil {
 		b.WriteString(r.PGVector.markdown(r.file("pgvector", "")))
