@@ -15,6 +15,7 @@ from .errors import AmnesiaError, ConnectionFailed, RateLimited, error_from_resp
 from .types import (
     Preview,
     PublicKey,
+    QueueStatus,
     Record,
     RecordResult,
     Request,
@@ -288,6 +289,15 @@ class Client:
         pv = self.preview(req.id)
         self.confirm(req.id, pv.confirmation)
         return self.wait(req.id, timeout=timeout)
+
+    def queue_status(self, *, limit: Optional[int] = None, all: bool = False) -> QueueStatus:
+        """The erasure queue in the token's scopes (operator and auditor
+        tokens): counts, open erasures with due dates, and with ``all=True``
+        the finished ones (at most ``limit`` of each, 1 to 1000; the server's
+        default 100). Read-only."""
+        return QueueStatus.from_json(
+            self._json("GET", "/v1/status", query={"limit": limit, "all": True if all else None})
+        )
 
     # ------------------------------------------------------------ certificates and the log
 

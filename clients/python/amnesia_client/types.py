@@ -164,6 +164,86 @@ class TraceSummary:
         )
 
 
+@dataclass
+class QueueJob:
+    """One erasure of the queue, as ``GET /v1/status`` lists it: keyed
+    references and states only, never a raw subject id."""
+
+    erasure: str
+    trace: str
+    subject_ref: str
+    scope: str
+    state: str
+    queue_state: str
+    due_at: Optional[datetime]
+    due_in_s: Optional[float]
+    overdue: bool
+    enqueued_at: Optional[datetime]
+    attempts: int
+    worker: str = ""
+    lease_until: Optional[datetime] = None
+    finished_at: Optional[datetime] = None
+    certificate: str = ""
+    error: str = ""
+    followed_by: str = ""
+    continued_as: str = ""
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "QueueJob":
+        due_in = d.get("due_in_s")
+        return cls(
+            erasure=str(d.get("erasure", "")),
+            trace=str(d.get("trace", "")),
+            subject_ref=str(d.get("subject_ref", "")),
+            scope=str(d.get("scope", "")),
+            state=str(d.get("state", "")),
+            queue_state=str(d.get("queue_state", "")),
+            due_at=parse_time(d.get("due_at")),
+            due_in_s=None if due_in is None else float(due_in),
+            overdue=bool(d.get("overdue", False)),
+            enqueued_at=parse_time(d.get("enqueued_at")),
+            attempts=int(d.get("attempts", 0)),
+            worker=str(d.get("worker") or ""),
+            lease_until=parse_time(d.get("lease_until")),
+            finished_at=parse_time(d.get("finished_at")),
+            certificate=str(d.get("certificate") or ""),
+            error=str(d.get("error") or ""),
+            followed_by=str(d.get("followed_by") or ""),
+            continued_as=str(d.get("continued_as") or ""),
+            raw=dict(d),
+        )
+
+
+@dataclass
+class QueueStatus:
+    """The erasure queue at a glance (``GET /v1/status``, as ``amnesia
+    status --json``): counts, open erasures in claim order, with
+    ``all=True`` the finished ones, and the latest delete persistence
+    latency per store. ``attention`` is what makes ``amnesia status`` exit
+    25: an erasure overdue, or failed and not followed by another."""
+
+    now: Optional[datetime]
+    counts: Dict[str, int]
+    attention: bool
+    open: List[QueueJob]
+    history: List[QueueJob]
+    latency: List[Dict[str, Any]]
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "QueueStatus":
+        return cls(
+            now=parse_time(d.get("now")),
+            counts={str(k): int(v) for k, v in (d.get("counts") or {}).items()},
+            attention=bool(d.get("attention", False)),
+            open=[QueueJob.from_json(j) for j in d.get("open") or []],
+            history=[QueueJob.from_json(j) for j in d.get("history") or []],
+            latency=[dict(x) for x in d.get("delete_persistence_latency") or []],
+            raw=dict(d),
+        )
+
+
 def parse_time(v: Any) -> Optional[datetime]:
     """An RFC 3339 time as an aware datetime (None when absent or zero)."""
     if not isinstance(v, str) or not v or v.startswith("0001-01-01"):

@@ -247,6 +247,25 @@ class Server(unittest.TestCase):
         self.assertNotIn(req.id, [r.id for r in self.operator.requests(overdue=True)])
         self.assertNotIn(req.id, [r.id for r in self.operator.requests(state="received")])
 
+        # The queue lists the erasure as done, with its certificate's digest;
+        # keyed references only; read by operator and auditor tokens alone.
+        st = self.operator.queue_status(all=True, limit=1000)
+        self.assertGreaterEqual(st.counts.get("done", 0), 1)
+        mine = [j for j in st.history if done.erasure_id in (j.erasure, j.continued_as)]
+        self.assertEqual(len(mine), 1, "the erasure is in the queue's history")
+        self.assertEqual(mine[0].state, "done")
+        self.assertEqual(mine[0].queue_state, "done")
+        self.assertTrue(mine[0].certificate.startswith("sha256:"), mine[0].certificate)
+        self.assertTrue(mine[0].subject_ref.startswith("hmac:"), mine[0].subject_ref)
+        self.assertIsNotNone(mine[0].finished_at)
+        assert_no_subject(self, subject, st.raw)
+        audited = Client(H.URL, H.AUDITOR).queue_status(all=True, limit=1000)
+        self.assertIn(mine[0].erasure, [j.erasure for j in audited.history])
+        with self.assertRaises(Forbidden):
+            self.capture.queue_status()
+        with self.assertRaises(InvalidInput):
+            self.operator.queue_status(limit=0)
+
         # Erased is erased: nothing is left to trace, and re-ingest is refused.
         with self.assertRaises(Conflict):
             self.operator.trace(subject)
