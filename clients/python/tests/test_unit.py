@@ -29,7 +29,7 @@ from amnesia_client import (
     signature,
     verify_webhook,
 )
-from amnesia_client.types import Request, parse_time
+from amnesia_client.types import QueueStatus, Request, parse_time
 
 SUBJECT = "alice@example.com"
 
@@ -89,6 +89,29 @@ class RequestBuilding(unittest.TestCase):
     def test_nan_is_refused_before_sending(self) -> None:
         with self.assertRaises(ValueError):
             self.c.build_request("POST", "/v1/lineage", json_body={"v": float("nan")})
+
+
+class QueueStatusParsing(unittest.TestCase):
+    def test_status_report_with_nulls_and_nanoseconds(self) -> None:
+        job = {"erasure": "er-1", "trace": "t1", "subject_ref": "hmac:ab", "scope": "default", "state": "waiting",
+               "queue_state": "pending", "due_at": "2026-12-02T03:58:15.123456789Z", "due_in_s": -60, "overdue": True,
+               "enqueued_at": "2026-12-02T01:58:15Z", "attempts": 0, "worker": "", "lease_until": None,
+               "finished_at": None, "certificate": "", "error": "", "followed_by": "", "continued_as": ""}
+        s = QueueStatus.from_json({"now": "2026-12-02T04:00:00Z", "attention": True, "limit": 100,
+                                   "counts": {"waiting": 1, "overdue": 1}, "open": [job],
+                                   "delete_persistence_latency": [{"store": "docs", "state": "found", "latency_ms": None}]})
+        self.assertTrue(s.attention)
+        self.assertEqual(s.counts["overdue"], 1)
+        self.assertEqual(s.history, [], "no history without all=True")
+        j = s.open[0]
+        self.assertEqual((j.erasure, j.state, j.overdue, j.due_in_s), ("er-1", "waiting", True, -60.0))
+        self.assertEqual(j.due_at, parse_time("2026-12-02T03:58:15.123456Z"))
+        self.assertIsNone(j.lease_until)
+        self.assertEqual(s.latency[0]["state"], "found")
+
+    def test_status_query(self) -> None:
+        c = Client("http://127.0.0.1:1", "amn_test")
+        self.assertEqual(c.url("/v1/status", {"limit": 5, "all": True}), "http://127.0.0.1:1/v1/status?limit=5&all=true")
 
 
 class Records(unittest.TestCase):
