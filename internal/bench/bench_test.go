@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/amnesia-dev/amnesia/internal/bench/provenance"
 	"github.com/amnesia-dev/amnesia/internal/pgtest"
 )
 
@@ -91,6 +92,19 @@ func TestPerfSmoke(t *testing.T) {
 	}
 	if len(cr.Runs) != 1 || cr.Runs[0].Batched.Ingestions != 3 || cr.Runs[0].Batched.LedgerPerS <= 0 || cr.Runs[0].Single.Writes != 10 {
 		t.Errorf("capture result: %+v", cr)
+	}
+	// Both record the provenance every results file records, so report
+	// can tell whether their code changed (a short hash with "-dirty"
+	// could not be looked up).
+	root, err := provenance.Toplevel(".")
+	if err != nil {
+		t.Skip("not in a git checkout:", err)
+	}
+	for name, p := range map[string]provenance.Provenance{"trace": tr.Provenance, "capture": cr.Provenance} {
+		f := provenance.Check(root, p, nil)
+		if len(p.Commit) < 40 || len(p.MeasuredPaths) == 0 || p.MeasuredAt == "" || f.Commit == "" || strings.Contains(f.Why, "not in this repository") || strings.Contains(f.Why, "unknown") {
+			t.Errorf("%s provenance %+v: report reads it as %+v", name, p, f)
+		}
 	}
 }
 

@@ -10,15 +10,14 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/amnesia-dev/amnesia/capture"
+	"github.com/amnesia-dev/amnesia/internal/bench/provenance"
 	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/lineage/pgledger"
 	"github.com/amnesia-dev/amnesia/lineage/sqliteledger"
@@ -53,13 +52,11 @@ type PerfOptions struct {
 
 // TraceResult is bench/results/trace.json.
 type TraceResult struct {
-	Kind    string     `json:"kind"` // "trace"
-	Commit  string     `json:"commit"`
-	Machine string     `json:"machine"`
-	Date    string     `json:"date"`
-	Shape   string     `json:"shape"`
-	Runs    []TraceRun `json:"runs"`
-	Note    string     `json:"note"`
+	Kind string `json:"kind"` // "trace"
+	provenance.Provenance
+	Shape string     `json:"shape"`
+	Runs  []TraceRun `json:"runs"`
+	Note  string     `json:"note"`
 }
 
 // TraceRun is trace latency on one ledger at one size.
@@ -90,12 +87,10 @@ type TraceRun struct {
 
 // CaptureResult is bench/results/capture.json.
 type CaptureResult struct {
-	Kind    string       `json:"kind"` // "capture"
-	Commit  string       `json:"commit"`
-	Machine string       `json:"machine"`
-	Date    string       `json:"date"`
-	Runs    []CaptureRun `json:"runs"`
-	Note    string       `json:"note"`
+	Kind string `json:"kind"` // "capture"
+	provenance.Provenance
+	Runs []CaptureRun `json:"runs"`
+	Note string       `json:"note"`
 }
 
 // CaptureRun is capture overhead on one ledger.
@@ -116,36 +111,6 @@ type CaptureRun struct {
 		CapturedP50Us float64 `json:"captured_p50_us"`
 		OverheadPc    float64 `json:"overhead_p50_percent"`
 	} `json:"single"`
-}
-
-// Commit returns the checked-out commit, "-dirty" when the tree has
-// changes, or "unknown".
-func Commit() string {
-	out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output()
-	if err != nil {
-		return "unknown"
-	}
-	c := strings.TrimSpace(string(out))
-	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(strings.TrimSpace(string(st))) > 0 {
-		c += "-dirty"
-	}
-	return c
-}
-
-// Machine describes this machine.
-func Machine() string {
-	m := fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, l := range strings.Split(string(b), "\n") {
-			if strings.HasPrefix(l, "model name") {
-				if _, v, ok := strings.Cut(l, ":"); ok {
-					m += ", " + strings.TrimSpace(v)
-				}
-				break
-			}
-		}
-	}
-	return m
 }
 
 // openLedger opens a fresh ledger of kind in work (SQLite) or in a new
@@ -248,7 +213,7 @@ func grow(ctx context.Context, o PerfOptions, l lineage.Ledger, k *subject.Keyer
 // TracePerf measures View + BuildTrace latency on ledgers grown through
 // the real write path.
 func TracePerf(ctx context.Context, o PerfOptions) (*TraceResult, error) {
-	r := &TraceResult{Kind: "trace", Commit: Commit(), Machine: Machine(), Date: time.Now().UTC().Format("2006-01-02"),
+	r := &TraceResult{Kind: "trace", Provenance: provenance.Capture(provenance.ResiduePaths),
 		Shape: fmt.Sprintf("each subject: %d documents of %d chunks, each chunk one embedding: %d artifacts, %d edges; a trace reads one subject", docsPer, chunksPer, docsPer*(1+2*chunksPer), edgesPer)}
 	if err := os.MkdirAll(o.Work, 0o700); err != nil {
 		return nil, err
@@ -476,7 +441,7 @@ func pgColdTraces(ctx context.Context, l lineage.Ledger, spec, datadir string, n
 // CapturePerf measures capture's overhead against the plain store writes
 // and the batch API's throughput.
 func CapturePerf(ctx context.Context, o PerfOptions) (*CaptureResult, error) {
-	r := &CaptureResult{Kind: "capture", Commit: Commit(), Machine: Machine(), Date: time.Now().UTC().Format("2006-01-02")}
+	r := &CaptureResult{Kind: "capture", Provenance: provenance.Capture(provenance.ResiduePaths)}
 	keyer, _ := subject.NewKeyer(make([]byte, subject.PepperSize))
 	for _, kind := range o.Ledgers {
 		run, err := captureRun(ctx, o, keyer, kind)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/amnesia-dev/amnesia/internal/bench/provenance"
 	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/lineage/pgledger"
 	"github.com/amnesia-dev/amnesia/lineage/sqliteledger"
@@ -137,7 +138,7 @@ func databaseDSN(server, db string) (string, error) {
 
 // newBuild is a growth step that commit (the run's) made.
 func newBuild(commit string, from, to, tx int, took time.Duration) keptBuild {
-	return keptBuild{Commit: commit, Machine: Machine(), Date: time.Now().UTC().Format("2006-01-02"), FromSubjects: from, ToSubjects: to, TxSubjects: tx,
+	return keptBuild{Commit: commit, Machine: provenance.Capture(nil).Machine, Date: time.Now().UTC().Format("2006-01-02"), FromSubjects: from, ToSubjects: to, TxSubjects: tx,
 		Seconds: took.Seconds(), PerS: float64((to-from)*docsPer*(1+2*chunksPer)) / took.Seconds()}
 }
 
