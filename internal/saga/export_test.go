@@ -19,8 +19,12 @@ func JournalSyncs() (synced func() []string, stop func()) {
 		}, func() {
 			onJournalSync = nil
 			onJournalSyncFile = nil
+			onJournalSyncDir = nil
 		}
 }
 
 // OnJournalSyncFile calls fn with the journal's path after each fsync.
 func OnJournalSyncFile(fn func(path string)) { onJournalSyncFile = fn }
+
+// OnJournalSyncDir calls fn with each directory a new journal fsyncs.
+func OnJournalSyncDir(fn func(dir string)) { onJournalSyncDir = fn }

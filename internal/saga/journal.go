@@ -8,8 +8,11 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/amnesia-dev/amnesia/internal/atomicfile"
 )
 
 // JournalVersion is the first line of every journal.
@@ -64,6 +67,11 @@ type journalWriter interface {
 type fileJournal struct {
 	path string
 	f    *os.File
+	// newEntries are the directories whose entries (the journal file's
+	// name, the erasure directory's name) a new journal created: fsynced
+	// once, at its first sync, so that a power loss cannot take away a
+	// journal whose entries were reported durable.
+	newEntries []string
 }
 
 func (w *fileJournal) writeLine(_ JournalEntry, line []byte) error {
@@ -74,6 +82,15 @@ func (w *fileJournal) writeLine(_ JournalEntry, line []byte) error {
 func (w *fileJournal) sync() error {
 	if err := w.f.Sync(); err != nil {
 		return err
+	}
+	for len(w.newEntries) > 0 {
+		if err := atomicfile.SyncDir(w.newEntries[0]); err != nil {
+			return err
+		}
+		if onJournalSyncDir != nil {
+			onJournalSyncDir(w.newEntries[0])
+		}
+		w.newEntries = w.newEntries[1:]
 	}
 	if onJournalSyncFile != nil {
 		onJournalSyncFile(w.path)
@@ -118,6 +135,10 @@ func openJournal(path string, now func() time.Time) (*journal, error) {
 		if _, err := fj.f.WriteString(JournalVersion + "\n"); err != nil {
 			return nil, fmt.Errorf("open journal: %w", err)
 		}
+		// The file's name in the erasure's directory, and that
+		// directory's name in its parent (both may be new): made durable
+		// with the first sync.
+		fj.newEntries = []string{filepath.Dir(path), filepath.Dir(filepath.Dir(path))}
 	case unterminated:
 		// The last line is whole but its newline never reached the disk
 		// (a power loss between the two): end it, or the next entry would
@@ -213,6 +234,10 @@ var onJournalSync func(last JournalEntry)
 // onJournalSyncFile, when set (by tests), is called after each fsync of a
 // journal with its path.
 var onJournalSyncFile func(path string)
+
+// onJournalSyncDir, when set (by tests), is called after each fsync of a
+// directory that a new journal file created an entry in.
+var onJournalSyncDir func(dir string)
 
 // final returns the finished entry (done or failed) of a step, if any.
 func (j *journal) final(step string) *JournalEntry {

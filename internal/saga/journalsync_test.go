@@ -40,6 +40,29 @@ func TestJournalSyncsOnlyBeforeEffects(t *testing.T) {
 	}
 }
 
+// A new journal's name, and its erasure directory's name, are fsynced in
+// their directories once, with the journal's first fsync (before suppress
+// runs): a power loss after that cannot take the journal away while the
+// ledger holds the subject suppressed.
+func TestNewJournalSyncsItsDirectories(t *testing.T) {
+	f := newFixture(t, 4, 3)
+	tr := f.trace(t, 1)
+	var events []string
+	saga.OnJournalSyncDir(func(dir string) { events = append(events, "dir "+dir) })
+	saga.OnJournalSyncFile(func(path string) { events = append(events, "file "+path) })
+	_, stop := saga.JournalSyncs()
+	defer stop()
+	res, err := f.erase(t, tr, f.stores(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := f.dir.ErasureDir(res.ID)
+	want := []string{"dir " + dir, "dir " + filepath.Dir(dir), "file " + filepath.Join(dir, "journal.jsonl"), "file " + filepath.Join(dir, "journal.jsonl")}
+	if !slices.Equal(events, want) {
+		t.Fatalf("fsyncs %q, want %q", events, want)
+	}
+}
+
 // panicAt is a progress writer that panics when a step's done line is
 // written: the process stops after the step's effect, before its done entry.
 type panicAt string
