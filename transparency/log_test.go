@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	_ "github.com/mattn/go-sqlite3"
@@ -191,7 +192,9 @@ func TestProofByteFlips(t *testing.T) {
 
 // An operator who edits the database behind amnesia's back (dropping the
 // append-only triggers) is caught by audit: a leaf edited in the middle, and
-// a tail dropped, against a checkpoint the auditor saved.
+// a tail dropped, a leaf deleted from the middle (before or after the log
+// grew on: its size is its highest index plus one, so the gap stays a gap),
+// against a checkpoint the auditor saved.
 func TestAuditCatchesRewrites(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -200,6 +203,8 @@ func TestAuditCatchesRewrites(t *testing.T) {
 		want string
 	}{
 		{"middle leaf edited", []string{`UPDATE tlog_leaves SET data = CAST('amnesia/event/v1' || char(10) || 'erasure-started' || char(10) || 'er-9999' || char(10) || 'x' || char(10) AS BLOB) WHERE idx = 4`}, "stored hash"},
+		{"middle leaf deleted", []string{`DELETE FROM tlog_leaves WHERE idx = 4`}, "leaf 4 is missing"},
+		{"middle leaf deleted, log appended to", []string{`DELETE FROM tlog_leaves WHERE idx = 4`}, "leaf 4 is missing"},
 		{"tail dropped", []string{`DELETE FROM tlog_leaves WHERE idx >= 8`, `DELETE FROM tlog_hashes WHERE id >= ` + fmt.Sprint(tlog.StoredHashIndex(0, 8)), `DELETE FROM tlog_checkpoints WHERE size > 8`}, "truncated"},
 		{"tail dropped and regrown", []string{`DELETE FROM tlog_leaves WHERE idx >= 8`, `DELETE FROM tlog_hashes WHERE id >= ` + fmt.Sprint(tlog.StoredHashIndex(0, 8)), `DELETE FROM tlog_checkpoints WHERE size > 8`}, "rewritten"},
 	} {
@@ -225,6 +230,17 @@ func TestAuditCatchesRewrites(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			if tc.name == "middle leaf deleted, log appended to" {
+				// The size is the highest index plus one: the append goes
+				// after the gap, and the log still reads as 11 leaves.
+				leaf, _ := transparency.EventLeaf("erasure-started", "other-10", "x")
+				if _, err := lg.Append(ctx, leaf); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := lg.Checkpoint(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
 			if tc.name == "tail dropped and regrown" {
 				// New, different leaves take the dropped places and the log is re-signed.
 				for i := 8; i < 12; i++ {
@@ -238,7 +254,11 @@ func TestAuditCatchesRewrites(t *testing.T) {
 				}
 			}
 			_, err = lg.Audit(ctx, saved.Raw)
-			if !errors.Is(err, transparency.ErrProof) || !bytes.Contains([]byte(err.Error()), []byte(tc.want)) {
+			wantErr := transparency.ErrProof
+			if strings.HasPrefix(tc.name, "middle leaf deleted") {
+				wantErr = transparency.ErrLogCorrupt
+			}
+			if !errors.Is(err, wantErr) || !bytes.Contains([]byte(err.Error()), []byte(tc.want)) {
 				t.Fatalf("audit --since after %s: %v", tc.name, err)
 			}
 		})

@@ -45,6 +45,11 @@ func (l *Ledger) LogAppend(ctx context.Context, data []byte) (int64, bool, error
 	return idx, existed, err
 }
 
+// pgLogSize is the number of leaves: the highest index plus one, read
+// from the end of the primary key (the leaves are numbered from 0 and only
+// appended; see the SQLite ledger's qLogSize), not a count of every leaf.
+const pgLogSize = `SELECT coalesce(max(idx) + 1, 0) FROM tlog_leaves`
+
 // pgLogAppend appends data in tx (under pgLock) unless an equal leaf is in
 // the log.
 func pgLogAppend(ctx context.Context, tx pgx.Tx, data []byte) (idx int64, existed bool, err error) {
@@ -55,7 +60,7 @@ func pgLogAppend(ctx context.Context, tx pgx.Tx, data []byte) (idx int64, existe
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return 0, false, err
 	}
-	if err := tx.QueryRow(ctx, `SELECT count(*) FROM tlog_leaves`).Scan(&idx); err != nil {
+	if err := tx.QueryRow(ctx, pgLogSize).Scan(&idx); err != nil {
 		return 0, false, err
 	}
 	hs, err := transparency.StoredHashes(idx, data, func(ids []int64) ([]tlog.Hash, error) { return pgHashes(ctx, tx, ids) })
@@ -91,7 +96,7 @@ func (l *Ledger) LogAppendCheckpoint(ctx context.Context, data []byte, checkpoin
 		idx = i
 		n := i + 1 // the leaves were counted for the append
 		if existed {
-			if err := tx.QueryRow(ctx, `SELECT count(*) FROM tlog_leaves`).Scan(&n); err != nil {
+			if err := tx.QueryRow(ctx, pgLogSize).Scan(&n); err != nil {
 				return err
 			}
 		}
@@ -169,7 +174,7 @@ func (l *Ledger) ReadHashes(ctx context.Context, ids []int64) ([]tlog.Hash, erro
 func (l *Ledger) LogSize(ctx context.Context) (int64, error) {
 	var n int64
 	err := l.pool.with(ctx, func(c *pgx.Conn) error {
-		return c.QueryRow(ctx, `SELECT count(*) FROM tlog_leaves`).Scan(&n)
+		return c.QueryRow(ctx, pgLogSize).Scan(&n)
 	})
 	return n, err
 }
