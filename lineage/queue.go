@@ -89,7 +89,11 @@ type Queue interface {
 	// Fail marks the claimed job failed: it is not claimed again.
 	Fail(ctx context.Context, j *Job, reason string) error
 	// Release hands the claimed job back: claimable again after delay.
-	Release(ctx context.Context, j *Job, delay time.Duration) error
+	// reason, when not empty, is why the claim ended without finishing
+	// (the erasure's error: kinds and fields, never values, as Fail's),
+	// recorded as the job's error so that status can say why it waits;
+	// an empty reason (the worker stopped) keeps the error it had.
+	Release(ctx context.Context, j *Job, delay time.Duration, reason string) error
 	// Jobs lists every job in the order they were queued.
 	Jobs(ctx context.Context) ([]Job, error)
 }

@@ -21,7 +21,8 @@ the count of erasures in each state, and each erasure not yet done in the order 
 worker claims them (due first): its erasure id, subject (keyed reference, hmac:…),
 state (waiting, retry-wait, running, lease-expired), due date and the time left
 (OVERDUE when past it), how long ago it was queued, attempts, the worker of the
-latest claim and its lease, and the host that must run it. --all also lists the
+latest claim and its lease, the host that must run it, and the error that ended its
+last attempt (a job released for a retry). --all also lists the
 finished erasures, latest first, with their certificate digest or error; a failed
 erasure shows whether a job of its subject followed it (queued after it, or done
 after it was queued). An erasure that went on with a later trace of its subject

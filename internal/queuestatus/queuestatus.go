@@ -350,14 +350,14 @@ func Write(w io.Writer, r *Report) error {
 			fmt.Fprintln(w, "open erasures (claim order):")
 		}
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ERASURE\tSUBJECT\tSTATE\tDUE\tTIME LEFT\tQUEUED\tATTEMPTS\tWORKER\tLEASE UNTIL\tOWNER")
+		fmt.Fprintln(tw, "ERASURE\tSUBJECT\tSTATE\tDUE\tTIME LEFT\tQUEUED\tATTEMPTS\tWORKER\tLEASE UNTIL\tOWNER\tLAST ERROR")
 		for _, j := range r.Open {
 			st := j.State
 			if j.State == StateRetryWait && j.AvailableAt != nil {
 				st += " until " + j.AvailableAt.Format(time.RFC3339)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s ago\t%d\t%s\t%s\t%s\n", erasureText(j), j.SubjectRef, st, dueText(j), leftText(j),
-				age(j.AgeSeconds), j.Attempts, dash(j.Worker), timeText(j.LeaseUntil), dash(j.Owner))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s ago\t%d\t%s\t%s\t%s\t%s\n", erasureText(j), j.SubjectRef, st, dueText(j), leftText(j),
+				age(j.AgeSeconds), j.Attempts, dash(j.Worker), timeText(j.LeaseUntil), dash(j.Owner), dash(j.Error))
 		}
 		if err := tw.Flush(); err != nil {
 			return err

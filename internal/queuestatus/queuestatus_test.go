@@ -75,4 +75,19 @@ func TestViewStatesAndText(t *testing.T) {
 	if !strings.Contains(b.String(), "FAILED: 1 erasure") || !strings.Contains(b.String(), "not queued again") {
 		t.Errorf("text:\n%s", b.String())
 	}
+	// A job released after an error waits with that error shown; one
+	// whose error holds personal data shows it withheld.
+	retry.Error = "delete:vectors: store not ready"
+	retry.Attempts = 2
+	leaky := retry
+	leaky.ID, leaky.Error = "t-leaky", "store refused jane.doe@example.org"
+	b.Reset()
+	r = &Report{Now: now, Counts: Counts{Waiting: 2}, Open: []Job{view(&retry, now), view(&leaky, now)}}
+	if err := Write(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "LAST ERROR") || !strings.Contains(b.String(), "retry-wait until") || !strings.Contains(b.String(), "delete:vectors: store not ready") ||
+		strings.Contains(b.String(), "jane.doe") || !strings.Contains(b.String(), withheld) {
+		t.Errorf("open jobs released after an error:\n%s", b.String())
+	}
 }

@@ -43,7 +43,8 @@ import (
 )
 
 // RetryDelay is how long a job that stopped on an error waits before
-// another claim; the error is in the log.
+// another claim; the error is in the log and, value-free, in the job
+// (amnesia status shows it).
 const RetryDelay = time.Minute
 
 // TestBarrier, when set, is called by a worker once it has claimed its
@@ -378,11 +379,11 @@ func (w *Worker) end(ctx context.Context, j *lineage.Job, res *saga.Result, err 
 			qerr = w.Queue.Complete(end, j, saga.Digest(b))
 		}
 	case stopped:
-		qerr = w.Queue.Release(end, j, 0)
+		qerr = w.Queue.Release(end, j, 0, "")
 	case errors.As(err, &bad) || errors.Is(err, saga.ErrStaleTrace) || errors.Is(err, subject.ErrPersonalData) || errors.Is(err, lineage.ErrNoLineage) || errors.Is(err, lineage.ErrAlreadyErased):
 		qerr = w.Queue.Fail(end, j, err.Error())
 	default:
-		qerr = w.Queue.Release(end, j, RetryDelay)
+		qerr = w.Queue.Release(end, j, RetryDelay, err.Error())
 	}
 	w.log().Info("worker finished", "worker", j.Worker, "erasure", id, "err", errString(err), "queue_err", errString(qerr))
 	if qerr != nil {

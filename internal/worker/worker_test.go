@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -174,8 +175,10 @@ func TestWorkerEndsClaimsOnResultAndTypedErrors(t *testing.T) {
 	if err := f.worker(true).Run(ctx); !errors.Is(err, erasure.ErrNotReady) {
 		t.Fatalf("store not ready: %v, want ErrNotReady", err)
 	}
-	if j := f.job(t, ready.ID); j.State != lineage.JobPending || j.Attempts != 1 {
-		t.Errorf("store not ready: job %s after %d attempts, want pending (released)", j.State, j.Attempts)
+	// The reason is recorded with the job (status shows why it waits),
+	// value-free: the store's name and kind of failure, no subject.
+	if j := f.job(t, ready.ID); j.State != lineage.JobPending || j.Attempts != 1 || !strings.Contains(j.Error, "not ready") || strings.Contains(j.Error, "three@example.org") {
+		t.Errorf("store not ready: job %s after %d attempts (%q), want pending (released) with the reason", j.State, j.Attempts, j.Error)
 	}
 	if f.env.Started(context.Background(), ready) {
 		t.Errorf("an erasure refused by the preflight was started")

@@ -114,10 +114,10 @@ func testFinish(t *testing.T, queues func(*testing.T) (lineage.Queue, lineage.Qu
 	if err := q.Fail(ctx, failed, "stale trace"); err != nil {
 		t.Fatal(err)
 	}
-	if err := q.Release(ctx, failed, 0); !errors.Is(err, lineage.ErrLeaseLost) {
+	if err := q.Release(ctx, failed, 0, ""); !errors.Is(err, lineage.ErrLeaseLost) {
 		t.Errorf("release of a failed job = %v, want ErrLeaseLost", err)
 	}
-	if err := q.Release(ctx, released, time.Hour); err != nil {
+	if err := q.Release(ctx, released, time.Hour, "delete:vectors: store unreachable"); err != nil {
 		t.Fatal(err)
 	}
 	noJob(t, q, "done, failed, and released for an hour")
@@ -128,7 +128,7 @@ func testFinish(t *testing.T, queues func(*testing.T) (lineage.Queue, lineage.Qu
 	want := []lineage.Job{
 		{ID: done.ID, State: lineage.JobDone, Worker: "w1", Attempts: 1, Certificate: "cert-1"},
 		{ID: failed.ID, State: lineage.JobFailed, Worker: "w1", Attempts: 1, Error: "stale trace"},
-		{ID: released.ID, State: lineage.JobPending, Worker: "w1", Attempts: 1},
+		{ID: released.ID, State: lineage.JobPending, Worker: "w1", Attempts: 1, Error: "delete:vectors: store unreachable"},
 	}
 	for i, j := range jobs {
 		if j.ID != want[i].ID || j.State != want[i].State || j.Worker != want[i].Worker || j.Attempts != want[i].Attempts || j.Certificate != want[i].Certificate || j.Error != want[i].Error {
@@ -138,11 +138,26 @@ func testFinish(t *testing.T, queues func(*testing.T) (lineage.Queue, lineage.Qu
 	// Released with no delay: claimable at once, by anyone.
 	enqueue(t, q, 4)
 	j := claim(t, q, "w1", time.Minute)
-	if err := q.Release(ctx, j, 0); err != nil {
+	if err := q.Release(ctx, j, 0, "probe:docs: timed out"); err != nil {
 		t.Fatal(err)
 	}
-	if again := claim(t, q, "w2", time.Minute); again.ID != j.ID || again.Attempts != 2 {
+	again := claim(t, q, "w2", time.Minute)
+	if again.ID != j.ID || again.Attempts != 2 {
 		t.Errorf("after release: claim = %+v, want %s again (attempt 2)", again, j.ID)
+	}
+	// Released with no reason (the worker stopped): the error of the
+	// earlier attempt stays, the job is claimable at once.
+	if err := q.Release(ctx, again, 0, ""); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err = q.Jobs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, job := range jobs {
+		if job.ID == j.ID && (job.State != lineage.JobPending || job.Error != "probe:docs: timed out") {
+			t.Errorf("released without a reason: %+v, want pending with the earlier error", job)
+		}
 	}
 }
 
@@ -169,7 +184,7 @@ func testLease(t *testing.T, queues func(*testing.T) (lineage.Queue, lineage.Que
 		"Renew":    func() error { return q.Renew(ctx, crashed, time.Minute) },
 		"Complete": func() error { return q.Complete(ctx, crashed, "cert") },
 		"Fail":     func() error { return q.Fail(ctx, crashed, "x") },
-		"Release":  func() error { return q.Release(ctx, crashed, 0) },
+		"Release":  func() error { return q.Release(ctx, crashed, 0, "") },
 	} {
 		if err := f(); !errors.Is(err, lineage.ErrLeaseLost) {
 			t.Errorf("%s by the worker whose lease ran out = %v, want ErrLeaseLost", name, err)

@@ -106,7 +106,7 @@ func testWindow(t *testing.T, queues func(*testing.T) (lineage.Queue, lineage.Qu
 	if err := qa.Complete(ctx, win[0], "sha256:aa"); err != nil {
 		t.Fatal(err)
 	}
-	if err := qa.Release(ctx, win[1], 0); err != nil {
+	if err := qa.Release(ctx, win[1], 0, ""); err != nil {
 		t.Fatal(err)
 	}
 	stale := *win[2]

@@ -213,8 +213,8 @@ func (l *Ledger) Fail(ctx context.Context, j *lineage.Job, reason string) error 
 }
 
 // Release implements lineage.Queue.
-func (l *Ledger) Release(ctx context.Context, j *lineage.Job, delay time.Duration) error {
-	n, err := l.pgFenced(ctx, "release erasure", j, `state = 'pending', lease_until = NULL, available_at = now() + $4::float8 * interval '1 second'`, delay.Seconds())
+func (l *Ledger) Release(ctx context.Context, j *lineage.Job, delay time.Duration, reason string) error {
+	n, err := l.pgFenced(ctx, "release erasure", j, `state = 'pending', lease_until = NULL, available_at = now() + $4::float8 * interval '1 second', error = CASE WHEN $5::text = '' THEN error ELSE $5::text END`, delay.Seconds(), reason)
 	if err == nil && n == 0 {
 		err = lineage.ErrLeaseLost
 	}

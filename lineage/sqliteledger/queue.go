@@ -220,8 +220,8 @@ func (l *Ledger) Fail(ctx context.Context, j *lineage.Job, reason string) error 
 }
 
 // Release implements lineage.Queue.
-func (l *Ledger) Release(ctx context.Context, j *lineage.Job, delay time.Duration) error {
-	return lostIfNone(l.fenced(ctx, "release erasure", j, `state = 'pending', lease_until = NULL, available_at = ?`, nowMilli()+delay.Milliseconds()))
+func (l *Ledger) Release(ctx context.Context, j *lineage.Job, delay time.Duration, reason string) error {
+	return lostIfNone(l.fenced(ctx, "release erasure", j, `state = 'pending', lease_until = NULL, available_at = ?, error = CASE WHEN ? = '' THEN error ELSE ? END`, nowMilli()+delay.Milliseconds(), reason, reason))
 }
 
 // Jobs implements lineage.Queue.
