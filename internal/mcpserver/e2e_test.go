@@ -214,6 +214,24 @@ func scenario(t *testing.T, f *fixture, connect connector) {
 		t.Errorf("forget of alice erased bob's records")
 	}
 
+	// status again: the erasure queue holds the done erasure, and each
+	// store's delete persistence latency read from its journal.
+	st = mcpserver.StatusOutput{}
+	if res := call(t, cs, rec, "status", map[string]any{}, &st); res.IsError {
+		t.Fatalf("status: %s", resultText(res))
+	} else if strings.Contains(resultText(res), alice.raw) {
+		t.Errorf("status holds the subject's id: %s", resultText(res))
+	}
+	if q := st.ErasureQueue; q == nil || q.Counts.Done != 1 || q.Counts.Waiting+q.Counts.Running != 0 || q.Attention || len(q.Latency) != 2 {
+		t.Errorf("status after forget: erasure queue %+v, want one done erasure and the latency of docs and vectors", q)
+	} else {
+		for _, l := range q.Latency {
+			if l.Erasure == "" || (l.State == "clean") != (l.LatencyMS != nil) {
+				t.Errorf("status after forget: latency %+v", l)
+			}
+		}
+	}
+
 	// request, certificate, verify.
 	var ro mcpserver.RequestOutput
 	if res := call(t, cs, rec, "request", map[string]any{"request_id": pv.RequestID}, &ro); res.IsError || ro.State != service.StateDone || ro.CertificateID != fo.Request.CertificateID {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/amnesia-dev/amnesia/internal/queuestatus"
 	"github.com/amnesia-dev/amnesia/internal/service"
 	"github.com/amnesia-dev/amnesia/internal/state"
 )
@@ -76,8 +77,17 @@ type StatusOutput struct {
 	Requests map[string]int `json:"requests" jsonschema:"requests in the token's scopes, by state"`
 	Overdue  int            `json:"overdue" jsonschema:"requests past their due date and not done"`
 	Queue    QueueCounts    `json:"queue"`
-	Note     string         `json:"note,omitempty"`
+	// ErasureQueue is the ledger's erasure queue as GET /v1/status gives
+	// it (the same object, restricted to the token's scopes, errors by
+	// class): counts, overdue and unresolved failures, the first open
+	// erasures and each store's delete persistence latency. Absent for a
+	// token whose role does not read it (operator and auditor do).
+	ErasureQueue *queuestatus.Report `json:"erasure_queue,omitempty" jsonschema:"the erasure queue: counts, overdue, unresolved failures, open erasures (keyed subject refs only), each store's delete persistence latency"`
+	Note         string              `json:"note,omitempty"`
 }
+
+// statusOpenLimit is how many open erasures status lists.
+const statusOpenLimit = 20
 
 // StoreCount is the count of one store in a trace.
 type StoreCount struct {
@@ -159,7 +169,7 @@ const certificateMediaType = "application/vnd.amnesia.certificate.v1+json"
 func (s *Server) addTools(srv *mcp.Server, who principalFunc) {
 	ro := &mcp.ToolAnnotations{ReadOnlyHint: true}
 	mcp.AddTool(srv, &mcp.Tool{Name: "status", Title: "Installation status",
-		Description: "The installation as this token sees it: its role and scopes, the configured stores, requests by state, overdue requests, queued and running erasures.",
+		Description: "The installation as this token sees it: its role and scopes, the configured stores, requests by state, overdue requests, queued and running erasures; for operator and auditor tokens the erasure queue (counts, overdue and unresolved failed erasures, the first 20 open ones with their last error, each store's delete persistence latency).",
 		Annotations: ro}, wrap(s, "status", who, s.status))
 	mcp.AddTool(srv, &mcp.Tool{Name: "trace", Title: "Trace a subject",
 		Description: "Count what the ledger records for a subject: artifacts per store and kind, mentions, already erased. Returns counts and a trace id, never content or the subject's id.",
@@ -232,6 +242,17 @@ func (s *Server) status(ctx context.Context, _ *mcp.CallToolRequest, p *service.
 		case service.StateRunning:
 			out.Queue.Running++
 		}
+	}
+	q, err := s.svc.QueueStatus(ctx, p, statusOpenLimit, false)
+	switch {
+	case errors.Is(err, service.ErrForbidden):
+		out.Note = strings.TrimPrefix(out.Note+"; this token's role does not read the erasure queue", "; ")
+	case errors.Is(err, queuestatus.ErrNoQueue):
+		// A ledger without a queue (nothing queued yet): nothing to show.
+	case err != nil:
+		return nil, StatusOutput{}, toolError(err)
+	default:
+		out.ErasureQueue = q
 	}
 	return nil, out, nil
 }
