@@ -32,6 +32,7 @@ CREATE TABLE queue (
 );
 CREATE INDEX queue_open ON queue (n) WHERE state IN ('pending', 'claimed');
 CREATE INDEX queue_subject_open ON queue (subject) WHERE state IN ('pending', 'claimed');
+CREATE INDEX queue_subject ON queue (subject, scope);
 `
 
 const pgJobColumns = `id, subject, scope, reason, state, worker, attempts, lease_until, certificate, error, owner, enqueued_at, due_at`
@@ -53,7 +54,7 @@ func scanPgJob(r pgx.Row) (*lineage.Job, error) {
 
 // pgQueueOwner adds the columns added to the queue since it was first made
 // (owner, then due_at: NULL for the jobs queued before due dates), and the
-// index queue_subject_open, to a queue made before them.
+// indexes queue_subject_open and queue_subject, to a queue made before them.
 func pgQueueOwner(ctx context.Context, tx pgx.Tx) error {
 	for _, c := range []struct{ name, ddl string }{
 		{"owner", `ALTER TABLE queue ADD COLUMN owner TEXT NOT NULL DEFAULT ''`},
@@ -75,15 +76,24 @@ func pgQueueOwner(ctx context.Context, tx pgx.Tx) error {
 	// takes a SHARE lock on queue, which would hold up every claim and
 	// enqueue at each open, and needs the table's owner; an open of a
 	// ledger that has it only reads the catalog.
-	var has bool
-	if err := tx.QueryRow(ctx, `SELECT to_regclass('queue_subject_open') IS NOT NULL`).Scan(&has); err != nil {
-		return err
+	// status's look-up of the jobs of a failed job's subject, whatever
+	// their state (lineage.QueuedJob.FollowedBy): queue_subject.
+	for _, ix := range []struct{ name, ddl string }{
+		{"queue_subject_open", `CREATE INDEX queue_subject_open ON queue (subject) WHERE state IN ('pending', 'claimed')`},
+		{"queue_subject", `CREATE INDEX queue_subject ON queue (subject, scope)`},
+	} {
+		var has bool
+		if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, ix.name).Scan(&has); err != nil {
+			return err
+		}
+		if has {
+			continue
+		}
+		if _, err := tx.Exec(ctx, ix.ddl); err != nil {
+			return err
+		}
 	}
-	if has {
-		return nil
-	}
-	_, err := tx.Exec(ctx, `CREATE INDEX queue_subject_open ON queue (subject) WHERE state IN ('pending', 'claimed')`)
-	return err
+	return nil
 }
 
 var _ lineage.RoutedQueue = (*Ledger)(nil)

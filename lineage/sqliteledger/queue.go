@@ -32,6 +32,10 @@ CREATE TABLE IF NOT EXISTS queue (
 );
 CREATE INDEX IF NOT EXISTS queue_open ON queue (state, n);
 CREATE INDEX IF NOT EXISTS queue_subject_open ON queue (subject) WHERE state IN ('pending', 'claimed');
+-- status: the jobs of a failed job's subject, whatever their state
+-- (lineage.QueuedJob.FollowedBy), without a scan of the queue per failed
+-- job. Made at the first open of a ledger from before it.
+CREATE INDEX IF NOT EXISTS queue_subject ON queue (subject, scope);
 `
 
 var (
