@@ -33,25 +33,24 @@ func DropShared(ctx context.Context, ev map[string]*Evidence, others func(fn fun
 	sc.track = true
 	shared := make([]bool, set.Len())
 	sp := newSpans(set)
-	holders := map[string]map[string]map[int]bool{} // owner -> holder -> needles it holds
+	hb := newHolderBook(set)
 	err := others(func(key string, b []byte) error {
 		sc.fresh = sc.fresh[:0]
 		sc.ScanBytes(b)
 		sp.record(b)
+		if len(sc.fresh) == 0 {
+			return ctx.Err()
+		}
+		h := int32(-1)
+		if key != "" {
+			h = hb.holder(key)
+		}
 		for _, i := range sc.fresh {
 			sc.unhit(i) // the next record may hold it too
 			shared[i] = true
-			if key == "" {
-				continue
+			if h >= 0 {
+				hb.hit(h, i)
 			}
-			o := set.owner[i]
-			if holders[o] == nil {
-				holders[o] = map[string]map[int]bool{}
-			}
-			if holders[o][key] == nil {
-				holders[o][key] = map[int]bool{}
-			}
-			holders[o][key][i] = true
 		}
 		return ctx.Err()
 	})
@@ -80,30 +79,107 @@ func DropShared(ctx context.Context, ev map[string]*Evidence, others func(fn fun
 			kept = append(kept, n)
 		}
 		e.Needles = kept
-		e.SharedWith, e.SharedWithMore = topHolders(holders[k])
+		e.SharedWith, e.SharedWithMore = nil, 0
 	}
+	hb.top(func(owner string, with map[string]int, more int) {
+		ev[owner].SharedWith, ev[owner].SharedWithMore = with, more
+	})
 	return nil
 }
 
-// topHolders returns the MaxSharedWith holders with the most windows (ties
-// by key) and how many were left out.
-func topHolders(h map[string]map[int]bool) (map[string]int, int) {
-	if len(h) == 0 {
-		return nil, 0
-	}
-	keys := make([]string, 0, len(h))
-	for k := range h {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if len(h[keys[i]]) != len(h[keys[j]]) {
-			return len(h[keys[i]]) > len(h[keys[j]])
+// holderBook counts, for each owner of needles, how many distinct needles
+// of it each other record (holder) holds. Owners and holders are numbered
+// once (a holder's key is looked up once per record, not per needle it
+// holds), and the counts live in maps keyed by integers: a window that
+// thousands of records hold (a template line) costs an integer map update
+// per record, not nested string maps.
+type holderBook struct {
+	owners  []int32          // per needle: its owner's number
+	names   []string         // owner numbers' keys
+	keys    []string         // holder numbers' keys
+	ids     map[string]int32 // holder key -> number
+	seen    map[uint64]struct{}
+	counts  map[uint64]int32 // owner<<32 | holder -> distinct needles
+	byOwner map[string]int32
+}
+
+func newHolderBook(set *NeedleSet) *holderBook {
+	hb := &holderBook{owners: make([]int32, set.Len()), ids: map[string]int32{}, seen: map[uint64]struct{}{}, counts: map[uint64]int32{}, byOwner: map[string]int32{}}
+	for i, o := range set.owner {
+		n, ok := hb.byOwner[o]
+		if !ok {
+			n = int32(len(hb.names))
+			hb.byOwner[o] = n
+			hb.names = append(hb.names, o)
 		}
-		return keys[i] < keys[j]
-	})
-	out := map[string]int{}
-	for _, k := range keys[:min(len(keys), MaxSharedWith)] {
-		out[k] = len(h[k])
+		hb.owners[i] = n
 	}
-	return out, len(keys) - len(out)
+	return hb
+}
+
+// holder is key's number.
+func (hb *holderBook) holder(key string) int32 {
+	h, ok := hb.ids[key]
+	if !ok {
+		h = int32(len(hb.keys))
+		hb.ids[key] = h
+		hb.keys = append(hb.keys, key)
+	}
+	return h
+}
+
+// hit records that holder h holds needle i (once, however many of its
+// fields hold it).
+func (hb *holderBook) hit(h int32, i int) {
+	k := uint64(h)<<32 | uint64(uint32(i))
+	if _, dup := hb.seen[k]; dup {
+		return
+	}
+	hb.seen[k] = struct{}{}
+	hb.counts[uint64(hb.owners[i])<<32|uint64(uint32(h))]++
+}
+
+// top calls fn for each owner that some holder shares with: the
+// MaxSharedWith holders with the most of its needles (ties by key) and how
+// many were left out.
+func (hb *holderBook) top(fn func(owner string, with map[string]int, more int)) {
+	type held struct {
+		h int32
+		n int32
+	}
+	per := make([][]held, len(hb.names))
+	for k, n := range hb.counts {
+		o := int32(k >> 32)
+		per[o] = append(per[o], held{int32(uint32(k)), n})
+	}
+	before := func(a, b held) bool {
+		if a.n != b.n {
+			return a.n > b.n
+		}
+		return hb.keys[a.h] < hb.keys[b.h]
+	}
+	for o, hs := range per {
+		if len(hs) == 0 {
+			continue
+		}
+		// The best MaxSharedWith, by insertion into a short sorted list:
+		// linear in the holders, where a sort of them all was not.
+		best := make([]held, 0, MaxSharedWith)
+		for _, x := range hs {
+			if len(best) == MaxSharedWith && !before(x, best[len(best)-1]) {
+				continue
+			}
+			j := sort.Search(len(best), func(j int) bool { return before(x, best[j]) })
+			if len(best) < MaxSharedWith {
+				best = append(best, held{})
+			}
+			copy(best[j+1:], best[j:len(best)-1])
+			best[j] = x
+		}
+		with := make(map[string]int, len(best))
+		for _, x := range best {
+			with[hb.keys[x.h]] = int(x.n)
+		}
+		fn(hb.names[o], with, len(hs)-len(best))
+	}
 }

@@ -1,0 +1,146 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// naiveHolders is what DropShared's holder counts must equal: for each
+// owner, each other record (by key, fields together) and the number of
+// distinct needles of the owner it holds (bytes.Contains), the
+// MaxSharedWith with the most (ties by key) and how many were left out.
+func naiveHolders(ev map[string]*Evidence, records []struct {
+	key string
+	b   []byte
+}) map[string]struct {
+	with map[string]int
+	more int
+} {
+	held := map[string]map[string]map[string]bool{} // owner -> holder -> needles
+	for o, e := range ev {
+		for _, n := range e.Needles {
+			if len(n) < 8 {
+				continue
+			}
+			for _, r := range records {
+				if r.key == "" || !bytes.Contains(r.b, n) {
+					continue
+				}
+				if held[o] == nil {
+					held[o] = map[string]map[string]bool{}
+				}
+				if held[o][r.key] == nil {
+					held[o][r.key] = map[string]bool{}
+				}
+				held[o][r.key][string(n)] = true
+			}
+		}
+	}
+	out := map[string]struct {
+		with map[string]int
+		more int
+	}{}
+	for o, hs := range held {
+		keys := slices.Collect(maps.Keys(hs))
+		slices.SortFunc(keys, func(a, b string) int {
+			if len(hs[a]) != len(hs[b]) {
+				return len(hs[b]) - len(hs[a])
+			}
+			if a < b {
+				return -1
+			}
+			return 1
+		})
+		with := map[string]int{}
+		for _, k := range keys[:min(len(keys), MaxSharedWith)] {
+			with[k] = len(hs[k])
+		}
+		out[o] = struct {
+			with map[string]int
+			more int
+		}{with, len(keys) - len(with)}
+	}
+	return out
+}
+
+// DropShared's holder bookkeeping (numbered holders, integer-keyed
+// counts, a partial selection of the top holders) names the same holders
+// with the same counts as a plain nested-map count and a full sort, on
+// random records that hold random runs of several owners' bytes, some
+// passed as several fields of one key, some with no key, many tied.
+func TestDropSharedHoldersMatchNaive(t *testing.T) {
+	for seed := uint64(1); seed <= 40; seed++ {
+		r := rand.New(rand.NewPCG(seed, 7))
+		nOwners := 1 + r.IntN(4)
+		src := map[string][]byte{}
+		ev := map[string]*Evidence{}
+		for o := 0; o < nOwners; o++ {
+			b := make([]byte, 64+r.IntN(400))
+			fill(b, seed*100+uint64(o))
+			k := fmt.Sprintf("own-%d", o)
+			src[k] = b
+			e := &Evidence{Key: k}
+			e.AddWindows(b)
+			ev[k] = e
+		}
+		owners := slices.Sorted(maps.Keys(src))
+		var records []struct {
+			key string
+			b   []byte
+		}
+		nHolders := 1 + r.IntN(3*MaxSharedWith)
+		for h := 0; h < nHolders; h++ {
+			key := fmt.Sprintf("rec-%03d", r.IntN(nHolders)) // repeated keys: several fields of one record
+			if r.IntN(10) == 0 {
+				key = ""
+			}
+			var b []byte
+			for p := 0; p < 1+r.IntN(3); p++ {
+				s := src[owners[r.IntN(len(owners))]]
+				from := r.IntN(len(s))
+				to := from + r.IntN(len(s)-from+1)
+				junk := make([]byte, r.IntN(40))
+				fill(junk, seed*1000+uint64(h*7+p))
+				b = append(append(b, junk...), s[from:to]...)
+			}
+			records = append(records, struct {
+				key string
+				b   []byte
+			}{key, b})
+			// Copies under other keys: holders tied on their counts, more
+			// of them than are named.
+			if r.IntN(3) == 0 {
+				for c := 0; c < MaxSharedWith/2; c++ {
+					records = append(records, struct {
+						key string
+						b   []byte
+					}{fmt.Sprintf("copy-%03d-%d", h, c), b})
+				}
+			}
+		}
+		want := naiveHolders(ev, records)
+		err := DropShared(context.Background(), ev, func(fn func(string, []byte) error) error {
+			for _, rec := range records {
+				if err := fn(rec.key, rec.b); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range owners {
+			e := ev[o]
+			w := want[o]
+			if !maps.Equal(e.SharedWith, w.with) && !(len(e.SharedWith) == 0 && len(w.with) == 0) || e.SharedWithMore != w.more {
+				t.Fatalf("seed %d owner %s: SharedWith %v (+%d), want %v (+%d)", seed, o, e.SharedWith, e.SharedWithMore, w.with, w.more)
+			}
+		}
+	}
+}
