@@ -41,16 +41,12 @@ func DropShared(ctx context.Context, ev map[string]*Evidence, others func(fn fun
 		if len(sc.fresh) == 0 {
 			return ctx.Err()
 		}
-		h := int32(-1)
-		if key != "" {
-			h = hb.holder(key)
-		}
 		for _, i := range sc.fresh {
 			sc.unhit(i) // the next record may hold it too
 			shared[i] = true
-			if h >= 0 {
-				hb.hit(h, i)
-			}
+		}
+		if key != "" {
+			hb.record(hb.holder(key), sc.fresh)
 		}
 		return ctx.Err()
 	})
@@ -90,30 +86,40 @@ func DropShared(ctx context.Context, ev map[string]*Evidence, others func(fn fun
 // holderBook counts, for each owner of needles, how many distinct needles
 // of it each other record (holder) holds. Owners and holders are numbered
 // once (a holder's key is looked up once per record, not per needle it
-// holds), and the counts live in maps keyed by integers: a window that
-// thousands of records hold (a template line) costs an integer map update
-// per record, not nested string maps.
+// holds), a record's needles are counted per owner in a scratch array,
+// and only the (owner, holder) totals go into a map keyed by integers: a
+// window that thousands of records hold (a template line) costs an
+// increment per record, not nested string maps.
 type holderBook struct {
-	owners  []int32          // per needle: its owner's number
-	names   []string         // owner numbers' keys
-	keys    []string         // holder numbers' keys
-	ids     map[string]int32 // holder key -> number
-	seen    map[uint64]struct{}
-	counts  map[uint64]int32 // owner<<32 | holder -> distinct needles
-	byOwner map[string]int32
+	owners []int32          // per needle: its owner's number
+	names  []string         // owner numbers' keys
+	keys   []string         // holder numbers' keys
+	ids    map[string]int32 // holder key -> number
+	// held[h] are the needles holder h was counted for, kept to count a
+	// needle once when a holder comes back (a record passed once per
+	// field); held[h] is nil until then for a holder seen once.
+	first  [][2]int32 // per holder: its first record's needles, a range of buf
+	buf    []int32
+	held   map[int32]map[int32]bool
+	counts map[uint64]int32 // owner<<32 | holder -> distinct needles
+	// scratch, per record
+	perOwner []int32
+	touched  []int32
 }
 
 func newHolderBook(set *NeedleSet) *holderBook {
-	hb := &holderBook{owners: make([]int32, set.Len()), ids: map[string]int32{}, seen: map[uint64]struct{}{}, counts: map[uint64]int32{}, byOwner: map[string]int32{}}
+	hb := &holderBook{owners: make([]int32, set.Len()), ids: map[string]int32{}, held: map[int32]map[int32]bool{}, counts: map[uint64]int32{}}
+	byOwner := map[string]int32{}
 	for i, o := range set.owner {
-		n, ok := hb.byOwner[o]
+		n, ok := byOwner[o]
 		if !ok {
 			n = int32(len(hb.names))
-			hb.byOwner[o] = n
+			byOwner[o] = n
 			hb.names = append(hb.names, o)
 		}
 		hb.owners[i] = n
 	}
+	hb.perOwner = make([]int32, len(hb.names))
 	return hb
 }
 
@@ -124,19 +130,57 @@ func (hb *holderBook) holder(key string) int32 {
 		h = int32(len(hb.keys))
 		hb.ids[key] = h
 		hb.keys = append(hb.keys, key)
+		hb.first = append(hb.first, [2]int32{-1, -1})
 	}
 	return h
 }
 
-// hit records that holder h holds needle i (once, however many of its
-// fields hold it).
-func (hb *holderBook) hit(h int32, i int) {
-	k := uint64(h)<<32 | uint64(uint32(i))
-	if _, dup := hb.seen[k]; dup {
+// record counts the needles (distinct, as the scanner reports them per
+// record) that holder h holds in one record, each once per holder however
+// many of its fields hold it.
+func (hb *holderBook) record(h int32, needles []int) {
+	if hb.first[h][0] < 0 {
+		// Its first record: every needle is new to it.
+		start := int32(len(hb.buf))
+		for _, i := range needles {
+			hb.buf = append(hb.buf, int32(i))
+		}
+		hb.first[h] = [2]int32{start, int32(len(hb.buf))}
+		hb.add(h, needles, nil)
 		return
 	}
-	hb.seen[k] = struct{}{}
-	hb.counts[uint64(hb.owners[i])<<32|uint64(uint32(h))]++
+	seen := hb.held[h]
+	if seen == nil {
+		seen = map[int32]bool{}
+		r := hb.first[h]
+		for _, i := range hb.buf[r[0]:r[1]] {
+			seen[i] = true
+		}
+		hb.held[h] = seen
+	}
+	hb.add(h, needles, seen)
+}
+
+// add counts, per owner, the needles not in seen (and adds them to it).
+func (hb *holderBook) add(h int32, needles []int, seen map[int32]bool) {
+	for _, i := range needles {
+		if seen != nil {
+			if seen[int32(i)] {
+				continue
+			}
+			seen[int32(i)] = true
+		}
+		o := hb.owners[i]
+		if hb.perOwner[o] == 0 {
+			hb.touched = append(hb.touched, o)
+		}
+		hb.perOwner[o]++
+	}
+	for _, o := range hb.touched {
+		hb.counts[uint64(o)<<32|uint64(uint32(h))] += hb.perOwner[o]
+		hb.perOwner[o] = 0
+	}
+	hb.touched = hb.touched[:0]
 }
 
 // top calls fn for each owner that some holder shares with: the
