@@ -24,7 +24,12 @@ type Results struct {
 	PGVector *PGVectorResult
 	Model    *ModelResult   // report_model.go
 	Workers  *WorkersResult // report_workers.go
-	Files    []*File        // every file, in name order
+	// Issue #13's performance points (report_perf.go).
+	Scanner   *ScannerResult
+	Trace     *TraceResult
+	Capture   *CaptureResult
+	FixedCost []*FixedCostResult // smallest corpus first
+	Files     []*File            // every file, in name order
 }
 
 // File is one results file: what it measured, on which code and machine,
@@ -163,9 +168,27 @@ func Load(dir string) (*Results, error) {
 			if err := json.Unmarshal(b, r.Workers); err != nil {
 				return nil, fmt.Errorf("%s: %w", p, err)
 			}
-		case "trace", "capture", "fixedcost", "scanner":
-			// Trace latency, capture overhead and the fixed cost per
-			// erasure (issue #13): reported in bench/README.md.
+		case "scanner":
+			r.Scanner = &ScannerResult{}
+			if err := json.Unmarshal(b, r.Scanner); err != nil {
+				return nil, fmt.Errorf("%s: %w", p, err)
+			}
+		case "trace":
+			r.Trace = &TraceResult{}
+			if err := json.Unmarshal(b, r.Trace); err != nil {
+				return nil, fmt.Errorf("%s: %w", p, err)
+			}
+		case "capture":
+			r.Capture = &CaptureResult{}
+			if err := json.Unmarshal(b, r.Capture); err != nil {
+				return nil, fmt.Errorf("%s: %w", p, err)
+			}
+		case "fixedcost":
+			fc := &FixedCostResult{file: f}
+			if err := json.Unmarshal(b, fc); err != nil {
+				return nil, fmt.Errorf("%s: %w", p, err)
+			}
+			r.FixedCost = append(r.FixedCost, fc)
 		case "model":
 			r.Model = &ModelResult{}
 			if err := json.Unmarshal(b, r.Model); err != nil {
@@ -176,6 +199,7 @@ func Load(dir string) (*Results, error) {
 		}
 		r.Files = append(r.Files, f)
 	}
+	r.sortFixedCost()
 	return r, nil
 }
 
@@ -291,6 +315,11 @@ func (r *Results) Markdown() string {
 	}
 	b.WriteString(r.modelSection())   // report_model.go
 	b.WriteString(r.workersSection()) // report_workers.go
+	// Issue #13's performance points (report_perf.go).
+	b.WriteString(r.scannerSection())
+	b.WriteString(r.traceSection())
+	b.WriteString(r.captureSection())
+	b.WriteString(r.fixedCostSection())
 	b.WriteString(r.peersSection())
 	return b.String()
 }

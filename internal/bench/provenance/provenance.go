@@ -233,13 +233,18 @@ var ErrNoGit = errors.New("git is not available")
 //   - git not available, or root not a repository: stale, nothing can be checked;
 //   - the commit is not in this repository: stale;
 //   - a clean commit: stale when `git diff --quiet <commit> HEAD -- <paths>` reports a difference;
-//   - a "+dirty" commit: current only when the recorded measured tree equals HEAD's.
+//   - a "+dirty" commit (or an old file's "-dirty"): current only when the recorded measured tree equals HEAD's.
 func Check(root string, p Provenance, defaults []string) Freshness {
 	paths := p.MeasuredPaths
 	if len(paths) == 0 {
 		paths = defaults
 	}
 	commit, dirty := strings.CutSuffix(p.Commit, "+dirty")
+	if !dirty {
+		// Files written before trace and capture recorded this
+		// provenance: a short hash with "-dirty".
+		commit, dirty = strings.CutSuffix(commit, "-dirty")
+	}
 	if commit == "" || commit == "unknown" {
 		return Freshness{Stale: true, Why: "commit unknown: the code it measured cannot be compared with today's"}
 	}
