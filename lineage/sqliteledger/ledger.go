@@ -184,12 +184,16 @@ func open(ctx context.Context, path string, create bool) (*Ledger, error) {
 	}
 	var v string
 	err = db.QueryRowContext(ctx, `SELECT v FROM meta WHERE k='schema'`).Scan(&v)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		if _, err := db.ExecContext(ctx, `INSERT INTO meta (k, v) VALUES ('schema', ?)`, lineage.SchemaVersion); err != nil {
+	if errors.Is(err, sql.ErrNoRows) {
+		// A new ledger. Another process may be opening it at the same
+		// moment: the first insert wins, and both read what it wrote.
+		if _, err := db.ExecContext(ctx, `INSERT INTO meta (k, v) VALUES ('schema', ?) ON CONFLICT (k) DO NOTHING`, lineage.SchemaVersion); err != nil {
 			db.Close()
 			return nil, fmt.Errorf("open ledger: %w", err)
 		}
+		err = db.QueryRowContext(ctx, `SELECT v FROM meta WHERE k='schema'`).Scan(&v)
+	}
+	switch {
 	case err != nil:
 		db.Close()
 		return nil, fmt.Errorf("open ledger: %w", err)
