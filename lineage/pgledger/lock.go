@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -36,7 +37,17 @@ func (l *Ledger) TryLockSubject(ctx context.Context, key string) (func(), string
 		return nil, "", false, fmt.Errorf("erasure lock: %w", err)
 	}
 	if ok {
-		return func() { closeConn(c) }, "", true, nil
+		// Released by the server before the release returns: closing
+		// the connection alone lets the server drop the lock only when
+		// its backend has exited, after the close returned, so a retry
+		// of the same subject at once (a window's erasure run again
+		// alone) could find it still held.
+		return func() {
+			uctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_, _ = c.Exec(uctx, `SELECT pg_advisory_unlock(`+pgSubjectKey+`)`, key)
+			closeConn(c)
+		}, "", true, nil
 	}
 	// Who holds it: the application_name its lock session set.
 	var holder string
