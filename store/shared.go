@@ -95,10 +95,11 @@ type holderBook struct {
 	names  []string         // owner numbers' keys
 	keys   []string         // holder numbers' keys
 	ids    map[string]int32 // holder key -> number
-	// held[h] are the needles holder h was counted for, kept to count a
-	// needle once when a holder comes back (a record passed once per
-	// field); held[h] is nil until then for a holder seen once.
-	first  [][2]int32 // per holder: its first record's needles, a range of buf
+	// The needles each holder was counted for, so that a needle counts
+	// once when a holder comes back (a record passed once per field):
+	// first[h] is the range of buf holding its first record's needles;
+	// held[h], made only when h comes back, the set of all of them.
+	first  [][2]int32
 	buf    []int32
 	held   map[int32]map[int32]bool
 	counts map[uint64]int32 // owner<<32 | holder -> distinct needles

@@ -36,9 +36,9 @@ const (
 	fixedCostMethodLink = "[bench/README.md](bench/README.md#fixed-cost-per-erasure-benchmarkerasurefixedcost-issue-13-point-7)"
 )
 
-// FixedCostResult is bench/results/fixedcost-<store>-<people>x<docs>.json,
-// as BenchmarkErasureFixedCost (internal/saga/fixedcost_bench_test.go)
-// writes it; report reads the same fields.
+// FixedCostResult is bench/results/fixedcost-<store>-<people>x<docs>.json:
+// BenchmarkErasureFixedCost (internal/saga/fixedcost_bench_test.go) writes
+// it, report reads it.
 type FixedCostResult struct {
 	Kind     string `json:"kind"` // "fixedcost"
 	Store    string `json:"store"`
@@ -50,8 +50,10 @@ type FixedCostResult struct {
 	MedianMs     float64 `json:"median_ms"`
 	P95Ms        float64 `json:"p95_ms"`
 	JournalSyncs float64 `json:"journal_fsyncs_per_erasure"`
-	// StepsMs: each kind of step's time per erasure, from the saga's
-	// progress lines (each step rounded to the millisecond).
+	// StepsMs is the time each kind of step took per erasure, from the
+	// saga's progress lines (rounded to the millisecond per step, so a
+	// step under half a millisecond counts as 0); the rest of MeanMs is the
+	// trace, the journal and the lock.
 	StepsMs map[string]float64 `json:"steps_ms"`
 
 	file *File // the results file, for its stamp

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/amnesia-dev/amnesia/capture"
+	"github.com/amnesia-dev/amnesia/internal/bench"
 	"github.com/amnesia-dev/amnesia/internal/bench/provenance"
 	"github.com/amnesia-dev/amnesia/internal/demo"
 	"github.com/amnesia-dev/amnesia/internal/saga"
@@ -126,25 +127,6 @@ func (s *stepTimes) Write(p []byte) (int, error) {
 // fixedCostPaths is the code BenchmarkErasureFixedCost measures.
 var fixedCostPaths = append([]string{"transparency/", "certificate/", "internal/atomicfile/"}, provenance.ResiduePaths...)
 
-// FixedCostResult is bench/results/fixedcost-<store>-<people>x<docs>.json.
-type FixedCostResult struct {
-	Kind     string `json:"kind"` // "fixedcost"
-	Store    string `json:"store"`
-	Subjects int    `json:"corpus_subjects"`
-	DocsEach int    `json:"docs_each"`
-	provenance.Provenance
-	Erasures     int     `json:"erasures"`
-	MeanMs       float64 `json:"mean_ms"` // per erasure: trace, then saga.Run
-	MedianMs     float64 `json:"median_ms"`
-	P95Ms        float64 `json:"p95_ms"`
-	JournalSyncs float64 `json:"journal_fsyncs_per_erasure"`
-	// StepsMs is the time each kind of step took per erasure, from the
-	// saga's progress lines (rounded to the millisecond per step, so a
-	// step under half a millisecond counts as 0); the rest of MeanMs is the
-	// trace, the journal and the lock.
-	StepsMs map[string]float64 `json:"steps_ms"`
-}
-
 // BenchmarkErasureFixedCost measures one erasure (B4: trace, journaled saga,
 // certificate, transparency log) of one subject at a time on a sqlite-doc
 // store with a SQLite ledger: on a small store (50 subjects of 1 document),
@@ -191,7 +173,7 @@ func BenchmarkErasureFixedCost(b *testing.B) {
 			if b.N < 20 {
 				return
 			}
-			res := FixedCostResult{Kind: "fixedcost", Store: "sqlite-doc", Subjects: size.people, DocsEach: size.docs, Provenance: prov,
+			res := bench.FixedCostResult{Kind: "fixedcost", Store: "sqlite-doc", Subjects: size.people, DocsEach: size.docs, Provenance: prov,
 				Erasures: b.N, JournalSyncs: syncs, StepsMs: map[string]float64{}}
 			sum := 0.0
 			for _, w := range walls {
