@@ -319,16 +319,24 @@ func le64(b []byte) uint64 { return binary.LittleEndian.Uint64(b) }
 func le32(b []byte) uint32 { return binary.LittleEndian.Uint32(b) }
 
 // ScanFile scans one file. A file that does not exist is skipped (a -wal or
-// -journal file is often absent) and not counted. The file is read through a
-// descriptor held for the life of the process, never closed after the scan:
-// see fdcache.go for why closing it could corrupt a SQLite database.
+// -journal file is often absent) and not counted. A SQLite file is read
+// through a descriptor held for the life of the process, never closed after
+// the scan (see fdcache.go for why closing it could corrupt the database);
+// any other file is closed after its scan.
 func (sc *Scanner) ScanFile(ctx context.Context, path string) error {
-	f, size, err := openHeld(path)
+	f, size, held, err := openScan(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("scan %s: %w", path, err)
+	}
+	if f == nil { // empty: nothing to read
+		sc.rep.Files++
+		return nil
+	}
+	if !held {
+		defer f.Close()
 	}
 	if err := sc.Scan(ctx, io.NewSectionReader(f, 0, size)); err != nil {
 		return fmt.Errorf("scan %s: %w", path, err)

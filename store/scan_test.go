@@ -189,7 +189,7 @@ func fill(b []byte, seed uint64) {
 
 // A scanned file that is later deleted is not kept alive by the scanner.
 func TestScanLetsGoOfDeletedFiles(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "seg")
+	path := filepath.Join(t.TempDir(), "seg-wal") // held: a name SQLite gives its WAL
 	if err := os.WriteFile(path, []byte("some bytes of a WAL segment, 32+ long"), 0o600); err != nil {
 		t.Fatal(err)
 	}
