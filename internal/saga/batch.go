@@ -10,9 +10,9 @@ import (
 // RunBatch runs several erasures as one erasure window: each is journaled
 // and certified on its own, but the stores reclaim once for all of them
 // (one VACUUM or rewrite for many requests) after every erasure of the
-// batch has deleted, and each store's evidence read, byte scan before
-// deletion and byte scan after reclaim are done once for all of them too
-// (batchprobe.go). The erasures must share their Stores and Ledger.
+// batch has deleted, and each store's evidence read, delete, byte scan
+// before deletion and byte scan after reclaim are done once for all of them
+// too (batchprobe.go): every erasure reads its evidence before any deletes. The erasures must share their Stores and Ledger.
 //
 // A batch that stops part-way leaves each erasure resumable on its own:
 // running any of them again (alone or in a new batch) resumes from its
@@ -37,11 +37,19 @@ func RunBatch(ctx context.Context, es []*Erasure) ([]*Result, error) {
 		seen[r.id] = true
 		runners = append(runners, r)
 	}
-	ctx = withBatch(ctx, &batchShare{runners: runners, ev: map[string]*sharedEvidence{}, scans: map[string]*sharedScan{}})
+	ctx = withBatch(ctx, &batchShare{runners: runners, ev: map[string]*sharedEvidence{}, scans: map[string]*sharedScan{}, dels: map[string]*sharedDelete{}})
 	res := make([]*results, len(runners))
 	for i, r := range runners {
 		var err error
 		if res[i], err = r.before(ctx); err != nil {
+			return nil, err
+		}
+	}
+	// Every erasure's evidence is read and sealed before any of them
+	// deletes: a delete shared by the batch (deleteKeys) removes the
+	// records of them all.
+	for _, r := range runners {
+		if err := r.deleteAll(ctx); err != nil {
 			return nil, err
 		}
 	}

@@ -3,6 +3,7 @@ package saga_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -21,6 +22,7 @@ type readCountingStore struct {
 	*sqlitedoc.Store
 	reads    [][]string
 	scans    [][]string
+	deletes  [][]string
 	onDelete func(ctx context.Context) error
 }
 
@@ -35,6 +37,7 @@ func (c *readCountingStore) ProbePhysical(ctx context.Context, set *store.Needle
 }
 
 func (c *readCountingStore) Delete(ctx context.Context, keys []string) error {
+	c.deletes = append(c.deletes, append([]string(nil), keys...))
 	if c.onDelete != nil {
 		if err := c.onDelete(ctx); err != nil {
 			return err
@@ -89,8 +92,8 @@ func subset(a, of []string) bool {
 	return true
 }
 
-// A batch reads each store's evidence once and byte-scans it once before
-// deleting and once after reclaim, for every erasure; each erasure's
+// A batch reads each store's evidence once, deletes once, and byte-scans it
+// once before deleting and once after reclaim, for every erasure; each erasure's
 // journal and certificate keep only its own records, with the outcomes a
 // single erasure of the same person gets.
 func TestBatchSharesEvidenceAndScans(t *testing.T) {
@@ -110,8 +113,11 @@ func TestBatchSharesEvidenceAndScans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(docs.reads) != 1 || len(docs.scans) != 2 {
-		t.Fatalf("docs: %d evidence reads, %d byte scans for a batch of %d; want 1 and 2", len(docs.reads), len(docs.scans), len(es))
+	if len(docs.reads) != 1 || len(docs.scans) != 2 || len(docs.deletes) != 1 {
+		t.Fatalf("docs: %d evidence reads, %d byte scans, %d deletes for a batch of %d; want 1, 2 and 1", len(docs.reads), len(docs.scans), len(docs.deletes), len(es))
+	}
+	if got := sorted(append([]string(nil), docs.deletes[0]...)); !reflect.DeepEqual(got, all) {
+		t.Errorf("the batch's delete was for %d keys, want the %d of every erasure", len(got), len(all))
 	}
 	got := append([]string(nil), docs.reads[0]...)
 	sort.Strings(got)
@@ -153,55 +159,96 @@ func TestBatchSharesEvidenceAndScans(t *testing.T) {
 	}
 }
 
-// A batch stopped part-way resumes in a new batch: erasures that journaled
-// their evidence are left out of the new batch's shared read, and every
+func sorted(s []string) []string {
+	sort.Strings(s)
+	return s
+}
+
+// A batch stopped at its delete resumes in a new batch that also takes a new
+// erasure: the erasures that journaled their evidence are left out of the new
+// batch's evidence read, one delete takes the records of all three, and every
 // erasure ends complete.
 func TestBatchResumesSharedReads(t *testing.T) {
 	f := newFixture(t, 6, 3)
 	docs := &readCountingStore{Store: f.rawD}
 	stores := map[string]store.Store{"docs": docs, "vectors": f.rawV}
-	erasures := func() []*saga.Erasure {
+	erasures := func(people ...int) []*saga.Erasure {
 		var es []*saga.Erasure
-		for _, p := range []int{1, 3, 5} {
+		for _, p := range people {
 			es = append(es, &saga.Erasure{Dir: f.dir, Ledger: f.ledger, Stores: stores, Trace: f.trace(t, p), Reason: "BATCH-2"})
 		}
 		return es
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	deletes := 0
-	docs.onDelete = func(ctx context.Context) error {
-		if deletes++; deletes == 2 { // the second erasure's delete: stop the batch
-			cancel()
-			return ctx.Err()
-		}
-		return nil
+	docs.onDelete = func(ctx context.Context) error { // the batch's delete: stop it there
+		cancel()
+		return ctx.Err()
 	}
-	if _, err := saga.RunBatch(ctx, erasures()); err == nil {
+	if _, err := saga.RunBatch(ctx, erasures(1, 3)); err == nil {
 		t.Fatal("a cancelled batch returned no error")
 	}
-	if len(docs.reads) != 1 {
-		t.Fatalf("first batch: %d evidence reads of docs, want 1", len(docs.reads))
+	if len(docs.reads) != 1 || len(docs.deletes) != 1 {
+		t.Fatalf("first batch: %d evidence reads and %d deletes of docs, want 1 and 1", len(docs.reads), len(docs.deletes))
 	}
-	docs.onDelete, docs.reads, docs.scans = nil, nil, nil
-	es := erasures()
+	docs.onDelete, docs.reads, docs.scans, docs.deletes = nil, nil, nil, nil
+	es := erasures(1, 3, 5)
 	res, err := saga.RunBatch(context.Background(), es)
 	if err != nil {
 		t.Fatal(err)
 	}
-	third := append([]string(nil), planKeys(es[2].Trace, "docs")...)
-	sort.Strings(third)
+	third := sorted(append([]string(nil), planKeys(es[2].Trace, "docs")...))
 	if len(docs.reads) != 1 {
 		t.Fatalf("resumed batch: %d evidence reads of docs, want 1", len(docs.reads))
 	}
-	got := append([]string(nil), docs.reads[0]...)
-	sort.Strings(got)
-	if !reflect.DeepEqual(got, third) {
-		t.Errorf("resumed batch read evidence for %d keys, want only the third erasure's %d", len(got), len(third))
+	if got := sorted(append([]string(nil), docs.reads[0]...)); !reflect.DeepEqual(got, third) {
+		t.Errorf("resumed batch read evidence for %d keys, want only the new erasure's %d", len(got), len(third))
+	}
+	var all []string
+	for _, e := range es {
+		all = append(all, planKeys(e.Trace, "docs")...)
+	}
+	if len(docs.deletes) != 1 || !reflect.DeepEqual(sorted(docs.deletes[0]), sorted(all)) {
+		t.Errorf("resumed batch: deletes %v, want one of the %d keys of all three erasures", docs.deletes, len(all))
 	}
 	for i, r := range res {
 		p := r.Statement.Predicate
 		if !p.Complete || p.Counts.VerifiedPhysical == 0 || p.Counts.Residual != 0 {
 			t.Errorf("erasure %d: complete=%v counts=%+v", i, p.Complete, p.Counts)
+		}
+	}
+}
+
+// When the batch's shared delete fails, each erasure deletes its own records
+// and gets its own outcome: here the store recovers, and all end complete.
+func TestBatchSharedDeleteFailsThenEachDeletes(t *testing.T) {
+	f := newFixture(t, 6, 3)
+	docs := &readCountingStore{Store: f.rawD}
+	stores := map[string]store.Store{"docs": docs, "vectors": f.rawV}
+	var es []*saga.Erasure
+	for _, p := range []int{0, 1, 2} {
+		es = append(es, &saga.Erasure{Dir: f.dir, Ledger: f.ledger, Stores: stores, Trace: f.trace(t, p), Reason: "BATCH-3"})
+	}
+	n := 0
+	docs.onDelete = func(context.Context) error {
+		if n++; n == 1 {
+			return errors.New("store briefly down")
+		}
+		return nil
+	}
+	res, err := saga.RunBatch(context.Background(), es)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(docs.deletes) != 1+len(es) {
+		t.Errorf("%d deletes, want the failed shared one and one per erasure (%d)", len(docs.deletes), 1+len(es))
+	}
+	for i, r := range res {
+		p := r.Statement.Predicate
+		if !p.Complete || p.Counts.VerifiedPhysical == 0 || p.Counts.Residual != 0 {
+			t.Errorf("erasure %d: complete=%v counts=%+v", i, p.Complete, p.Counts)
+		}
+		if own := sorted(append([]string(nil), planKeys(es[i].Trace, "docs")...)); !reflect.DeepEqual(sorted(docs.deletes[1+i]), own) {
+			t.Errorf("erasure %d deleted %d keys alone, want its own %d", i, len(docs.deletes[1+i]), len(own))
 		}
 	}
 }

@@ -32,6 +32,13 @@ type batchShare struct {
 	mu      sync.Mutex
 	ev      map[string]*sharedEvidence // store -> the batch's evidence
 	scans   map[string]*sharedScan     // step:store -> the batch's byte scan
+	dels    map[string]*sharedDelete   // store -> the batch's delete
+}
+
+type sharedDelete struct {
+	once sync.Once
+	keys map[string]bool // keys deleted
+	err  error
 }
 
 type sharedEvidence struct {
@@ -113,6 +120,59 @@ func (r *runner) readStoreEvidence(ctx context.Context, st string, er store.Evid
 		// store: alone, ReadEvidence leaves it out too.
 	}
 	return out, nil
+}
+
+// deleteKeys deletes r's keys in st: alone, or, in a batch, with one Delete
+// of the keys of every erasure whose delete on st is still to run and whose
+// evidence step on st has ended (a FAISS index over HNSW is rebuilt once for
+// the window, not once per erasure). RunBatch ends every erasure's evidence
+// step before any delete, so a shared delete never takes a record whose
+// evidence is still to be read. An erasure's delete step is journaled done
+// only once the shared Delete has returned; a crash before that makes it
+// run again, and Delete of keys already gone returns nil. When the shared
+// Delete fails (other than by ctx's end), each erasure deletes its own
+// keys, so each gets its own outcome.
+func (r *runner) deleteKeys(ctx context.Context, st string) error {
+	s := r.Stores[st]
+	b := batchOf(ctx)
+	if b == nil || b.dels == nil {
+		return s.Delete(ctx, r.keys[st])
+	}
+	b.mu.Lock()
+	sh := b.dels[st]
+	if sh == nil {
+		sh = &sharedDelete{}
+		b.dels[st] = sh
+	}
+	b.mu.Unlock()
+	sh.once.Do(func() {
+		sh.keys = map[string]bool{}
+		var keys []string
+		for _, o := range b.runners {
+			if o != r && (!o.pending("delete", st) || o.j.final("evidence:"+st) == nil) {
+				continue
+			}
+			for _, k := range o.keys[st] {
+				if !sh.keys[k] {
+					sh.keys[k] = true
+					keys = append(keys, k)
+				}
+			}
+		}
+		sh.err = s.Delete(ctx, keys)
+	})
+	if sh.err != nil {
+		if ctx.Err() != nil {
+			return sh.err
+		}
+		return s.Delete(ctx, r.keys[st])
+	}
+	for _, k := range r.keys[st] {
+		if !sh.keys[k] {
+			return s.Delete(ctx, r.keys[st]) // not in the batch's delete
+		}
+	}
+	return nil
 }
 
 // scanPhysical byte-scans st for the needles of ev (r's evidence) at step

@@ -95,13 +95,17 @@ func (r *runner) run(ctx context.Context) (*certificate.Statement, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := r.deleteAll(ctx); err != nil {
+		return nil, err
+	}
 	if err := r.reclaimAll(ctx, res, r.reclaim); err != nil {
 		return nil, err
 	}
 	return r.after(ctx, res)
 }
 
-// before runs plan, suppress, evidence and delete.
+// before runs plan, suppress and evidence: every step before the first
+// delete (deleteAll).
 func (r *runner) before(ctx context.Context) (*results, error) {
 	t := r.Trace
 	r.progress("erasure %s of %s: %d artifacts in %d stores", r.id, t.SubjectRef, len(t.Artifacts), len(r.stores))
@@ -149,14 +153,19 @@ func (r *runner) before(ctx context.Context) (*results, error) {
 		}
 		res.evidence[st] = out
 	}
+	return res, nil
+}
+
+// deleteAll runs the delete step of every healthy store.
+func (r *runner) deleteAll(ctx context.Context) error {
 	for _, st := range r.stores {
 		if err := r.storeStep("delete", st, nil, func() (any, error) {
-			return deleteResult{Keys: len(r.keys[st])}, r.Stores[st].Delete(ctx, r.keys[st])
+			return deleteResult{Keys: len(r.keys[st])}, r.deleteKeys(ctx, st) // batchprobe.go
 		}); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return res, nil
+	return nil
 }
 
 // reclaimAll runs the reclaim step of every healthy store with do, which is
