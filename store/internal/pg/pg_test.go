@@ -118,6 +118,8 @@ func TestTimeoutKind(t *testing.T) {
 		{&pgconn.PgError{Code: "55P03", Message: "canceling statement due to lock timeout"}, StateLockTimeout},
 		{&pgconn.PgError{Code: "57014", Message: "canceling statement due to statement timeout"}, StateStatementTimeout},
 		{&pgconn.PgError{Code: "57014", Message: "canceling statement due to user request"}, ""},
+		// lc_messages = 'de_DE': the same timeout, in German.
+		{&pgconn.PgError{Code: "57014", Message: "storniere Anfrage wegen Zeitüberschreitung der Anweisung"}, StateStatementTimeout},
 		{&pgconn.PgError{Code: "42501", Message: "permission denied"}, ""},
 	} {
 		if got := timeoutKind(tc.err); got != tc.want {

@@ -68,6 +68,13 @@ func Verdict(fs []Finding) (state, evidence string) {
 }
 
 // timeoutKind classifies err: StateLockTimeout, StateStatementTimeout or "".
+// SQLSTATE 57014 (query_canceled) is a statement timeout or a cancel request
+// from another session (pg_cancel_backend); callers rule out amnesia's own
+// cancellation (their context) first. Only the message tells the two apart,
+// and it is in the server's lc_messages language: an English "user request"
+// is not a timeout; any other 57014 is taken for one, so a timeout on a
+// server with another language is retried and, if it persists, reported as
+// pending, not as a plain failure.
 func timeoutKind(err error) string {
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) {
@@ -76,7 +83,7 @@ func timeoutKind(err error) string {
 	switch {
 	case pe.Code == "55P03": // lock_not_available: lock_timeout
 		return StateLockTimeout
-	case pe.Code == "57014" && strings.Contains(pe.Message, "statement timeout"):
+	case pe.Code == "57014" && !strings.Contains(pe.Message, "user request"):
 		return StateStatementTimeout
 	}
 	return ""
