@@ -32,7 +32,7 @@ func RunBatch(ctx context.Context, es []*Erasure) ([]*Result, error) {
 		}
 		r, err := start(ctx, e)
 		if err != nil {
-			return nil, fmt.Errorf("batch: %s: %w", e.Trace.SubjectRef, err)
+			return nil, &BatchError{Erasure: ID(e.Trace.ID), Err: err}
 		}
 		seen[r.id] = true
 		runners = append(runners, r)
@@ -42,7 +42,7 @@ func RunBatch(ctx context.Context, es []*Erasure) ([]*Result, error) {
 	for i, r := range runners {
 		var err error
 		if res[i], err = r.before(ctx); err != nil {
-			return nil, err
+			return nil, &BatchError{Erasure: r.id, Err: err}
 		}
 	}
 	// Every erasure's evidence is read and sealed before any of them
@@ -50,7 +50,7 @@ func RunBatch(ctx context.Context, es []*Erasure) ([]*Result, error) {
 	// records of them all.
 	for _, r := range runners {
 		if err := r.deleteAll(ctx); err != nil {
-			return nil, err
+			return nil, &BatchError{Erasure: r.id, Err: err}
 		}
 	}
 	// One reclaim per store, shared by every erasure that reaches it. A
@@ -81,7 +81,7 @@ func RunBatch(ctx context.Context, es []*Erasure) ([]*Result, error) {
 			return out, err
 		})
 		if err != nil {
-			return nil, err
+			return nil, &BatchError{Erasure: r.id, Err: err}
 		}
 	}
 	// An erasure that pauses (PendingError) does not stop the others: each
@@ -99,8 +99,22 @@ func RunBatch(ctx context.Context, es []*Erasure) ([]*Result, error) {
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return nil, &BatchError{Erasure: r.id, Err: err}
 		}
 	}
 	return out, paused
 }
+
+// BatchError is the error that stopped a batch, with the erasure whose step
+// returned it. The other erasures of the batch did not fail: each resumes
+// from its journal when run again, alone or in another batch. The step may
+// have been one the batch shares (a reclaim, a byte scan): the erasure named
+// is the one that was running it.
+type BatchError struct {
+	Erasure string // the erasure's id (ID of its trace)
+	Err     error
+}
+
+func (e *BatchError) Error() string { return "batch: erasure " + e.Erasure + ": " + e.Err.Error() }
+
+func (e *BatchError) Unwrap() error { return e.Err }

@@ -3,7 +3,10 @@ package worker_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -480,5 +483,65 @@ func TestContinuedRefFencedByClaim(t *testing.T) {
 	}
 	if err := saga.Fenced(f.env.Durable(), cur).SaveTrace(ctx, ref, b); err != nil {
 		t.Fatalf("save under the current claim: %v", err)
+	}
+}
+
+// A window whose start finds one erasure's trace stale (a capture for its
+// subject after the worker traced it) stops on that erasure's error, which
+// names it (saga.BatchError): it runs alone, traced again, and the other
+// erasures run again as one window, not one by one. All end done.
+func TestWindowStoppedByOneErasureRebatchesTheOthers(t *testing.T) {
+	f := newWindowFixture(t, "")
+	var logs bytes.Buffer
+	f.env.Log = slog.New(slog.NewJSONHandler(&logs, nil))
+	var queued []*lineage.Trace
+	for i := range 4 {
+		queued = append(queued, f.queue(t, fmt.Sprintf("rb-%d", i), fmt.Sprintf("rb%d@example.org", i), time.Time{}))
+	}
+	stale := queued[2]
+	done := false
+	worker.TestBeforeRun = func(id string) {
+		if id == stale.ID && !done {
+			done = true
+			f.put(t, "rb-2-late", "rb2@example.org", "Document rb-2-late was written as its window was about to start, about parcel 9120.")
+		}
+	}
+	defer func() { worker.TestBeforeRun = nil }()
+	r := runQueued(t, f, true)
+	if r.failed != nil {
+		t.Fatalf("worker: %v", r.failed)
+	}
+	jobs := f.jobs(t)
+	for i, q := range queued {
+		if j := jobs[q.ID]; j.State != lineage.JobDone {
+			t.Errorf("job %d: %s (%s), want done", i, j.State, j.Error)
+		}
+		res := r.finished[q.ID]
+		want := 1
+		if q == stale {
+			want = 2 // with the later capture
+		}
+		if res == nil || !res.Complete() || len(res.Statement.Predicate.Artifacts) != want {
+			t.Errorf("job %d: result %+v, want a complete erasure of %d documents", i, res, want)
+		}
+	}
+	var rebatched, oneByOne int
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) != nil {
+			continue
+		}
+		switch msg, _ := rec["msg"].(string); {
+		case strings.Contains(msg, "the others again as one window"):
+			rebatched++
+			if rec["erasure"] != saga.ID(stale.ID) {
+				t.Errorf("the window stopped on erasure %v, want the stale one %s", rec["erasure"], saga.ID(stale.ID))
+			}
+		case strings.Contains(msg, "one by one"):
+			oneByOne++
+		}
+	}
+	if rebatched != 1 || oneByOne != 0 {
+		t.Errorf("log: %d re-batched windows, %d one-by-one runs; want 1 and 0\n%s", rebatched, oneByOne, logs.String())
 	}
 }

@@ -234,16 +234,21 @@ func (w *Worker) runWindow(ctx context.Context, jobs []*lineage.Job) (failed int
 					errs[i] = berr
 				}
 			default:
-				// The window stopped on one erasure's error: run each
-				// again alone, from its journal, so that one erasure that
-				// cannot go on does not hold back the others.
-				w.log().Warn("worker window stopped; its erasures run one by one", "worker", w.ID, "err", berr)
-				// A capture for a subject after its trace was taken
-				// (prepare) and before its erasure started stops the
-				// window as stale: that erasure traces its subject again
-				// (runAlone).
+				// The window stopped on one erasure's error (a capture for
+				// its subject after prepare took its trace, for one, makes
+				// it stale: it traces its subject again in runAlone). The
+				// erasure the error names runs alone, from its journal; the
+				// others run again as one window. When that one stops too,
+				// or the error names none of them, each runs alone, so that
+				// one erasure that cannot go on does not hold back the
+				// others.
+				again := w.rebatch(runCtx, qs, berr)
 				for n, i := range ready {
 					k := slotOf[n]
+					if again[k] != nil {
+						res[i], errs[i] = again[k].res, again[k].err
+						continue
+					}
 					res[i], errs[i] = w.runAlone(runCtx, jobs[i], qs[k])
 				}
 			}
@@ -285,6 +290,61 @@ func (w *Worker) runWindow(ctx context.Context, jobs []*lineage.Job) (failed int
 		}
 	}
 	return failed, errors.Join(qerrs...)
+}
+
+// slotOutcome is the outcome of one erasure of a window run again.
+type slotOutcome struct {
+	res *saga.Result
+	err error
+}
+
+// rebatch runs again, as one window, the erasures of qs but the one whose
+// error (berr, a *saga.BatchError) stopped their window. It returns the
+// outcome of each erasure it ran, indexed as qs; nil for the one named, and
+// for all when berr names none of them or the second window stopped on an
+// error too: those run alone.
+func (w *Worker) rebatch(ctx context.Context, qs []erasure.Queued, berr error) []*slotOutcome {
+	out := make([]*slotOutcome, len(qs))
+	var be *saga.BatchError
+	bad := -1
+	if errors.As(berr, &be) {
+		for k, q := range qs {
+			if saga.ID(q.Trace.ID) == be.Erasure {
+				bad = k
+			}
+		}
+	}
+	if bad < 0 || len(qs) < 3 {
+		w.log().Warn("worker window stopped; its erasures run one by one", "worker", w.ID, "err", berr)
+		return out
+	}
+	w.log().Warn("worker window stopped on one erasure's error; it runs alone, the others again as one window", "worker", w.ID, "erasure", be.Erasure, "err", berr)
+	rest := make([]erasure.Queued, 0, len(qs)-1)
+	idx := make([]int, 0, len(qs)-1)
+	for k, q := range qs {
+		if k != bad {
+			rest = append(rest, q)
+			idx = append(idx, k)
+		}
+	}
+	got, err := w.Env.RunWindow(ctx, rest, erasure.Options{Progress: w.Progress})
+	switch {
+	case got != nil:
+		for n, k := range idx {
+			o := &slotOutcome{res: got[n]}
+			if got[n] == nil {
+				o.err = pausedIn(err, saga.ID(rest[n].Trace.ID))
+			}
+			out[k] = o
+		}
+	case ctx.Err() != nil || errors.Is(err, lineage.ErrLeaseLost):
+		for _, k := range idx {
+			out[k] = &slotOutcome{err: err}
+		}
+	default:
+		w.log().Warn("worker window stopped again; its erasures run one by one", "worker", w.ID, "err", err)
+	}
+	return out
 }
 
 // stillHeld reports whether the claim j is still this worker's: it renews
