@@ -5,6 +5,7 @@
 // a file stale when that code has changed since.
 //
 //	go run ./cmd/amnesia-bench residue [--store sqlite-doc] [--subjects 200 --docs-each 15 --sample 20]
+//	go run ./cmd/amnesia-bench window [--store sqlite-doc --sizes 1,10,100,1000 --subjects 1000 --docs-each 15]
 //	go run ./cmd/amnesia-bench trace [--edges 100000,1000000 --ledgers sqlite,postgres --pg $AMNESIA_TEST_PG_DSN --pg-datadir $AMNESIA_TEST_PG_DATADIR --traces 1000 --tx-subjects 20 --keep DIR | --reuse DIR]
 //	go run ./cmd/amnesia-bench capture [--ledgers sqlite,postgres --pg $AMNESIA_TEST_PG_DSN --batches 200 --singles 1000]
 //	go run ./cmd/amnesia-bench pgvector [--vectors 100000 --dim 384 --subjects 1000 --batch 100 --dsn $AMNESIA_TEST_PG_DSN]
@@ -32,7 +33,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: amnesia-bench residue|trace|capture|pgvector|scanner|serve-capture|model|workers|report [flags]")
+		fmt.Fprintln(os.Stderr, "usage: amnesia-bench residue|window|trace|capture|pgvector|scanner|serve-capture|model|workers|report [flags]")
 		os.Exit(2)
 	}
 	ctx := context.Background()
@@ -61,6 +62,30 @@ func main() {
 			}
 			if err = write(filepath.Join(*out, "residue-"+t+".json"), r); err != nil {
 				break
+			}
+		}
+	case "window":
+		typ := fs.String("store", "sqlite-doc", "store type")
+		sizes := fs.String("sizes", "1,10,100,1000", "window sizes (subjects a batch erases), ascending")
+		o := bench.Options{Progress: os.Stderr}
+		fs.Uint64Var(&o.Seed, "seed", 1, "corpus seed")
+		fs.IntVar(&o.Subjects, "subjects", bench.WindowSubjects, "subjects in the corpus (at least the largest window)")
+		fs.IntVar(&o.DocsEach, "docs-each", bench.FullDocsEach, "documents per subject")
+		fs.Parse(os.Args[2:])
+		o.Work = scratch(*work)
+		var ns []int
+		for _, f := range strings.Split(*sizes, ",") {
+			n, cerr := strconv.Atoi(strings.TrimSpace(f))
+			if cerr != nil {
+				err = fmt.Errorf("--sizes %q: want ascending counts such as 1,10,100,1000", *sizes)
+				break
+			}
+			ns = append(ns, n)
+		}
+		if err == nil {
+			var r *bench.WindowResult
+			if r, err = bench.Windows(ctx, *typ, o, ns); err == nil {
+				err = write(filepath.Join(*out, "window-"+*typ+".json"), r)
 			}
 		}
 	case "trace", "capture":

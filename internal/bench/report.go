@@ -29,6 +29,7 @@ type Results struct {
 	Trace     *TraceResult
 	Capture   *CaptureResult
 	FixedCost []*FixedCostResult // smallest corpus first
+	Windows   []*WindowResult    // B5 by window size, one per store
 	Files     []*File            // every file, in name order
 }
 
@@ -52,6 +53,9 @@ func (f *File) Rerun() string {
 	}
 	if f.Kind == "fixedcost" {
 		return "go test -run '^$' -bench ErasureFixedCost -benchtime 100x ./internal/saga/"
+	}
+	if f.Kind == "window" {
+		return "go run ./cmd/amnesia-bench window --store " + f.Store
 	}
 	return "go run ./cmd/amnesia-bench " + f.Kind
 }
@@ -146,7 +150,7 @@ func Load(dir string) (*Results, error) {
 			return nil, fmt.Errorf("%s: %w", p, err)
 		}
 		f := &File{Name: filepath.Base(p), Kind: head.Kind, Prov: head.Provenance}
-		if head.Kind == "residue" {
+		if head.Kind == "residue" || head.Kind == "window" {
 			f.Store = head.Store
 		}
 		switch head.Kind {
@@ -189,6 +193,12 @@ func Load(dir string) (*Results, error) {
 				return nil, fmt.Errorf("%s: %w", p, err)
 			}
 			r.FixedCost = append(r.FixedCost, fc)
+		case "window":
+			w := &WindowResult{}
+			if err := json.Unmarshal(b, w); err != nil {
+				return nil, fmt.Errorf("%s: %w", p, err)
+			}
+			r.Windows = append(r.Windows, w)
 		case "model":
 			r.Model = &ModelResult{}
 			if err := json.Unmarshal(b, r.Model); err != nil {
@@ -320,6 +330,7 @@ func (r *Results) Markdown() string {
 	b.WriteString(r.traceSection())
 	b.WriteString(r.captureSection())
 	b.WriteString(r.fixedCostSection())
+	b.WriteString(r.windowSection())
 	b.WriteString(r.peersSection())
 	return b.String()
 }

@@ -27,6 +27,7 @@ const (
 	fixedCostTargetMs     = 5.0      // median per erasure on the small store
 	fixedCostSmallSubj    = 50
 	fixedCostSmallDocs    = 1
+	windowTargetMs        = 10.0 // B5 per subject
 )
 
 // Where bench/README.md describes how each is measured.
@@ -357,4 +358,31 @@ func (r *Results) sortFixedCost() {
 		}
 		return a.file.Name < b.file.Name
 	})
+}
+
+// windowSection: B5 per subject as the window grows (issue #13, point 7).
+func (r *Results) windowSection() string {
+	if len(r.Windows) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("\n## Erasure windows by size\n\n")
+	fmt.Fprintf(&b, "Issue #13, point 7: B5 (one batch, `saga.RunBatch`: each store reads its evidence, deletes, reclaims and byte-scans once for the whole window) at several window sizes, each on a fresh copy of the same corpus; the subjects of a window are spread evenly over it. Per subject = the batch's wall time (traces, journals, certificates included) divided by its subjects. Target: ≤ %.0f ms per subject, flat as the window grows. How to run it: [bench/README.md](bench/README.md#erasure-windows-by-size-amnesia-bench-window-issue-13-point-7).\n", windowTargetMs)
+	for _, w := range r.Windows {
+		fmt.Fprintf(&b, "\n### %s\n\n%d documents of %d subjects (seed %d), %d records in this store.\n\n", w.Store, w.Docs, w.Subjects, w.Seed, w.Records)
+		b.WriteString(r.file("window", w.Store).stamp() + "\n")
+		fmt.Fprintf(&b, "| window | records | physical residue | probe power | wall total | per subject | target ≤ %.0f ms per subject | how they ended |\n|---|---|---|---|---|---|---|---|\n", windowTargetMs)
+		for _, c := range w.Cells {
+			ended := "n/a"
+			if c.Outcomes != nil {
+				ended = c.Outcomes.Summary()
+			}
+			fmt.Fprintf(&b, "| %d | %d | %s | %s | %s | %s | %s | %s |\n", c.Subjects, c.Records, pct(c.PhysicalResidue)+flagged("", c.Outcomes), pct(c.ProbePower), ms(c.WallTotalMs), ms(c.WallMedianMs), verdict(c.WallMedianMs <= windowTargetMs), ended)
+		}
+		if n := len(w.Cells); n > 1 && w.Cells[0].WallMedianMs > 0 {
+			first, last := w.Cells[0], w.Cells[n-1]
+			fmt.Fprintf(&b, "\nPer subject at a window of %d is %.2f× its figure at a window of %d.\n", last.Subjects, last.WallMedianMs/first.WallMedianMs, first.Subjects)
+		}
+	}
+	return b.String()
 }

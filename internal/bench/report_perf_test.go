@@ -32,6 +32,10 @@ var perfFiles = map[string]string{
 		"erasures":20,"mean_ms":4.5,"median_ms":4.2,"p95_ms":6,"journal_fsyncs_per_erasure":2,"steps_ms":{"evidence":1.5,"publish":1,"plan":0}}`,
 	"fixedcost-sqlite-doc-200x15.json": `{"kind":"fixedcost","store":"sqlite-doc","corpus_subjects":200,"docs_each":15,"commit":"COMMIT","machine":"m","date":"2026-12-02",
 		"erasures":20,"mean_ms":300,"median_ms":290,"p95_ms":400,"journal_fsyncs_per_erasure":2,"steps_ms":{"evidence":250,"publish":4}}`,
+	"window-sqlite-doc.json": `{"kind":"window","store":"sqlite-doc","seed":1,"corpus_subjects":1000,"corpus_documents":15000,"corpus_records":60000,"commit":"COMMIT","machine":"m","date":"2026-12-02",
+		"cells":[
+		 {"baseline":"B5","subjects":1,"records":60,"physical_residue":0,"probe_power":0.9,"wall_median_ms":40,"wall_p95_ms":40,"wall_total_ms":40},
+		 {"baseline":"B5","subjects":1000,"records":60000,"physical_residue":0,"probe_power":0.9,"wall_median_ms":9.5,"wall_p95_ms":9.5,"wall_total_ms":9500}]}`,
 }
 
 // loadPerf writes files (COMMIT replaced by commit) into a temp dir and
@@ -157,6 +161,17 @@ func TestReportPerfSectionsJudgeTheTargets(t *testing.T) {
 		t.Errorf("not one stamp per fixed-cost file:\n%s", fc)
 	}
 
+	wn := section(md, "Erasure windows by size")
+	if l := row(t, wn, "| 1 | 60 |"); !strings.Contains(l, "| 40.0 ms | 40.0 ms | **not met** |") {
+		t.Errorf("a window of 1 at 40 ms per subject: %s", l)
+	}
+	if l := row(t, wn, "| 1000 | 60000 |"); !strings.Contains(l, "| 9500.0 ms | 9.5 ms | met |") {
+		t.Errorf("a window of 1,000 at 9.5 ms per subject: %s", l)
+	}
+	if !strings.Contains(wn, "Per subject at a window of 1000 is 0.24× its figure at a window of 1.") || !strings.Contains(wn, "`bench/results/window-sqlite-doc.json`") {
+		t.Errorf("window section lacks the ratio or the stamp:\n%s", wn)
+	}
+
 	// The other side of each target.
 	over := map[string]string{}
 	for k, v := range perfFiles {
@@ -184,7 +199,7 @@ func TestReportPerfSectionsOnlyWithTheirFiles(t *testing.T) {
 	if section(md, "Byte scanner") == "" {
 		t.Errorf("no scanner section")
 	}
-	for _, h := range []string{"Trace latency", "Capture overhead", "Fixed cost per erasure"} {
+	for _, h := range []string{"Trace latency", "Capture overhead", "Fixed cost per erasure", "Erasure windows by size"} {
 		if section(md, h) != "" {
 			t.Errorf("section %q without its file", h)
 		}
