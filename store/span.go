@@ -1,10 +1,7 @@
 package store
 
 import (
-	"cmp"
 	mathbits "math/bits"
-	"slices"
-	"sort"
 )
 
 // Windows read across a boundary between records.
@@ -40,8 +37,8 @@ type spans struct {
 	// head[i] bit s: needles[i][:s] is the end of some record (or zeros);
 	// tail[i] bit s: needles[i][s:] is the start of some record (or zeros).
 	head, tail []uint64
-	// Pending conditions, sorted by the hash of the bytes and their length,
-	// with a bit filter in front: most of a record's ends match nothing.
+	// Pending conditions, keyed by the hash of the bytes and their length,
+	// in buckets: most of a record's ends match nothing.
 	heads, tails conds
 	maxPart      int
 }
@@ -50,27 +47,40 @@ type cond struct {
 	key    uint64
 	needle int32
 	split  uint8
-	done   bool // on the first entry of a key's run: resolved already
+	done   bool // resolved already
 }
 
+// conds are grouped by bucket, the top bits of their key (a counting sort:
+// one pass over them): bucket b's are c[start[b]:start[b+1]]. A bucket
+// holds about two of them, most record ends fall in an empty one.
 type conds struct {
-	c      []cond
-	filter []uint64
-	shift  uint
+	c     []cond
+	start []int32
+	shift uint
 }
 
 func (cs *conds) build() {
-	slices.SortFunc(cs.c, func(a, b cond) int { return cmp.Compare(a.key, b.key) })
-	bits := 64
-	for bits < 32*len(cs.c) {
-		bits <<= 1
+	nb := 2
+	for nb < len(cs.c)/2 {
+		nb <<= 1
 	}
-	cs.filter = make([]uint64, bits/64)
-	cs.shift = uint(64 - mathbits.Len(uint(bits-1)))
+	cs.shift = uint(64 - mathbits.Len(uint(nb-1))) // key>>shift < nb
+	start := make([]int32, nb+1)
 	for _, c := range cs.c {
-		h := c.key >> cs.shift
-		cs.filter[h>>6] |= 1 << (h & 63)
+		start[c.key>>cs.shift+1]++
 	}
+	for b := 1; b <= nb; b++ {
+		start[b] += start[b-1]
+	}
+	next := make([]int32, nb)
+	copy(next, start[:nb])
+	out := make([]cond, len(cs.c))
+	for _, c := range cs.c {
+		b := c.key >> cs.shift
+		out[next[b]] = c
+		next[b]++
+	}
+	cs.c, cs.start = out, start
 }
 
 // resolve sets, in bits, the bit of every condition with key.
@@ -78,36 +88,69 @@ func (cs *conds) resolve(key uint64, bits []uint64) {
 	if len(cs.c) == 0 {
 		return
 	}
-	if h := key >> cs.shift; cs.filter[h>>6]&(1<<(h&63)) == 0 {
-		return
-	}
-	i := sort.Search(len(cs.c), func(i int) bool { return cs.c[i].key >= key })
-	if i == len(cs.c) || cs.c[i].key != key || cs.c[i].done {
-		return
-	}
-	cs.c[i].done = true
-	for ; i < len(cs.c) && cs.c[i].key == key; i++ {
-		bits[cs.c[i].needle] |= 1 << cs.c[i].split
+	b := key >> cs.shift
+	for i := cs.start[b]; i < cs.start[b+1]; i++ {
+		if c := &cs.c[i]; c.key == key && !c.done {
+			c.done = true
+			bits[c.needle] |= 1 << c.split
+		}
 	}
 }
 
 func newSpans(set *NeedleSet) *spans {
 	sp := &spans{head: make([]uint64, set.Len()), tail: make([]uint64, set.Len())}
+	// Count the conditions first: millions of them for a window of many
+	// subjects, appended without growing.
+	nh, nt := 0, 0
+	for _, n := range set.needles {
+		if len(n) > maxSpanPart+1 {
+			continue
+		}
+		first, last := nonZeroBounds(n)
+		for s := 1; s < len(n); s++ {
+			if s >= minSpanPart && first < s {
+				nh++
+			}
+			if len(n)-s >= minSpanPart && last >= s {
+				nt++
+			}
+		}
+	}
+	sp.heads.c = make([]cond, 0, nh)
+	sp.tails.c = make([]cond, 0, nt)
 	for i, n := range set.needles {
 		if len(n) > maxSpanPart+1 {
 			continue
 		}
 		sp.maxPart = max(sp.maxPart, len(n)-1)
+		// first: index of n's first non-zero byte (len(n) if none), so
+		// n[:s] is all zeros when first >= s; last: index of its last
+		// non-zero byte (-1 if none), so n[s:] is all zeros when last < s.
+		first, last := nonZeroBounds(n)
+		// n[:s] must end a record: its key is the hash of n[s-1], n[s-2],
+		// ..., n[0] (record hashes a record's end from its last byte
+		// back); each longer part has one byte more in front.
+		h, pow := uint64(0), uint64(1)
 		for s := 1; s < len(n); s++ {
-			if s < minSpanPart || allZero(n[:s]) {
+			h += polyByte(n[s-1]) * pow
+			pow *= polyBase
+			if s < minSpanPart || first >= s {
 				sp.head[i] |= 1 << s
 			} else {
-				sp.heads.c = append(sp.heads.c, cond{key: suffixKey(n[:s]), needle: int32(i), split: uint8(s)})
+				sp.heads.c = append(sp.heads.c, cond{key: finish(h, s), needle: int32(i), split: uint8(s)})
 			}
-			if len(n)-s < minSpanPart || allZero(n[s:]) {
+		}
+		// n[s:] must start a record: the hash of n[s], ..., n[len-1], from
+		// the shortest part (s = len-1) to the longest, each one byte more
+		// in front.
+		h, pow = 0, 1
+		for s := len(n) - 1; s >= 1; s-- {
+			h += polyByte(n[s]) * pow
+			pow *= polyBase
+			if len(n)-s < minSpanPart || last < s {
 				sp.tail[i] |= 1 << s
 			} else {
-				sp.tails.c = append(sp.tails.c, cond{key: prefixKey(n[s:]), needle: int32(i), split: uint8(s)})
+				sp.tails.c = append(sp.tails.c, cond{key: finish(h, len(n)-s), needle: int32(i), split: uint8(s)})
 			}
 		}
 	}
@@ -118,16 +161,16 @@ func newSpans(set *NeedleSet) *spans {
 
 // record notes the start and end of one record's bytes.
 func (sp *spans) record(b []byte) {
-	h := uint64(fnvOffset)
+	h := uint64(0)
 	for s := 1; s <= min(len(b), sp.maxPart); s++ {
-		h = fnvStep(h, b[len(b)-s]) // b[len-s:] hashed from its last byte back
+		h = h*polyBase + polyByte(b[len(b)-s]) // b[len-s:] hashed from its last byte back
 		if s >= minSpanPart {
 			sp.heads.resolve(finish(h, s), sp.head)
 		}
 	}
-	h = uint64(fnvOffset)
+	h = 0
 	for t := 1; t <= min(len(b), sp.maxPart); t++ {
-		h = fnvStep(h, b[t-1])
+		h = h*polyBase + polyByte(b[t-1])
 		if t >= minSpanPart {
 			sp.tails.resolve(finish(h, t), sp.tail)
 		}
@@ -137,31 +180,29 @@ func (sp *spans) record(b []byte) {
 // spanning reports whether needle i can be read across a boundary.
 func (sp *spans) spanning(i int) bool { return sp.head[i]&sp.tail[i] != 0 }
 
-// suffixKey hashes p, the first bytes of a needle that must end a record,
-// as record hashes a record's end: from the last byte back.
-func suffixKey(p []byte) uint64 {
-	h := uint64(fnvOffset)
-	for i := len(p) - 1; i >= 0; i-- {
-		h = fnvStep(h, p[i])
+// The parts of needles and the ends of records are hashed as polynomials in
+// polyBase modulo 2^64 over their bytes (each plus one): appending a byte (a
+// record's end read one byte further) and prepending one (a needle's part
+// one byte longer) are one multiply-add each, so every part of a needle is
+// hashed in constant time.
+const polyBase = 0x100000001b3 // odd: a unit modulo 2^64
+
+func polyByte(c byte) uint64 { return uint64(c) + 1 }
+
+// nonZeroBounds returns the index of b's first and last non-zero bytes
+// (len(b) and -1 when b is all zeros).
+func nonZeroBounds(b []byte) (first, last int) {
+	first, last = len(b), -1
+	for i, c := range b {
+		if c != 0 {
+			if first == len(b) {
+				first = i
+			}
+			last = i
+		}
 	}
-	return finish(h, len(p))
+	return first, last
 }
-
-// prefixKey hashes p, the last bytes of a needle that must start a record.
-func prefixKey(p []byte) uint64 {
-	h := uint64(fnvOffset)
-	for _, c := range p {
-		h = fnvStep(h, c)
-	}
-	return finish(h, len(p))
-}
-
-const (
-	fnvOffset = 14695981039346656037
-	fnvPrime  = 1099511628211
-)
-
-func fnvStep(h uint64, c byte) uint64 { return (h ^ uint64(c)) * fnvPrime }
 
 // finish folds the length in and mixes (a collision only makes a needle
 // count as shared: the probe loses a window, it never gains a claim).
@@ -171,13 +212,4 @@ func finish(h uint64, n int) uint64 {
 	h *= 0xff51afd7ed558ccd
 	h ^= h >> 33
 	return h
-}
-
-func allZero(b []byte) bool {
-	for _, c := range b {
-		if c != 0 {
-			return false
-		}
-	}
-	return true
 }
