@@ -12,7 +12,8 @@ import (
 // (one VACUUM or rewrite for many requests) after every erasure of the
 // batch has deleted, and each store's evidence read, delete, byte scan
 // before deletion and byte scan after reclaim are done once for all of them
-// too (batchprobe.go): every erasure reads its evidence before any deletes. The erasures must share their Stores and Ledger.
+// too (batchprobe.go): every erasure reads its evidence before any deletes.
+// The erasures must share their Stores and Ledger.
 //
 // A batch that stops part-way leaves each erasure resumable on its own:
 // running any of them again (alone or in a new batch) resumes from its
