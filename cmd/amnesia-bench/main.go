@@ -5,7 +5,7 @@
 // a file stale when that code has changed since.
 //
 //	go run ./cmd/amnesia-bench residue [--store sqlite-doc] [--subjects 200 --docs-each 15 --sample 20]
-//	go run ./cmd/amnesia-bench window [--store sqlite-doc --sizes 1,10,100,1000 --subjects 1000 --docs-each 15]
+//	go run ./cmd/amnesia-bench window [--store sqlite-doc --sizes 1,10,100,1000 --subjects 2000 --docs-each 15]
 //	go run ./cmd/amnesia-bench trace [--edges 100000,1000000 --ledgers sqlite,postgres --pg $AMNESIA_TEST_PG_DSN --pg-datadir $AMNESIA_TEST_PG_DATADIR --traces 1000 --tx-subjects 20 --keep DIR | --reuse DIR]
 //	go run ./cmd/amnesia-bench capture [--ledgers sqlite,postgres --pg $AMNESIA_TEST_PG_DSN --batches 200 --singles 1000]
 //	go run ./cmd/amnesia-bench pgvector [--vectors 100000 --dim 384 --subjects 1000 --batch 100 --dsn $AMNESIA_TEST_PG_DSN]
@@ -69,7 +69,10 @@ func main() {
 		sizes := fs.String("sizes", "1,10,100,1000", "window sizes (subjects a batch erases), ascending")
 		o := bench.Options{Progress: os.Stderr}
 		fs.Uint64Var(&o.Seed, "seed", 1, "corpus seed")
-		fs.IntVar(&o.Subjects, "subjects", bench.WindowSubjects, "subjects in the corpus (at least the largest window)")
+		// Twice the largest default window: a window as large as the
+		// corpus erases every record, leaving no other records for the
+		// shared-window detection to read.
+		fs.IntVar(&o.Subjects, "subjects", 2000, "subjects in the corpus (more than the largest window)")
 		fs.IntVar(&o.DocsEach, "docs-each", bench.FullDocsEach, "documents per subject")
 		fs.Parse(os.Args[2:])
 		o.Work = scratch(*work)

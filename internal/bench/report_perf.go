@@ -372,15 +372,29 @@ func (r *Results) windowSection() string {
 		fmt.Fprintf(&b, "\n### %s\n\n%d documents of %d subjects (seed %d), %d records in this store.\n\n", w.Store, w.Docs, w.Subjects, w.Seed, w.Records)
 		b.WriteString(r.file("window", w.Store).stamp() + "\n")
 		fmt.Fprintf(&b, "| window | records | physical residue | probe power | wall total | per subject | target ≤ %.0f ms per subject | how they ended |\n|---|---|---|---|---|---|---|---|\n", windowTargetMs)
+		var judged []Cell
+		whole := false
 		for _, c := range w.Cells {
 			ended := "n/a"
 			if c.Outcomes != nil {
 				ended = c.Outcomes.Summary()
 			}
-			fmt.Fprintf(&b, "| %d | %d | %s | %s | %s | %s | %s | %s |\n", c.Subjects, c.Records, pct(c.PhysicalResidue)+flagged("", c.Outcomes), pct(c.ProbePower), ms(c.WallTotalMs), ms(c.WallMedianMs), verdict(c.WallMedianMs <= windowTargetMs), ended)
+			v := verdict(c.WallMedianMs <= windowTargetMs)
+			if c.Subjects >= w.Subjects {
+				// Every record of the store is erased: no other record is
+				// read for shared windows, so the figure is not the cost
+				// of a window in a store that keeps other people's data.
+				v, whole = "not judged: the whole corpus", true
+			} else {
+				judged = append(judged, c)
+			}
+			fmt.Fprintf(&b, "| %d | %d | %s | %s | %s | %s | %s | %s |\n", c.Subjects, c.Records, pct(c.PhysicalResidue)+flagged("", c.Outcomes), pct(c.ProbePower), ms(c.WallTotalMs), ms(c.WallMedianMs), v, ended)
 		}
-		if n := len(w.Cells); n > 1 && w.Cells[0].WallMedianMs > 0 {
-			first, last := w.Cells[0], w.Cells[n-1]
+		if whole {
+			b.WriteString("\nA window of every subject of the corpus erases every record: the evidence step then reads no other record for shared windows, so that row is shown, not judged; run with `--subjects` above the largest window.\n")
+		}
+		if n := len(judged); n > 1 && judged[0].WallMedianMs > 0 {
+			first, last := judged[0], judged[n-1]
 			fmt.Fprintf(&b, "\nPer subject at a window of %d is %.2f× its figure at a window of %d.\n", last.Subjects, last.WallMedianMs/first.WallMedianMs, first.Subjects)
 		}
 	}

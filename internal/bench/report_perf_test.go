@@ -32,7 +32,7 @@ var perfFiles = map[string]string{
 		"erasures":20,"mean_ms":4.5,"median_ms":4.2,"p95_ms":6,"journal_fsyncs_per_erasure":2,"steps_ms":{"evidence":1.5,"publish":1,"plan":0}}`,
 	"fixedcost-sqlite-doc-200x15.json": `{"kind":"fixedcost","store":"sqlite-doc","corpus_subjects":200,"docs_each":15,"commit":"COMMIT","machine":"m","date":"2026-12-02",
 		"erasures":20,"mean_ms":300,"median_ms":290,"p95_ms":400,"journal_fsyncs_per_erasure":2,"steps_ms":{"evidence":250,"publish":4}}`,
-	"window-sqlite-doc.json": `{"kind":"window","store":"sqlite-doc","seed":1,"corpus_subjects":1000,"corpus_documents":15000,"corpus_records":60000,"commit":"COMMIT","machine":"m","date":"2026-12-02",
+	"window-sqlite-doc.json": `{"kind":"window","store":"sqlite-doc","seed":1,"corpus_subjects":2000,"corpus_documents":30000,"corpus_records":120000,"commit":"COMMIT","machine":"m","date":"2026-12-02",
 		"cells":[
 		 {"baseline":"B5","subjects":1,"records":60,"physical_residue":0,"probe_power":0.9,"wall_median_ms":40,"wall_p95_ms":40,"wall_total_ms":40},
 		 {"baseline":"B5","subjects":1000,"records":60000,"physical_residue":0,"probe_power":0.9,"wall_median_ms":9.5,"wall_p95_ms":9.5,"wall_total_ms":9500}]}`,
@@ -170,6 +170,19 @@ func TestReportPerfSectionsJudgeTheTargets(t *testing.T) {
 	}
 	if !strings.Contains(wn, "Per subject at a window of 1000 is 0.24× its figure at a window of 1.") || !strings.Contains(wn, "`bench/results/window-sqlite-doc.json`") {
 		t.Errorf("window section lacks the ratio or the stamp:\n%s", wn)
+	}
+	if strings.Contains(wn, "not judged") || strings.Contains(wn, "whole corpus") {
+		t.Errorf("a window smaller than the corpus is not judged:\n%s", wn)
+	}
+	// A window of every subject erases every record: shown, not judged,
+	// and left out of the ratio.
+	whole := map[string]string{"window-sqlite-doc.json": strings.Replace(perfFiles["window-sqlite-doc.json"], `"corpus_subjects":2000`, `"corpus_subjects":1000`, 1)}
+	wn = section(loadPerf(t, whole, run(t, repo, "rev-parse", "HEAD"), repo).Markdown(), "Erasure windows by size")
+	if l := row(t, wn, "| 1000 | 60000 |"); !strings.Contains(l, "| not judged: the whole corpus |") {
+		t.Errorf("a window of the whole corpus is judged: %s", l)
+	}
+	if !strings.Contains(wn, "run with `--subjects` above the largest window") || strings.Contains(wn, "Per subject at a window of 1000") {
+		t.Errorf("the whole-corpus window is not explained, or is in the ratio:\n%s", wn)
 	}
 
 	// The other side of each target.
