@@ -57,29 +57,20 @@ func TestSpansMatchNaive(t *testing.T) {
 		for _, r := range recs {
 			sp.record(r)
 		}
-		zeros := func(p []byte) bool { return bytes.Count(p, []byte{0}) == len(p) }
-		ends := func(p []byte) bool {
-			if len(p) < minSpanPart || zeros(p) {
+		// formable: p is short, all zeros, or has(r, p) for some record r.
+		formable := func(p []byte, has func(r, p []byte) bool) bool {
+			if len(p) < minSpanPart || bytes.Count(p, []byte{0}) == len(p) {
 				return true
 			}
 			for _, r := range recs {
-				if bytes.HasSuffix(r, p) {
+				if has(r, p) {
 					return true
 				}
 			}
 			return false
 		}
-		starts := func(p []byte) bool {
-			if len(p) < minSpanPart || zeros(p) {
-				return true
-			}
-			for _, r := range recs {
-				if bytes.HasPrefix(r, p) {
-					return true
-				}
-			}
-			return false
-		}
+		ends := func(p []byte) bool { return formable(p, bytes.HasSuffix) }
+		starts := func(p []byte) bool { return formable(p, bytes.HasPrefix) }
 		spanning, not := 0, 0
 		for i, n := range set.needles {
 			want := false
