@@ -25,15 +25,15 @@ const MaxSharedWith = 8
 // zero fill, on either side) can form is counted as shared too, with no
 // holder named: stores keep records back to back (see span.go).
 func DropShared(ctx context.Context, ev map[string]*Evidence, others func(fn func(key string, b []byte) error) error) error {
-	set := NewNeedleSet(ev)
-	if set.Len() == 0 {
+	ds := distinctNeedles(ev)
+	if ds.set.Len() == 0 {
 		return nil
 	}
-	sc := NewScanner(set, "shared")
+	sc := NewScanner(ds.set, "shared")
 	sc.track = true
-	shared := make([]bool, set.Len())
-	sp := newSpans(set)
-	hb := newHolderBook(set)
+	sp := newSpans(ds.set)
+	hb := &holderBook{ids: map[string]int32{}}
+	shared := make([]bool, ds.set.Len())
 	err := others(func(key string, b []byte) error {
 		sc.fresh = sc.fresh[:0]
 		sc.ScanBytes(b)
@@ -41,9 +41,9 @@ func DropShared(ctx context.Context, ev map[string]*Evidence, others func(fn fun
 		if len(sc.fresh) == 0 {
 			return ctx.Err()
 		}
-		for _, i := range sc.fresh {
-			sc.unhit(i) // the next record may hold it too
-			shared[i] = true
+		for _, d := range sc.fresh {
+			sc.unhit(d) // the next record may hold it too
+			shared[d] = true
 		}
 		if key != "" {
 			hb.record(hb.holder(key), sc.fresh)
@@ -53,75 +53,91 @@ func DropShared(ctx context.Context, ev map[string]*Evidence, others func(fn fun
 	if err != nil {
 		return err
 	}
-	for i := range shared {
-		shared[i] = shared[i] || sp.spanning(i)
+	for d := range shared {
+		shared[d] = shared[d] || sp.spanning(d)
 	}
-	// set.needles[i] is ev[set.owner[i]].Needles[j] for the i-th needle of
-	// that key in order (NewNeedleSet skips needles under 8 bytes, which
-	// Tile never makes; such needles are kept).
-	pos := 0
-	for _, k := range set.Keys() {
+	for o, k := range ds.keys {
 		e := ev[k]
 		kept := e.Needles[:0]
+		occ := ds.occ[o]
+		j := 0
 		for _, n := range e.Needles {
-			if len(n) >= 8 {
-				if shared[pos] {
+			if len(n) >= gramLen {
+				d := occ[j]
+				j++
+				if shared[d] {
 					e.Shared++
-					pos++
 					continue
 				}
-				pos++
 			}
 			kept = append(kept, n)
 		}
 		e.Needles = kept
 		e.SharedWith, e.SharedWithMore = nil, 0
 	}
-	hb.top(func(owner string, with map[string]int, more int) {
-		ev[owner].SharedWith, ev[owner].SharedWithMore = with, more
+	hb.top(ds, func(o int, with map[string]int, more int) {
+		ev[ds.keys[o]].SharedWith, ev[ds.keys[o]].SharedWithMore = with, more
 	})
 	return nil
 }
 
-// holderBook counts, for each owner of needles, how many distinct needles
-// of it each other record (holder) holds. Owners and holders are numbered
-// once (a holder's key is looked up once per record, not per needle it
-// holds), a record's needles are counted per owner in a scratch array,
-// and only the (owner, holder) totals go into a map keyed by integers: a
-// window that thousands of records hold (a template line) costs an
-// increment per record, not nested string maps.
-type holderBook struct {
-	owners []int32          // per needle: its owner's number
-	names  []string         // owner numbers' keys
-	keys   []string         // holder numbers' keys
-	ids    map[string]int32 // holder key -> number
-	// The needles each holder was counted for, so that a needle counts
-	// once when a holder comes back (a record passed once per field):
-	// first[h] is the range of buf holding its first record's needles;
-	// held[h], made only when h comes back, the set of all of them.
-	first  [][2]int32
-	buf    []int32
-	held   map[int32]map[int32]bool
-	counts map[uint64]int32 // owner<<32 | holder -> distinct needles
-	// scratch, per record
-	perOwner []int32
-	touched  []int32
+// needleOwners is the set DropShared searches for: each distinct needle
+// once, however many erased records (owners) hold it. A window of many
+// subjects holds the same template windows thousands of times; searching
+// for each copy, and counting each (owner, holder) pair while scanning,
+// made the work and the memory grow with (owners × holders) of every
+// shared window.
+type needleOwners struct {
+	set  *NeedleSet // distinct needles of 8 bytes or more
+	keys []string   // owners, sorted
+	// occ[o] is, for each needle of ev[keys[o]] of 8 bytes or more in
+	// order, its index in set (repeated where the record repeats it).
+	occ [][]int32
 }
 
-func newHolderBook(set *NeedleSet) *holderBook {
-	hb := &holderBook{owners: make([]int32, set.Len()), ids: map[string]int32{}, held: map[int32]map[int32]bool{}, counts: map[uint64]int32{}}
-	byOwner := map[string]int32{}
-	for i, o := range set.owner {
-		n, ok := byOwner[o]
-		if !ok {
-			n = int32(len(hb.names))
-			byOwner[o] = n
-			hb.names = append(hb.names, o)
-		}
-		hb.owners[i] = n
+func distinctNeedles(ev map[string]*Evidence) *needleOwners {
+	ds := &needleOwners{keys: make([]string, 0, len(ev))}
+	for k := range ev {
+		ds.keys = append(ds.keys, k)
 	}
-	hb.perOwner = make([]int32, len(hb.names))
-	return hb
+	sort.Strings(ds.keys)
+	idx := map[string]int32{}
+	var needles [][]byte
+	var first []int32 // per distinct needle: its first owner's number (for the index's gram counts)
+	maxLen := 0
+	ds.occ = make([][]int32, len(ds.keys))
+	for o, k := range ds.keys {
+		for _, n := range ev[k].Needles {
+			if len(n) < gramLen {
+				continue
+			}
+			d, ok := idx[string(n)]
+			if !ok {
+				d = int32(len(needles))
+				idx[string(n)] = d
+				needles = append(needles, n)
+				first = append(first, int32(o))
+				maxLen = max(maxLen, len(n))
+			}
+			ds.occ[o] = append(ds.occ[o], d)
+		}
+	}
+	ds.set = &NeedleSet{needles: needles, owner: make([]string, len(needles)), maxLen: maxLen}
+	for d, o := range first {
+		ds.set.owner[d] = ds.keys[o]
+	}
+	ds.set.tiers, ds.set.chkOff = buildTiers(needles, first)
+	return ds
+}
+
+// holderBook records which distinct needles each other record (holder)
+// holds, as (needle, holder) pairs while scanning: as many as the scan's
+// hits, not (owners × holders). Counting per owner comes after the scan
+// (top), owner by owner, in a dense array indexed by holder.
+type holderBook struct {
+	keys  []string         // holder numbers' keys
+	ids   map[string]int32 // holder key -> number
+	pairs []uint64         // needle<<32 | holder, one per needle a record of the holder holds
 }
 
 // holder is key's number.
@@ -131,71 +147,63 @@ func (hb *holderBook) holder(key string) int32 {
 		h = int32(len(hb.keys))
 		hb.ids[key] = h
 		hb.keys = append(hb.keys, key)
-		hb.first = append(hb.first, [2]int32{-1, -1})
 	}
 	return h
 }
 
-// record counts the needles (distinct, as the scanner reports them per
-// record) that holder h holds in one record, each once per holder however
-// many of its fields hold it.
+// record notes the needles (distinct, as the scanner reports them per
+// record) that one record of holder h holds.
 func (hb *holderBook) record(h int32, needles []int) {
-	if hb.first[h][0] < 0 {
-		// Its first record: every needle is new to it.
-		start := int32(len(hb.buf))
-		for _, i := range needles {
-			hb.buf = append(hb.buf, int32(i))
-		}
-		hb.first[h] = [2]int32{start, int32(len(hb.buf))}
-		hb.add(h, needles, nil)
-		return
+	for _, d := range needles {
+		hb.pairs = append(hb.pairs, uint64(d)<<32|uint64(uint32(h)))
 	}
-	seen := hb.held[h]
-	if seen == nil {
-		seen = map[int32]bool{}
-		r := hb.first[h]
-		for _, i := range hb.buf[r[0]:r[1]] {
-			seen[i] = true
-		}
-		hb.held[h] = seen
-	}
-	hb.add(h, needles, seen)
-}
-
-// add counts, per owner, the needles not in seen (and adds them to it).
-func (hb *holderBook) add(h int32, needles []int, seen map[int32]bool) {
-	for _, i := range needles {
-		if seen != nil {
-			if seen[int32(i)] {
-				continue
-			}
-			seen[int32(i)] = true
-		}
-		o := hb.owners[i]
-		if hb.perOwner[o] == 0 {
-			hb.touched = append(hb.touched, o)
-		}
-		hb.perOwner[o]++
-	}
-	for _, o := range hb.touched {
-		hb.counts[uint64(o)<<32|uint64(uint32(h))] += hb.perOwner[o]
-		hb.perOwner[o] = 0
-	}
-	hb.touched = hb.touched[:0]
 }
 
 // top calls fn for each owner that some holder shares with: the
 // MaxSharedWith holders with the most of its needles (ties by key) and how
-// many were left out.
-func (hb *holderBook) top(fn func(owner string, with map[string]int, more int)) {
+// many were left out. A needle counts once per holder, however many fields
+// of it hold the needle, and once per time the owner's record repeats it.
+func (hb *holderBook) top(ds *needleOwners, fn func(o int, with map[string]int, more int)) {
+	if len(hb.pairs) == 0 {
+		return
+	}
+	// The holders of each needle, by one counting-sort pass over the pairs
+	// (bucketed by needle), a holder's repeats (several fields) dropped.
+	nd := ds.set.Len()
+	start := make([]int32, nd+1)
+	for _, p := range hb.pairs {
+		start[p>>32+1]++
+	}
+	for d := 1; d <= nd; d++ {
+		start[d] += start[d-1]
+	}
+	next := make([]int32, nd)
+	copy(next, start[:nd])
+	holders := make([]int32, len(hb.pairs))
+	for _, p := range hb.pairs {
+		d := p >> 32
+		holders[next[d]] = int32(uint32(p))
+		next[d]++
+	}
+	hb.pairs = nil
+	// Drop repeats in place: stamp[h] is 1 + the last needle h was kept for.
+	stamp := make([]int32, len(hb.keys))
+	w := int32(0)
+	for d := 0; d < nd; d++ {
+		from := start[d]
+		start[d] = w
+		for _, h := range holders[from:next[d]] {
+			if stamp[h] != int32(d)+1 {
+				stamp[h] = int32(d) + 1
+				holders[w] = h
+				w++
+			}
+		}
+	}
+	start[nd] = w
 	type held struct {
 		h int32
 		n int32
-	}
-	per := make([][]held, len(hb.names))
-	for k, n := range hb.counts {
-		o := int32(k >> 32)
-		per[o] = append(per[o], held{int32(uint32(k)), n})
 	}
 	before := func(a, b held) bool {
 		if a.n != b.n {
@@ -203,14 +211,27 @@ func (hb *holderBook) top(fn func(owner string, with map[string]int, more int)) 
 		}
 		return hb.keys[a.h] < hb.keys[b.h]
 	}
-	for o, hs := range per {
-		if len(hs) == 0 {
+	count := make([]int32, len(hb.keys))
+	var touched []int32
+	best := make([]held, 0, MaxSharedWith)
+	for o, occ := range ds.occ {
+		for _, d := range occ {
+			for _, h := range holders[start[d]:start[d+1]] {
+				if count[h] == 0 {
+					touched = append(touched, h)
+				}
+				count[h]++
+			}
+		}
+		if len(touched) == 0 {
 			continue
 		}
 		// The best MaxSharedWith, by insertion into a short sorted list:
 		// linear in the holders, where a sort of them all was not.
-		best := make([]held, 0, MaxSharedWith)
-		for _, x := range hs {
+		best = best[:0]
+		for _, h := range touched {
+			x := held{h, count[h]}
+			count[h] = 0
 			if len(best) == MaxSharedWith && !before(x, best[len(best)-1]) {
 				continue
 			}
@@ -225,6 +246,7 @@ func (hb *holderBook) top(fn func(owner string, with map[string]int, more int)) 
 		for _, x := range best {
 			with[hb.keys[x.h]] = int(x.n)
 		}
-		fn(hb.names[o], with, len(hs)-len(best))
+		fn(o, with, len(touched)-len(best))
+		touched = touched[:0]
 	}
 }

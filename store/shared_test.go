@@ -11,9 +11,11 @@ import (
 )
 
 // naiveHolders is what DropShared's holder counts must equal: for each
-// owner, each other record (by key, fields together) and the number of
-// distinct needles of the owner it holds (bytes.Contains), the
-// MaxSharedWith with the most (ties by key) and how many were left out.
+// owner, each other record (by key, fields together) and the number of the
+// owner's needles it holds (bytes.Contains; a needle the owner's record
+// repeats counts each time, one that several fields of the holder hold
+// counts once), the MaxSharedWith with the most (ties by key) and how many
+// were left out.
 func naiveHolders(ev map[string]*Evidence, records []struct {
 	key string
 	b   []byte
@@ -21,9 +23,9 @@ func naiveHolders(ev map[string]*Evidence, records []struct {
 	with map[string]int
 	more int
 } {
-	held := map[string]map[string]map[string]bool{} // owner -> holder -> needles
+	held := map[string]map[string]map[int]bool{} // owner -> holder -> needle indexes
 	for o, e := range ev {
-		for _, n := range e.Needles {
+		for i, n := range e.Needles {
 			if len(n) < 8 {
 				continue
 			}
@@ -32,12 +34,12 @@ func naiveHolders(ev map[string]*Evidence, records []struct {
 					continue
 				}
 				if held[o] == nil {
-					held[o] = map[string]map[string]bool{}
+					held[o] = map[string]map[int]bool{}
 				}
 				if held[o][r.key] == nil {
-					held[o][r.key] = map[string]bool{}
+					held[o][r.key] = map[int]bool{}
 				}
-				held[o][r.key][string(n)] = true
+				held[o][r.key][i] = true
 			}
 		}
 	}
@@ -68,12 +70,16 @@ func naiveHolders(ev map[string]*Evidence, records []struct {
 	return out
 }
 
-// DropShared's holder bookkeeping (numbered holders, integer-keyed
-// counts, a partial selection of the top holders) names the same holders
-// with the same counts as a plain nested-map count and a full sort, on
-// random records that hold random runs of several owners' bytes, some
-// passed as several fields of one key, some with no key, many tied.
+// DropShared's holder bookkeeping (distinct needles searched once, their
+// holders counted per owner after the scan, a partial selection of the top
+// holders) names the same holders with the same counts as a plain
+// nested-map count and a full sort, on random records that hold random runs
+// of several owners' bytes, some passed as several fields of one key, some
+// with no key, many tied; owners share windows with each other (a run of
+// another owner's bytes, aligned to the windows' stride) and repeat their
+// own, as template text does.
 func TestDropSharedHoldersMatchNaive(t *testing.T) {
+	acrossOwners, repeated := 0, 0 // needles of several owners, needles an owner repeats
 	for seed := uint64(1); seed <= 40; seed++ {
 		r := rand.New(rand.NewPCG(seed, 7))
 		nOwners := 1 + r.IntN(4)
@@ -82,11 +88,47 @@ func TestDropSharedHoldersMatchNaive(t *testing.T) {
 		for o := 0; o < nOwners; o++ {
 			b := make([]byte, 64+r.IntN(400))
 			fill(b, seed*100+uint64(o))
+			if o > 0 && r.IntN(2) == 0 {
+				// A run of an earlier owner's bytes, at the same offset
+				// modulo the stride: the two share those windows.
+				prev := src[fmt.Sprintf("own-%d", r.IntN(o))]
+				from := WindowStride * r.IntN(len(prev)/WindowStride)
+				n := min(len(prev)-from, len(b)-from, WindowSize+WindowStride*r.IntN(8))
+				if from < len(b) && n > 0 {
+					copy(b[from:], prev[from:from+n])
+				}
+			}
+			if r.IntN(3) == 0 {
+				// A repeated run: the record holds some windows twice.
+				run := append([]byte(nil), b[:WindowSize+WindowStride*r.IntN(4)]...)
+				b = b[:len(b)/WindowStride*WindowStride] // the runs start on the stride
+				b = append(b, run...)
+				b = append(b, run...)
+			}
 			k := fmt.Sprintf("own-%d", o)
 			src[k] = b
 			e := &Evidence{Key: k}
 			e.AddWindows(b)
 			ev[k] = e
+		}
+		byBytes := map[string]map[string]int{} // needle -> owner -> times
+		for k, e := range ev {
+			for _, n := range e.Needles {
+				if byBytes[string(n)] == nil {
+					byBytes[string(n)] = map[string]int{}
+				}
+				byBytes[string(n)][k]++
+			}
+		}
+		for _, per := range byBytes {
+			if len(per) > 1 {
+				acrossOwners++
+			}
+			for _, times := range per {
+				if times > 1 {
+					repeated++
+				}
+			}
 		}
 		owners := slices.Sorted(maps.Keys(src))
 		var records []struct {
@@ -142,5 +184,8 @@ func TestDropSharedHoldersMatchNaive(t *testing.T) {
 				t.Fatalf("seed %d owner %s: SharedWith %v (+%d), want %v (+%d)", seed, o, e.SharedWith, e.SharedWithMore, w.with, w.more)
 			}
 		}
+	}
+	if acrossOwners == 0 || repeated == 0 {
+		t.Fatalf("the records made %d needles held by several owners and %d repeated within one: want some of each", acrossOwners, repeated)
 	}
 }
