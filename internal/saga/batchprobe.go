@@ -54,6 +54,18 @@ type sharedScan struct {
 	err  error
 }
 
+// entry returns m[key] (one of b's maps), made under b.mu if absent.
+func entry[T any](b *batchShare, m map[string]*T, key string) *T {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	sh := m[key]
+	if sh == nil {
+		sh = new(T)
+		m[key] = sh
+	}
+	return sh
+}
+
 type batchKey struct{}
 
 // withBatch marks ctx as running the erasures of b.
@@ -85,13 +97,7 @@ func (r *runner) readStoreEvidence(ctx context.Context, st string, er store.Evid
 	if b == nil {
 		return er.ReadEvidence(ctx, r.keys[st])
 	}
-	b.mu.Lock()
-	sh := b.ev[st]
-	if sh == nil {
-		sh = &sharedEvidence{}
-		b.ev[st] = sh
-	}
-	b.mu.Unlock()
+	sh := entry(b, b.ev, st)
 	sh.once.Do(func() {
 		seen := map[string]bool{}
 		var keys []string
@@ -138,13 +144,7 @@ func (r *runner) deleteKeys(ctx context.Context, st string) error {
 	if b == nil || b.dels == nil {
 		return s.Delete(ctx, r.keys[st])
 	}
-	b.mu.Lock()
-	sh := b.dels[st]
-	if sh == nil {
-		sh = &sharedDelete{}
-		b.dels[st] = sh
-	}
-	b.mu.Unlock()
+	sh := entry(b, b.dels, st)
 	sh.once.Do(func() {
 		sh.keys = map[string]bool{}
 		var keys []string
@@ -184,13 +184,7 @@ func (r *runner) scanPhysical(ctx context.Context, st string, pp store.PhysicalP
 	if b == nil {
 		return pp.ProbePhysical(ctx, r.needleSet(st, ev))
 	}
-	b.mu.Lock()
-	sh := b.scans[step+":"+st]
-	if sh == nil {
-		sh = &sharedScan{}
-		b.scans[step+":"+st] = sh
-	}
-	b.mu.Unlock()
+	sh := entry(b, b.scans, step+":"+st)
 	sh.once.Do(func() {
 		union := map[string]*store.Evidence{}
 		for k, e := range ev {
