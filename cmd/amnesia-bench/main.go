@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -37,6 +38,21 @@ func main() {
 		os.Exit(2)
 	}
 	ctx := context.Background()
+	// AMNESIA_BENCH_CPUPROFILE=FILE writes a CPU profile of the whole run
+	// (for finding where a slow cell spends its time; results files are
+	// the same with or without it, apart from the profiler's overhead).
+	if p := os.Getenv("AMNESIA_BENCH_CPUPROFILE"); p != "" {
+		f, err := os.Create(p)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "amnesia-bench:", err)
+			os.Exit(1)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "amnesia-bench:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	out := fs.String("out", "bench/results", "results directory")
 	work := fs.String("work", "", "scratch directory (default: a new temp dir)")
@@ -229,6 +245,7 @@ func main() {
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}
 	if err != nil {
+		pprof.StopCPUProfile() // a no-op without a profile; os.Exit skips the deferred one
 		fmt.Fprintln(os.Stderr, "amnesia-bench:", err)
 		os.Exit(1)
 	}

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"time"
@@ -42,22 +43,39 @@ func runCell(ctx context.Context, tg *target, c *Corpus, dir, id string, subject
 	var walls []float64
 	var power, residue, hidden int
 	ms := make([]*measured, len(subjects))
-	befores := make([]store.ScanReport, len(subjects))
-	pre := func(i int) error {
-		m, err := measure(ctx, tg, c, e, subjects[i])
-		if err != nil {
+	// The byte scans before the erasure, after it, and for the windows
+	// other records hold: per subject, or, for a batch, one scan of each
+	// for all its subjects (a needle set keeps each key's needles apart,
+	// so each key's findings are what its own scan would find).
+	var before, after, shared store.ScanReport
+	scans := func(ev, sh map[string]*store.Evidence) error {
+		var err error
+		if after, err = scan(ctx, e, store.NewNeedleSet(ev)); err != nil {
 			return err
 		}
-		ms[i] = m
-		befores[i], err = scan(ctx, e, store.NewNeedleSet(m.ev))
-		return err
+		set := store.NewNeedleSet(sh)
+		if shared, err = scan(ctx, e, set); err != nil {
+			return err
+		}
+		cell.SharedWindows += set.Len()
+		cell.SharedFound += shared.NeedlesFound
+		return nil
 	}
 	if id == "B5" {
 		// One erasure window: every subject measured first, then one batch.
-		for i := range subjects {
-			if err := pre(i); err != nil {
+		ev, sh := map[string]*store.Evidence{}, map[string]*store.Evidence{}
+		for i, s := range subjects {
+			m, err := measure(ctx, tg, c, e, s)
+			if err != nil {
 				return nil, err
 			}
+			ms[i] = m
+			maps.Copy(ev, m.ev)
+			maps.Copy(sh, m.shared)
+		}
+		var err error
+		if before, err = scan(ctx, e, store.NewNeedleSet(ev)); err != nil {
+			return nil, err
 		}
 		start := time.Now()
 		if err := batch(ctx, c, e, subjects, cell.Outcomes); err != nil {
@@ -68,28 +86,30 @@ func runCell(ctx context.Context, tg *target, c *Corpus, dir, id string, subject
 			walls = append(walls, per)
 		}
 		cell.Note = "one batch (saga.RunBatch): each store reclaims once for all subjects; wall per erasure = batch wall / subjects"
+		if err := scans(ev, sh); err != nil {
+			return nil, err
+		}
 	}
 	for i, s := range subjects {
 		if id != "B5" {
-			if err := pre(i); err != nil {
+			m, err := measure(ctx, tg, c, e, s)
+			if err != nil {
+				return nil, err
+			}
+			ms[i] = m
+			if before, err = scan(ctx, e, store.NewNeedleSet(m.ev)); err != nil {
 				return nil, err
 			}
 			start := time.Now()
-			if err := apply(ctx, tg, c, e, id, s, ms[i].keys, cell.Outcomes); err != nil {
+			if err := apply(ctx, tg, c, e, id, s, m.keys, cell.Outcomes); err != nil {
 				return nil, err
 			}
 			walls = append(walls, float64(time.Since(start).Microseconds())/1000)
+			if err := scans(m.ev, m.shared); err != nil {
+				return nil, err
+			}
 		}
-		m, before := ms[i], befores[i]
-		set := store.NewNeedleSet(m.ev)
-		after, err := scan(ctx, e, set)
-		if err != nil {
-			return nil, err
-		}
-		shared, err := scan(ctx, e, m.shared)
-		if err != nil {
-			return nil, err
-		}
+		m := ms[i]
 		for _, k := range m.keys {
 			if before.Found[k] > 0 {
 				power++
@@ -106,8 +126,6 @@ func runCell(ctx context.Context, tg *target, c *Corpus, dir, id string, subject
 			}
 		}
 		cell.Records += len(m.keys)
-		cell.SharedWindows += m.shared.Len()
-		cell.SharedFound += shared.NeedlesFound
 	}
 	if cell.Records > 0 {
 		n := float64(cell.Records)

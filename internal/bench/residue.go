@@ -75,58 +75,34 @@ type StoreResult struct {
 
 // Residue runs every baseline for one store type.
 func Residue(ctx context.Context, typ string, o Options) (*StoreResult, error) {
-	tg, ok := targets[typ]
-	if !ok {
-		return nil, fmt.Errorf("bench: no residue target for store type %q", typ)
+	b, err := openBed(ctx, typ, o)
+	if err != nil {
+		return nil, err
 	}
-	c := NewCorpus(o.Seed, o.Subjects, o.DocsEach)
-	tmpl := filepath.Join(o.Work, typ, "template")
-	records := 0
-	for _, d := range c.Docs {
-		records += len(tg.keys(d))
+	prov, err := b.provenance(ctx)
+	if err != nil {
+		return nil, err
 	}
-	if !tg.fresh {
-		logf(o, "%s: ingesting %d documents of %d subjects", typ, len(c.Docs), len(c.Subjects))
-		if _, err := setup(ctx, tg, c, tmpl); err != nil {
-			return nil, err
-		}
-	}
-	res := &StoreResult{Kind: "residue", Store: typ, Seed: o.Seed, Subjects: o.Subjects, Docs: len(c.Docs), Records: records, Sample: o.Sample,
-		Provenance: provenance.Capture(provenance.ResiduePaths)}
-	if tg.server != nil {
-		set, err := provenance.PostgresSettings(ctx, tg.server())
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", typ, err)
-		}
-		res.ServerSettings = set
-	}
-	for _, b := range Baselines {
+	res := &StoreResult{Kind: "residue", Store: typ, Seed: o.Seed, Subjects: o.Subjects, Docs: len(b.c.Docs), Records: b.records, Sample: o.Sample,
+		Provenance: prov}
+	for _, bl := range Baselines {
 		subjects := sample(o.Subjects, o.Sample)
-		if b.ID == "B5" {
+		if bl.ID == "B5" {
 			subjects = sample(o.Subjects, o.Subjects)
 		}
-		dir := filepath.Join(o.Work, typ, b.ID)
-		if tg.fresh {
-			if _, err := setup(ctx, tg, c, dir); err != nil {
-				return nil, err
-			}
-		} else if err := copyDir(tmpl, dir); err != nil {
-			return nil, err
-		}
-		logf(o, "%s %s: %d subjects", typ, b.ID, len(subjects))
-		cell, err := runCell(ctx, tg, c, dir, b.ID, subjects)
+		logf(o, "%s %s: %d subjects", typ, bl.ID, len(subjects))
+		cell, err := b.cell(ctx, bl.ID, bl.ID, subjects)
 		if err != nil {
-			return nil, fmt.Errorf("%s %s: %w", typ, b.ID, err)
+			return nil, fmt.Errorf("%s %s: %w", typ, bl.ID, err)
 		}
-		cell.What = b.What
-		if n := tg.notes[b.ID]; n != "" {
+		cell.What = bl.What
+		if n := b.tg.notes[bl.ID]; n != "" {
 			if cell.Note != "" {
 				cell.Note += "; "
 			}
 			cell.Note += n
 		}
 		res.Cells = append(res.Cells, *cell)
-		os.RemoveAll(dir)
 	}
 	return res, nil
 }
@@ -213,7 +189,7 @@ func setup(ctx context.Context, tg *target, c *Corpus, root string) (int, error)
 type measured struct {
 	keys   []string
 	ev     map[string]*store.Evidence
-	shared *store.NeedleSet // windows other records hold too
+	shared map[string]*store.Evidence // windows other records hold too, one per key
 	vecs   map[string][]float32
 }
 
@@ -252,7 +228,7 @@ func measure(ctx context.Context, tg *target, c *Corpus, e *env, subject int) (*
 			}
 		}
 	}
-	m.shared = store.NewNeedleSet(sharedEv)
+	m.shared = sharedEv
 	return m, nil
 }
 
