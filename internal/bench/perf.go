@@ -213,7 +213,7 @@ func grow(ctx context.Context, o PerfOptions, l lineage.Ledger, k *subject.Keyer
 // TracePerf measures View + BuildTrace latency on ledgers grown through
 // the real write path.
 func TracePerf(ctx context.Context, o PerfOptions) (*TraceResult, error) {
-	r := &TraceResult{Kind: "trace", Provenance: provenance.Capture(provenance.ResiduePaths),
+	r := &TraceResult{Kind: "trace", Provenance: provenance.Capture(provenance.TracePaths),
 		Shape: fmt.Sprintf("each subject: %d documents of %d chunks, each chunk one embedding: %d artifacts, %d edges; a trace reads one subject", docsPer, chunksPer, docsPer*(1+2*chunksPer), edgesPer)}
 	if err := os.MkdirAll(o.Work, 0o700); err != nil {
 		return nil, err

@@ -64,8 +64,11 @@ func (f *File) Rerun() string {
 // file recorded, or for files written before paths were recorded, the
 // benchmark's paths today.
 func (f *File) defaults() []string {
-	if f.Kind == "serve-capture" {
+	switch f.Kind {
+	case "serve-capture":
 		return provenance.ServePaths
+	case "trace":
+		return provenance.TracePaths
 	}
 	return provenance.ResiduePaths
 }

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
 
 	"github.com/amnesia-dev/amnesia/capture"
 	"github.com/amnesia-dev/amnesia/internal/bench/provenance"
@@ -236,14 +235,5 @@ func scan(ctx context.Context, e *env, set *store.NeedleSet) (store.ScanReport, 
 	return e.st.(store.PhysicalProber).ProbePhysical(ctx, set)
 }
 
-func percentile(xs []float64, p float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	i := int(p * float64(len(s)-1))
-	return s[i]
-}
 
 func quietLog() *slog.Logger { return slog.New(slog.DiscardHandler) }

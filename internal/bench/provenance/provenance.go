@@ -73,6 +73,16 @@ var ResiduePaths = []string{
 	":(exclude)internal/bench/provenance/",
 }
 
+// TracePaths is the code the trace benchmark measures: the ledgers it grows
+// and reads (lineage/ and the packages lineage's ledgers import, which
+// TestTracePathsCoverTheLedgers checks), the benchmark's own code and the
+// module's dependency versions. The stores and the saga are not on its path.
+var TracePaths = []string{
+	"lineage/", "subject/", "shred/", "transparency/", "internal/atomicfile/", "go.mod",
+	"internal/bench/perf.go", "internal/bench/perf_keep.go", "internal/bench/stats.go", "internal/bench/dropcache_linux.go", "internal/bench/dropcache_other.go",
+	":(exclude,glob)**/*_test.go",
+}
+
 // ServePaths is what the serve-capture benchmark measures: the above, and
 // the server and the service behind it.
 var ServePaths = []string{
