@@ -2,7 +2,10 @@ package store
 
 import (
 	"context"
+	"runtime"
 	"sort"
+	"sync"
+	"sync/atomic"
 )
 
 // MaxSharedWith is the most other records Evidence.SharedWith names per
@@ -29,27 +32,9 @@ func DropShared(ctx context.Context, ev map[string]*Evidence, others func(fn fun
 	if ds.set.Len() == 0 {
 		return nil
 	}
-	sc := NewScanner(ds.set, "shared")
-	sc.track = true
 	sp := newSpans(ds.set)
 	hb := &holderBook{ids: map[string]int32{}}
-	shared := make([]bool, ds.set.Len())
-	err := others(func(key string, b []byte) error {
-		sc.fresh = sc.fresh[:0]
-		sc.ScanBytes(b)
-		sp.record(b)
-		if len(sc.fresh) == 0 {
-			return ctx.Err()
-		}
-		for _, d := range sc.fresh {
-			sc.unhit(d) // the next record may hold it too
-			shared[d] = true
-		}
-		if key != "" {
-			hb.record(hb.holder(key), sc.fresh)
-		}
-		return ctx.Err()
-	})
+	shared, err := searchOthers(ctx, ds.set, sp, hb, others)
 	if err != nil {
 		return err
 	}
@@ -79,6 +64,132 @@ func DropShared(ctx context.Context, ev map[string]*Evidence, others func(fn fun
 		ev[ds.keys[o]].SharedWith, ev[ds.keys[o]].SharedWithMore = with, more
 	})
 	return nil
+}
+
+// sharedWorkers is how many goroutines search the other records' bytes
+// while the caller's goroutine reads them (and checks their boundaries,
+// spans.record): one means the caller searches them itself. Tests set it.
+var sharedWorkers = min(runtime.GOMAXPROCS(0), 8)
+
+// A batch of records for a worker holds up to sharedBatchBytes bytes or
+// sharedBatchRecs records (tests lower them to spread a few records).
+var sharedBatchBytes, sharedBatchRecs = 256 << 10, 1024
+
+// searcher searches records for a set's needles: which needles some record
+// holds (shared) and, for records with a key, the (needle, holder) pairs.
+type searcher struct {
+	sc     *Scanner
+	shared []bool
+	pairs  []uint64 // needle<<32 | holder
+}
+
+func newSearcher(set *NeedleSet) *searcher {
+	sc := NewScanner(set, "shared")
+	sc.track = true
+	return &searcher{sc: sc, shared: make([]bool, set.Len())}
+}
+
+// search searches one record of holder h (-1: a record with no key).
+func (s *searcher) search(h int32, b []byte) {
+	s.sc.fresh = s.sc.fresh[:0]
+	s.sc.ScanBytes(b)
+	for _, d := range s.sc.fresh {
+		s.sc.unhit(d) // the next record may hold it too
+		s.shared[d] = true
+		if h >= 0 {
+			s.pairs = append(s.pairs, uint64(d)<<32|uint64(uint32(h)))
+		}
+	}
+}
+
+// searchOthers reads every record others passes, notes its boundaries in
+// sp and its holder in hb, and searches it for set's needles: in the
+// caller's goroutine, or, with sharedWorkers above one, in that many
+// workers, each with its own scanner, fed copies of the records in
+// batches. It returns which needles some record holds and leaves the
+// (needle, holder) pairs in hb; the result does not depend on how the
+// records were spread over the workers.
+func searchOthers(ctx context.Context, set *NeedleSet, sp *spans, hb *holderBook, others func(fn func(key string, b []byte) error) error) ([]bool, error) {
+	holder := func(key string) int32 {
+		if key == "" {
+			return -1
+		}
+		return hb.holder(key)
+	}
+	if sharedWorkers <= 1 {
+		s := newSearcher(set)
+		err := others(func(key string, b []byte) error {
+			sp.record(b)
+			s.search(holder(key), b)
+			return ctx.Err()
+		})
+		hb.pairs = s.pairs
+		return s.shared, err
+	}
+	type rec struct {
+		h        int32
+		from, to int
+	}
+	type batch struct {
+		buf  []byte
+		recs []rec
+	}
+	work := make(chan *batch, 2*sharedWorkers)
+	ss := make([]*searcher, sharedWorkers)
+	var wg sync.WaitGroup
+	for i := range ss {
+		s := newSearcher(set)
+		ss[i] = s
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for bt := range work {
+				for _, r := range bt.recs {
+					s.search(r.h, bt.buf[r.from:r.to])
+				}
+			}
+		}()
+	}
+	cur := &batch{}
+	send := func() {
+		if len(cur.recs) > 0 {
+			work <- cur
+			cur = &batch{buf: make([]byte, 0, sharedBatchBytes)}
+		}
+	}
+	err := others(func(key string, b []byte) error {
+		sp.record(b)
+		// b is the reader's until fn returns: the batch keeps a copy.
+		cur.recs = append(cur.recs, rec{holder(key), len(cur.buf), len(cur.buf) + len(b)})
+		cur.buf = append(cur.buf, b...)
+		if len(cur.buf) >= sharedBatchBytes || len(cur.recs) >= sharedBatchRecs {
+			send()
+		}
+		return ctx.Err()
+	})
+	if err == nil {
+		send()
+	}
+	close(work)
+	wg.Wait()
+	if err != nil {
+		return nil, err
+	}
+	shared := ss[0].shared
+	for _, s := range ss[1:] {
+		for d, ok := range s.shared {
+			shared[d] = shared[d] || ok
+		}
+	}
+	n := 0
+	for _, s := range ss {
+		n += len(s.pairs)
+	}
+	hb.pairs = make([]uint64, 0, n)
+	for _, s := range ss {
+		hb.pairs = append(hb.pairs, s.pairs...)
+	}
+	return shared, nil
 }
 
 // needleOwners is the set DropShared searches for: each distinct needle
@@ -131,8 +242,8 @@ func distinctNeedles(ev map[string]*Evidence) *needleOwners {
 }
 
 // holderBook records which distinct needles each other record (holder)
-// holds, as (needle, holder) pairs while scanning: as many as the scan's
-// hits, not (owners × holders). Counting per owner comes after the scan
+// holds, as (needle, holder) pairs while scanning (searcher.search): as
+// many as the scan's hits, not (owners × holders). Counting per owner comes after the scan
 // (top), owner by owner, in a dense array indexed by holder.
 type holderBook struct {
 	keys  []string         // holder numbers' keys
@@ -149,14 +260,6 @@ func (hb *holderBook) holder(key string) int32 {
 		hb.keys = append(hb.keys, key)
 	}
 	return h
-}
-
-// record notes the needles (distinct, as the scanner reports them per
-// record) that one record of holder h holds.
-func (hb *holderBook) record(h int32, needles []int) {
-	for _, d := range needles {
-		hb.pairs = append(hb.pairs, uint64(d)<<32|uint64(uint32(h)))
-	}
 }
 
 // top calls fn for each owner that some holder shares with: the
@@ -211,42 +314,71 @@ func (hb *holderBook) top(ds *needleOwners, fn func(o int, with map[string]int, 
 		}
 		return hb.keys[a.h] < hb.keys[b.h]
 	}
-	count := make([]int32, len(hb.keys))
-	var touched []int32
-	best := make([]held, 0, MaxSharedWith)
-	for o, occ := range ds.occ {
-		for _, d := range occ {
-			for _, h := range holders[start[d]:start[d+1]] {
-				if count[h] == 0 {
-					touched = append(touched, h)
-				}
-				count[h]++
+	// Owners are counted apart from each other: sharedWorkers goroutines
+	// take them in turn, each with its own counts; fn runs after, in
+	// owner order.
+	type result struct {
+		with map[string]int
+		more int
+	}
+	results := make([]result, len(ds.occ))
+	var nextOwner atomic.Int64
+	count1 := func() {
+		count := make([]int32, len(hb.keys))
+		var touched []int32
+		best := make([]held, 0, MaxSharedWith)
+		for {
+			o := int(nextOwner.Add(1) - 1)
+			if o >= len(ds.occ) {
+				return
 			}
-		}
-		if len(touched) == 0 {
-			continue
-		}
-		// The best MaxSharedWith, by insertion into a short sorted list:
-		// linear in the holders, where a sort of them all was not.
-		best = best[:0]
-		for _, h := range touched {
-			x := held{h, count[h]}
-			count[h] = 0
-			if len(best) == MaxSharedWith && !before(x, best[len(best)-1]) {
+			for _, d := range ds.occ[o] {
+				for _, h := range holders[start[d]:start[d+1]] {
+					if count[h] == 0 {
+						touched = append(touched, h)
+					}
+					count[h]++
+				}
+			}
+			if len(touched) == 0 {
 				continue
 			}
-			j := sort.Search(len(best), func(j int) bool { return before(x, best[j]) })
-			if len(best) < MaxSharedWith {
-				best = append(best, held{})
+			// The best MaxSharedWith, by insertion into a short sorted
+			// list: linear in the holders, where a sort of them all was not.
+			best = best[:0]
+			for _, h := range touched {
+				x := held{h, count[h]}
+				count[h] = 0
+				if len(best) == MaxSharedWith && !before(x, best[len(best)-1]) {
+					continue
+				}
+				j := sort.Search(len(best), func(j int) bool { return before(x, best[j]) })
+				if len(best) < MaxSharedWith {
+					best = append(best, held{})
+				}
+				copy(best[j+1:], best[j:len(best)-1])
+				best[j] = x
 			}
-			copy(best[j+1:], best[j:len(best)-1])
-			best[j] = x
+			with := make(map[string]int, len(best))
+			for _, x := range best {
+				with[hb.keys[x.h]] = int(x.n)
+			}
+			results[o] = result{with, len(touched) - len(best)}
+			touched = touched[:0]
 		}
-		with := make(map[string]int, len(best))
-		for _, x := range best {
-			with[hb.keys[x.h]] = int(x.n)
+	}
+	var wg sync.WaitGroup
+	for range max(1, min(sharedWorkers, len(ds.occ))) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			count1()
+		}()
+	}
+	wg.Wait()
+	for o, r := range results {
+		if r.with != nil {
+			fn(o, r.with, r.more)
 		}
-		fn(o, with, len(touched)-len(best))
-		touched = touched[:0]
 	}
 }

@@ -78,7 +78,13 @@ func naiveHolders(ev map[string]*Evidence, records []struct {
 // with no key, many tied; owners share windows with each other (a run of
 // another owner's bytes, aligned to the windows' stride) and repeat their
 // own, as template text does.
+//
+// Each case runs with the records searched in the caller's goroutine and
+// spread over three workers a few records at a time: both must give the
+// same evidence (needles kept, shared counts, holders).
 func TestDropSharedHoldersMatchNaive(t *testing.T) {
+	defer func(w, b, r int) { sharedWorkers, sharedBatchBytes, sharedBatchRecs = w, b, r }(sharedWorkers, sharedBatchBytes, sharedBatchRecs)
+	sharedBatchBytes, sharedBatchRecs = 200, 2
 	acrossOwners, repeated := 0, 0 // needles of several owners, needles an owner repeats
 	for seed := uint64(1); seed <= 40; seed++ {
 		r := rand.New(rand.NewPCG(seed, 7))
@@ -166,22 +172,37 @@ func TestDropSharedHoldersMatchNaive(t *testing.T) {
 			}
 		}
 		want := naiveHolders(ev, records)
-		err := DropShared(context.Background(), ev, func(fn func(string, []byte) error) error {
-			for _, rec := range records {
-				if err := fn(rec.key, rec.b); err != nil {
-					return err
+		var results []map[string]*Evidence
+		for _, workers := range []int{1, 3} {
+			sharedWorkers = workers
+			got := map[string]*Evidence{}
+			for k, e := range ev {
+				got[k] = &Evidence{Key: e.Key, Needles: slices.Clone(e.Needles)}
+			}
+			err := DropShared(context.Background(), got, func(fn func(string, []byte) error) error {
+				for _, rec := range records {
+					if err := fn(rec.key, rec.b); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range owners {
+				e := got[o]
+				w := want[o]
+				if !maps.Equal(e.SharedWith, w.with) && !(len(e.SharedWith) == 0 && len(w.with) == 0) || e.SharedWithMore != w.more {
+					t.Fatalf("seed %d, %d workers, owner %s: SharedWith %v (+%d), want %v (+%d)", seed, workers, o, e.SharedWith, e.SharedWithMore, w.with, w.more)
 				}
 			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
+			results = append(results, got)
 		}
 		for _, o := range owners {
-			e := ev[o]
-			w := want[o]
-			if !maps.Equal(e.SharedWith, w.with) && !(len(e.SharedWith) == 0 && len(w.with) == 0) || e.SharedWithMore != w.more {
-				t.Fatalf("seed %d owner %s: SharedWith %v (+%d), want %v (+%d)", seed, o, e.SharedWith, e.SharedWithMore, w.with, w.more)
+			a, b := results[0][o], results[1][o]
+			if a.Shared != b.Shared || !slices.EqualFunc(a.Needles, b.Needles, bytes.Equal) {
+				t.Fatalf("seed %d owner %s: alone %d needles kept, %d shared; with 3 workers %d kept, %d shared", seed, o, len(a.Needles), a.Shared, len(b.Needles), b.Shared)
 			}
 		}
 	}
