@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -26,15 +28,16 @@ const MaxSharedWith = 8
 // copy from those; the copy of the text is named where the text is kept.
 // A needle that the end of one record followed by the start of another (or
 // zero fill, on either side) can form is counted as shared too, with no
-// holder named: stores keep records back to back (see span.go).
+// holder named: stores keep records back to back (see span.go). Every
+// key of ev gets its SharedWith and SharedWithMore set anew (none when no
+// other record holds its windows, or it has none).
 func DropShared(ctx context.Context, ev map[string]*Evidence, others func(fn func(key string, b []byte) error) error) error {
 	ds := distinctNeedles(ev)
 	if ds.set.Len() == 0 {
 		return nil
 	}
 	sp := newSpans(ds.set)
-	hb := &holderBook{ids: map[string]int32{}}
-	shared, err := searchOthers(ctx, ds.set, sp, hb, others)
+	shared, hb, err := searchOthers(ctx, ds.set, sp, others)
 	if err != nil {
 		return err
 	}
@@ -77,57 +80,67 @@ var sharedBatchBytes, sharedBatchRecs = 256 << 10, 1024
 
 // searcher searches records for a set's needles: which needles some record
 // holds (shared) and, for records with a key, the (needle, holder) pairs.
+// Holders are numbered only once a record of theirs holds a needle: most
+// records of a large store hold none, and numbering them all would grow
+// with the store.
 type searcher struct {
 	sc     *Scanner
 	shared []bool
-	pairs  []uint64 // needle<<32 | holder
+	hb     holderBook
 }
 
 func newSearcher(set *NeedleSet) *searcher {
 	sc := NewScanner(set, "shared")
 	sc.track = true
-	return &searcher{sc: sc, shared: make([]bool, set.Len())}
+	return &searcher{sc: sc, shared: make([]bool, set.Len()), hb: holderBook{ids: map[string]int32{}}}
 }
 
-// search searches one record of holder h (-1: a record with no key).
-func (s *searcher) search(h int32, b []byte) {
+// search searches one record of key ("": a record with no key).
+func (s *searcher) search(key string, b []byte) {
 	s.sc.fresh = s.sc.fresh[:0]
 	s.sc.ScanBytes(b)
+	if len(s.sc.fresh) == 0 {
+		return
+	}
+	h := int32(-1)
+	if key != "" {
+		h = s.hb.holder(key)
+	}
 	for _, d := range s.sc.fresh {
 		s.sc.unhit(d) // the next record may hold it too
 		s.shared[d] = true
 		if h >= 0 {
-			s.pairs = append(s.pairs, uint64(d)<<32|uint64(uint32(h)))
+			s.hb.pairs = append(s.hb.pairs, uint64(d)<<32|uint64(uint32(h)))
 		}
 	}
 }
 
+// maxPairs bounds the (needle, holder) pairs DropShared counts: their
+// index is an int32 (2^31 pairs would be 16 GiB of them).
+const maxPairs = 1<<31 - 1
+
 // searchOthers reads every record others passes, notes its boundaries in
-// sp and its holder in hb, and searches it for set's needles: in the
-// caller's goroutine, or, with sharedWorkers above one, in that many
-// workers, each with its own scanner, fed copies of the records in
-// batches. It returns which needles some record holds and leaves the
-// (needle, holder) pairs in hb; the result does not depend on how the
-// records were spread over the workers.
-func searchOthers(ctx context.Context, set *NeedleSet, sp *spans, hb *holderBook, others func(fn func(key string, b []byte) error) error) ([]bool, error) {
-	holder := func(key string) int32 {
-		if key == "" {
-			return -1
-		}
-		return hb.holder(key)
-	}
+// sp, and searches it for set's needles: in the caller's goroutine, or,
+// with sharedWorkers above one, in that many workers, each with its own
+// scanner, fed copies of the records in batches. It returns which needles
+// some record holds and the holders with their (needle, holder) pairs;
+// neither depends on how the records were spread over the workers (but for
+// the holders' numbering, which top does not depend on).
+func searchOthers(ctx context.Context, set *NeedleSet, sp *spans, others func(fn func(key string, b []byte) error) error) ([]bool, *holderBook, error) {
 	if sharedWorkers <= 1 {
 		s := newSearcher(set)
 		err := others(func(key string, b []byte) error {
 			sp.record(b)
-			s.search(holder(key), b)
+			s.search(key, b)
 			return ctx.Err()
 		})
-		hb.pairs = s.pairs
-		return s.shared, err
+		if err == nil && len(s.hb.pairs) > maxPairs {
+			err = errPairs(len(s.hb.pairs))
+		}
+		return s.shared, &s.hb, err
 	}
 	type rec struct {
-		h        int32
+		key      string
 		from, to int
 	}
 	type batch struct {
@@ -135,6 +148,7 @@ func searchOthers(ctx context.Context, set *NeedleSet, sp *spans, hb *holderBook
 		recs []rec
 	}
 	work := make(chan *batch, 2*sharedWorkers)
+	free := make(chan *batch, 3*sharedWorkers) // batches searched, for reuse
 	ss := make([]*searcher, sharedWorkers)
 	var wg sync.WaitGroup
 	for i := range ss {
@@ -145,22 +159,41 @@ func searchOthers(ctx context.Context, set *NeedleSet, sp *spans, hb *holderBook
 			defer wg.Done()
 			for bt := range work {
 				for _, r := range bt.recs {
-					s.search(r.h, bt.buf[r.from:r.to])
+					s.search(r.key, bt.buf[r.from:r.to])
+				}
+				bt.buf, bt.recs = bt.buf[:0], bt.recs[:0]
+				select {
+				case free <- bt:
+				default:
 				}
 			}
 		}()
 	}
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			close(work)
+			wg.Wait()
+		}
+	}
+	defer stop() // also when others panics: no worker is left waiting
 	cur := &batch{}
 	send := func() {
-		if len(cur.recs) > 0 {
-			work <- cur
-			cur = &batch{buf: make([]byte, 0, sharedBatchBytes)}
+		if len(cur.recs) == 0 {
+			return
+		}
+		work <- cur
+		select {
+		case cur = <-free:
+		default:
+			cur = &batch{}
 		}
 	}
 	err := others(func(key string, b []byte) error {
 		sp.record(b)
 		// b is the reader's until fn returns: the batch keeps a copy.
-		cur.recs = append(cur.recs, rec{holder(key), len(cur.buf), len(cur.buf) + len(b)})
+		cur.recs = append(cur.recs, rec{key, len(cur.buf), len(cur.buf) + len(b)})
 		cur.buf = append(cur.buf, b...)
 		if len(cur.buf) >= sharedBatchBytes || len(cur.recs) >= sharedBatchRecs {
 			send()
@@ -170,26 +203,39 @@ func searchOthers(ctx context.Context, set *NeedleSet, sp *spans, hb *holderBook
 	if err == nil {
 		send()
 	}
-	close(work)
-	wg.Wait()
+	stop()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	// One numbering of the holders: the first worker's, extended by the
+	// others' holders, their pairs renumbered.
 	shared := ss[0].shared
+	hb := &ss[0].hb
+	n := 0
+	for _, s := range ss {
+		n += len(s.hb.pairs)
+	}
+	if n > maxPairs {
+		return nil, nil, errPairs(n)
+	}
+	hb.pairs = slices.Grow(hb.pairs, n-len(hb.pairs))
 	for _, s := range ss[1:] {
 		for d, ok := range s.shared {
 			shared[d] = shared[d] || ok
 		}
+		to := make([]uint32, len(s.hb.keys))
+		for h, k := range s.hb.keys {
+			to[h] = uint32(hb.holder(k))
+		}
+		for _, p := range s.hb.pairs {
+			hb.pairs = append(hb.pairs, p&^(1<<32-1)|uint64(to[uint32(p)]))
+		}
 	}
-	n := 0
-	for _, s := range ss {
-		n += len(s.pairs)
-	}
-	hb.pairs = make([]uint64, 0, n)
-	for _, s := range ss {
-		hb.pairs = append(hb.pairs, s.pairs...)
-	}
-	return shared, nil
+	return shared, hb, nil
+}
+
+func errPairs(n int) error {
+	return fmt.Errorf("store: other records hold the erased records' windows %d times, more than the %d that shared-window detection counts; erase fewer subjects at once", n, maxPairs)
 }
 
 // needleOwners is the set DropShared searches for: each distinct needle

@@ -3,11 +3,14 @@ package store
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
+	"time"
 )
 
 // naiveHolders is what DropShared's holder counts must equal: for each
@@ -208,5 +211,90 @@ func TestDropSharedHoldersMatchNaive(t *testing.T) {
 	}
 	if acrossOwners == 0 || repeated == 0 {
 		t.Fatalf("the records made %d needles held by several owners and %d repeated within one: want some of each", acrossOwners, repeated)
+	}
+}
+
+// Only records that hold a needle are numbered as holders: a store of
+// many records that hold none costs DropShared no bookkeeping per record.
+func TestDropSharedNumbersOnlyHolders(t *testing.T) {
+	b := make([]byte, 200)
+	fill(b, 3)
+	e := &Evidence{}
+	e.AddWindows(b)
+	for _, workers := range []int{1, 3} {
+		defer func(w, bb, r int) { sharedWorkers, sharedBatchBytes, sharedBatchRecs = w, bb, r }(sharedWorkers, sharedBatchBytes, sharedBatchRecs)
+		sharedWorkers, sharedBatchBytes, sharedBatchRecs = workers, 1<<10, 7
+		ds := distinctNeedles(map[string]*Evidence{"a": e})
+		_, hb, err := searchOthers(context.Background(), ds.set, newSpans(ds.set), func(fn func(string, []byte) error) error {
+			for i := 0; i < 1000; i++ {
+				rec := make([]byte, 64)
+				fill(rec, uint64(1000+i))
+				if i%100 == 0 {
+					rec = append(rec, b[40:120]...) // holds some of a's windows
+				}
+				if err := fn(fmt.Sprintf("r%04d", i), rec); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hb.keys) != 10 || len(hb.ids) != 10 {
+			t.Errorf("%d workers: %d holders numbered, want the 10 records that hold a window", workers, len(hb.keys))
+		}
+	}
+}
+
+// A read of the other records that fails (or a cancelled context) midway
+// returns its error, leaves the evidence as it was, and leaves no worker
+// running.
+func TestDropSharedStopsOnError(t *testing.T) {
+	defer func(w, bb, r int) { sharedWorkers, sharedBatchBytes, sharedBatchRecs = w, bb, r }(sharedWorkers, sharedBatchBytes, sharedBatchRecs)
+	sharedBatchBytes, sharedBatchRecs = 256, 3
+	before := runtime.NumGoroutine()
+	b := make([]byte, 200)
+	fill(b, 4)
+	boom := errors.New("store went away")
+	for _, workers := range []int{1, 4} {
+		sharedWorkers = workers
+		e := &Evidence{}
+		e.AddWindows(b)
+		n := len(e.Needles)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		for _, stop := range []string{"error", "cancel"} {
+			err := DropShared(ctx, map[string]*Evidence{"a": e}, func(fn func(string, []byte) error) error {
+				for i := 0; ; i++ {
+					if i == 50 {
+						if stop == "error" {
+							return boom
+						}
+						cancel()
+					}
+					if err := fn(fmt.Sprintf("r%d", i), b[i%100:]); err != nil {
+						return err
+					}
+				}
+			})
+			want := boom
+			if stop == "cancel" {
+				want = context.Canceled
+			}
+			if !errors.Is(err, want) {
+				t.Fatalf("%d workers, %s: err %v, want %v", workers, stop, err, want)
+			}
+			if len(e.Needles) != n || e.Shared != 0 || e.SharedWith != nil {
+				t.Fatalf("%d workers, %s: evidence changed (%d of %d needles, %d shared)", workers, stop, len(e.Needles), n, e.Shared)
+			}
+		}
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if g := runtime.NumGoroutine(); g > before {
+		t.Errorf("%d goroutines after, %d before: workers left running", g, before)
 	}
 }
