@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"slices"
+	"time"
 
 	"github.com/mattn/go-sqlite3"
 
@@ -131,7 +132,39 @@ func OpenExisting(ctx context.Context, path string) (*Ledger, error) {
 // open opens the ledger at path; unless create, a missing or empty
 // file, or one without the ledger's tables, is refused (lineage.ErrNoLedger) and
 // nothing is created.
+//
+// Several processes opening a new ledger at the same moment meet lock
+// conflicts that SQLite's busy timeout does not wait out: a connection
+// that finds another switching the new file to WAL, or a statement whose
+// read snapshot another opener's schema write made stale, gets
+// SQLITE_BUSY at once. Opening is then tried again from the start (every
+// step of it may be repeated), for up to openRetry.
 func open(ctx context.Context, path string, create bool) (*Ledger, error) {
+	deadline := time.Now().Add(openRetry)
+	for wait := 2 * time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
+		l, err := openOnce(ctx, path, create)
+		if err == nil || !busy(err) || time.Now().After(deadline) {
+			return l, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("open ledger %s: %w (after: %w)", path, ctx.Err(), err)
+		case <-time.After(wait):
+		}
+	}
+}
+
+// openRetry is how long open tries again after a lock conflict: as long as
+// the busy timeout of its connections.
+const openRetry = 10 * time.Second
+
+// busy reports whether err is SQLite's SQLITE_BUSY or SQLITE_LOCKED.
+func busy(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked)
+}
+
+func openOnce(ctx context.Context, path string, create bool) (*Ledger, error) {
 	if create {
 		// The ledger is private (0600): created so before SQLite opens it, since
 		// SQLite would create it under the process umask (often 0644), and
