@@ -21,9 +21,9 @@ import (
 	"github.com/amnesia-dev/amnesia/model/ngram"
 )
 
-// ModelPaths is the code the model benchmark measures: the model package
-// and the certificate, and what the residue benchmarks measure.
-var ModelPaths = append([]string{"model/", "certificate/"}, provenance.ResiduePaths...)
+// ModelPaths is the code the model benchmark measures: what the residue
+// benchmarks measure, which holds the model package and the certificate.
+var ModelPaths = provenance.ResiduePaths
 
 // NgramOrder is the order of the benchmark's (and tests') n-gram model.
 const NgramOrder = 10

@@ -235,5 +235,4 @@ func scan(ctx context.Context, e *env, set *store.NeedleSet) (store.ScanReport, 
 	return e.st.(store.PhysicalProber).ProbePhysical(ctx, set)
 }
 
-
 func quietLog() *slog.Logger { return slog.New(slog.DiscardHandler) }

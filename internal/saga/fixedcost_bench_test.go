@@ -125,7 +125,7 @@ func (s *stepTimes) Write(p []byte) (int, error) {
 }
 
 // fixedCostPaths is the code BenchmarkErasureFixedCost measures.
-var fixedCostPaths = append([]string{"transparency/", "certificate/", "internal/atomicfile/"}, provenance.ResiduePaths...)
+var fixedCostPaths = provenance.ResiduePaths
 
 // BenchmarkErasureFixedCost measures one erasure (B4: trace, journaled saga,
 // certificate, transparency log) of one subject at a time on a sqlite-doc

@@ -62,11 +62,16 @@ type Provenance struct {
 
 // ResiduePaths is the code the residue, pgvector and scale benchmarks
 // measure: the stores and their probes, the saga, the ledgers, capture, the
-// erasure and state packages the saga runs on, the benchmark's own
-// measuring code, and the module's dependency versions. Test files and the
-// report's own code measure nothing and are left out.
+// erasure and state packages the saga runs on, what an erasure signs and
+// logs with (certificate/, transparency/, timestamp/) and every other
+// package of this module the benchmarks import (TestPathsCoverWhatRuns
+// checks), the benchmark's own measuring code, and the module's dependency
+// versions. Test files and the report's own code measure nothing and are
+// left out.
 var ResiduePaths = []string{
 	"store/", "internal/saga/", "internal/erasure/", "internal/state/", "lineage/", "capture/", "internal/bench/", "go.mod",
+	"certificate/", "transparency/", "timestamp/", "internal/atomicfile/", "internal/secrets/", "subject/", "shred/",
+	"model/", "internal/explain/", "internal/demo/", "internal/worker/", "internal/queuestatus/",
 	":(exclude,glob)**/*_test.go",
 	":(exclude)internal/bench/report*.go",
 	":(exclude)internal/bench/peers*.go",
@@ -87,7 +92,9 @@ var TracePaths = []string{
 // the server and the service behind it.
 var ServePaths = []string{
 	"store/", "internal/saga/", "internal/erasure/", "internal/state/", "lineage/", "capture/", "internal/bench/", "go.mod",
-	"internal/server/", "internal/service/", "internal/worker/",
+	"certificate/", "transparency/", "timestamp/", "internal/atomicfile/", "internal/secrets/", "subject/", "shred/",
+	"model/", "internal/explain/", "internal/demo/", "internal/worker/", "internal/queuestatus/",
+	"internal/server/", "internal/service/", "internal/comeback/",
 	":(exclude,glob)**/*_test.go",
 	":(exclude)internal/bench/report*.go",
 	":(exclude)internal/bench/peers*.go",
