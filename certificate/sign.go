@@ -65,7 +65,7 @@ func Sign(ctx context.Context, st *Statement, priv ed25519.PrivateKey) ([]byte, 
 	if err != nil {
 		return nil, fmt.Errorf("sign certificate: %w", err)
 	}
-	if _, err := checkPayload(payload, keyID); err != nil {
+	if _, err := checkEncoded(payload, keyID); err != nil {
 		return nil, fmt.Errorf("sign certificate: %w: %w", err, ErrSchema)
 	}
 	return signPayload(ctx, payload, priv)

@@ -14,6 +14,7 @@ import (
 	v1 "github.com/in-toto/attestation/go/v1"
 	"github.com/secure-systems-lab/go-securesystemslib/dsse"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // Verification errors. Every error from Verify given a well-formed public key
@@ -112,6 +113,34 @@ func checkPayload(payload []byte, keyID string) (*Statement, error) {
 	st, err := decodeStatement(payload)
 	if err != nil {
 		return nil, err
+	}
+	if err := checkStatement(st, keyID); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// checkEncoded makes checkPayload's checks on a payload that Encode made
+// (Sign's): the same schema checks, with the in-toto one (step 4) made on
+// the decoded statement instead of a protobuf JSON parse of the payload,
+// which costs Sign about half its time. The two agree on such a payload
+// (TestCheckEncodedAgreesWithCheckPayload): Encode writes each in-toto
+// field with the JSON type protobuf expects (strings, an array of
+// descriptors, a string map, the predicate always an object) and valid
+// UTF-8, so the parse cannot fail, and the descriptors in-toto validates
+// are the ones decoded here. Verify, which reads payloads it did not
+// make, keeps the parse.
+func checkEncoded(payload []byte, keyID string) (*Statement, error) {
+	st, err := decodeStatement(payload)
+	if err != nil {
+		return nil, err
+	}
+	its := v1.Statement{Type: st.Type, PredicateType: st.PredicateType, Predicate: &structpb.Struct{}}
+	for _, s := range st.Subject {
+		its.Subject = append(its.Subject, &v1.ResourceDescriptor{Name: s.Name, Digest: s.Digest})
+	}
+	if err := its.Validate(); err != nil {
+		return nil, fmt.Errorf("payload is not a valid in-toto v1 statement: %s", intotoReason(err))
 	}
 	if err := checkStatement(st, keyID); err != nil {
 		return nil, err
