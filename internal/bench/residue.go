@@ -57,6 +57,8 @@ type Cell struct {
 	// artifact UNVERIFIED, RESIDUAL or OUT_OF_SCOPE.
 	Outcomes *Outcomes `json:"outcomes,omitempty"`
 	Note     string    `json:"note,omitempty"`
+
+	walls []float64 // each erasure's wall time in ms, in order (the scale benchmark reports them)
 }
 
 // StoreResult is one results file: bench/results/residue-<store>.json.
@@ -234,6 +236,5 @@ func measure(ctx context.Context, tg *target, c *Corpus, e *env, subject int) (*
 func scan(ctx context.Context, e *env, set *store.NeedleSet) (store.ScanReport, error) {
 	return e.st.(store.PhysicalProber).ProbePhysical(ctx, set)
 }
-
 
 func quietLog() *slog.Logger { return slog.New(slog.DiscardHandler) }

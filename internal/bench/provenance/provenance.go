@@ -60,12 +60,24 @@ type Provenance struct {
 	ServerSettings map[string]string `json:"server_settings,omitempty"`
 }
 
-// ResiduePaths is the code the residue, pgvector and scale benchmarks
-// measure: the stores and their probes, the saga, the ledgers, capture, the
-// erasure and state packages the saga runs on, the benchmark's own
-// measuring code, and the module's dependency versions. Test files and the
-// report's own code measure nothing and are left out.
+// ResiduePaths is the code the residue and pgvector benchmarks measure:
+// the stores and their probes, the saga, the ledgers, capture, the erasure
+// and state packages the saga runs on, the benchmark's own measuring code,
+// and the module's dependency versions. Test files, the report's own code
+// and the scale benchmark's driver (which only the scale command runs)
+// measure nothing here and are left out.
 var ResiduePaths = []string{
+	"store/", "internal/saga/", "internal/erasure/", "internal/state/", "lineage/", "capture/", "internal/bench/", "go.mod",
+	":(exclude,glob)**/*_test.go",
+	":(exclude)internal/bench/report*.go",
+	":(exclude)internal/bench/peers*.go",
+	":(exclude)internal/bench/provenance/",
+	":(exclude)internal/bench/scale*.go",
+}
+
+// ScalePaths is what the scale benchmark measures: the residue
+// benchmark's paths and its own driver.
+var ScalePaths = []string{
 	"store/", "internal/saga/", "internal/erasure/", "internal/state/", "lineage/", "capture/", "internal/bench/", "go.mod",
 	":(exclude,glob)**/*_test.go",
 	":(exclude)internal/bench/report*.go",
