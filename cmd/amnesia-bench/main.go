@@ -111,7 +111,7 @@ func main() {
 	case "scale":
 		o := bench.ScaleOptions{Progress: os.Stderr}
 		fs.StringVar(&o.Store, "store", "", "store type: "+strings.Join(bench.ScaleTypes, " or ")+" (required)")
-		fs.IntVar(&o.Records, "records", bench.ScaleTargetRecords, "records in the store (the subjects follow from the corpus's shape)")
+		fs.IntVar(&o.Records, "records", bench.ScaleTargetRecords, "records in the store, at least (the subjects follow from the corpus's shape)")
 		fs.IntVar(&o.DocsEach, "docs-each", bench.FullDocsEach, "documents per subject")
 		fs.IntVar(&o.Sample, "sample", 3, "subjects erased one at a time (B4)")
 		fs.IntVar(&o.Window, "window", 100, "other subjects erased as one batch (B5)")

@@ -106,7 +106,7 @@ type ScaleCell struct {
 	CellSeconds float64   `json:"cell_seconds"`
 }
 
-// Scale ingests a corpus of about o.Records records into a store of type
+// Scale ingests a corpus of at least o.Records records into a store of type
 // o.Store once, then runs B4 and B5 on it.
 func Scale(ctx context.Context, o ScaleOptions) (*ScaleResult, error) {
 	o = scaleDefaults(o)
@@ -114,20 +114,17 @@ func Scale(ctx context.Context, o ScaleOptions) (*ScaleResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	subjects, err := scaleSubjects(tg, o)
+	c, err := scaleCorpus(tg, o)
 	if err != nil {
 		return nil, err
 	}
+	subjects := len(c.Subjects)
 	if subjects < o.Sample+o.Window+1 {
 		return nil, fmt.Errorf("bench: --records %d makes %d subjects, too few for --sample %d and --window %d and one subject that stays", o.Records, subjects, o.Sample, o.Window)
 	}
-	logf(Options{Progress: o.Progress}, "%s: generating %d subjects × %d documents", o.Store, subjects, o.DocsEach)
-	c := NewCorpus(o.Seed, subjects, o.DocsEach)
 	res := &ScaleResult{Kind: "scale", Store: o.Store, Seed: o.Seed, RecordsAsked: o.Records, Subjects: subjects, DocsEach: o.DocsEach, Docs: len(c.Docs),
 		Ledger: "sqlite", Provenance: provenance.Capture(provenance.ScalePaths)}
-	for _, d := range c.Docs {
-		res.Records += len(tg.keys(d))
-	}
+	res.Records = corpusRecords(tg, c)
 	if tg.server != nil {
 		set, err := provenance.PostgresSettings(ctx, tg.server())
 		if err != nil {
@@ -235,19 +232,35 @@ func scaleTarget(o ScaleOptions) (*target, error) {
 	return &tg, nil
 }
 
-// scaleSubjects is the number of subjects whose corpus makes about
-// o.Records records in tg's store: records per subject as a corpus of 200
-// subjects of the same seed has them.
-func scaleSubjects(tg *target, o ScaleOptions) (int, error) {
+// scaleCorpus is the corpus of the fewest subjects (of o.DocsEach
+// documents) that makes at least o.Records records in tg's store: the
+// number of subjects is estimated from the records per subject of a
+// corpus of 200 subjects of the same seed, then grown while short (each
+// subject's documents depend on how many subjects there are).
+func scaleCorpus(tg *target, o ScaleOptions) (*Corpus, error) {
 	pilot := NewCorpus(o.Seed, FullSubjects, o.DocsEach)
+	perSubject := float64(corpusRecords(tg, pilot)) / FullSubjects
+	if perSubject == 0 {
+		return nil, errors.New("bench: the corpus makes no records")
+	}
+	subjects := max(1, int(math.Round(float64(o.Records)/perSubject)))
+	for {
+		logf(Options{Progress: o.Progress}, "%s: generating %d subjects × %d documents", o.Store, subjects, o.DocsEach)
+		c := NewCorpus(o.Seed, subjects, o.DocsEach)
+		short := o.Records - corpusRecords(tg, c)
+		if short <= 0 {
+			return c, nil
+		}
+		subjects += int(math.Ceil(float64(short) / perSubject))
+	}
+}
+
+func corpusRecords(tg *target, c *Corpus) int {
 	n := 0
-	for _, d := range pilot.Docs {
+	for _, d := range c.Docs {
 		n += len(tg.keys(d))
 	}
-	if n == 0 {
-		return 0, errors.New("bench: the corpus makes no records")
-	}
-	return max(1, int(math.Round(float64(o.Records)*FullSubjects/float64(n)))), nil
+	return n
 }
 
 // scalePick chooses sample subjects for B4 and window others for B5,
