@@ -46,7 +46,7 @@ func (r *Results) scaleSection() string {
 		fmt.Fprintf(&b, "| B5 | %d | %d | %s | %s | %s (one batch) | %s per subject | %s | %.1f s | %s |\n",
 			s.B5.Subjects, s.B5.Records, pct(s.B5.PhysicalResidue)+flagged("", s.B5.Outcomes), pct(s.B5.ProbePower), ms(s.B5.WallTotalMs),
 			ms(s.B5.WallMedianMs), judge(s.B5.WallMedianMs <= scaleB5TargetMs, fmt.Sprintf("≤ %.0f ms", scaleB5TargetMs)), s.B5.CellSeconds, summary(s.B5.Outcomes))
-		fmt.Fprintf(&b, "\nAfter both, %s of the %s records of subjects no erasure touched read back through capture.\n", thousands(int64(s.KeptReadable)), thousands(int64(s.KeptRecords)))
+		fmt.Fprintf(&b, "\nAfter both, %s of the %s records of subjects no erasure touched read back through capture. The whole run took %.1f min.\n", thousands(int64(s.KeptReadable)), thousands(int64(s.KeptRecords)), s.RunSeconds/60)
 		if s.Note != "" {
 			fmt.Fprintf(&b, "The file's note: %s.\n", shorten(s.Note, 600))
 		}

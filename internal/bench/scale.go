@@ -80,9 +80,12 @@ type ScaleResult struct {
 	B5           ScaleCell `json:"b5"`
 	// KeptReadable of KeptRecords: the records of subjects no erasure
 	// touched, read back through capture after both cells.
-	KeptRecords  int    `json:"kept_records"`
-	KeptReadable int    `json:"kept_readable"`
-	Note         string `json:"note,omitempty"`
+	KeptRecords  int `json:"kept_records"`
+	KeptReadable int `json:"kept_readable"`
+	// RunSeconds is the whole run: corpus, ingest, both cells with the
+	// harness's scans, the read-back.
+	RunSeconds float64 `json:"run_seconds"`
+	Note       string  `json:"note,omitempty"`
 }
 
 // ScaleIngest is how the corpus got into the store.
@@ -109,6 +112,7 @@ type ScaleCell struct {
 // Scale ingests a corpus of at least o.Records records into a store of type
 // o.Store once, then runs B4 and B5 on it.
 func Scale(ctx context.Context, o ScaleOptions) (*ScaleResult, error) {
+	began := time.Now()
 	o = scaleDefaults(o)
 	tg, err := scaleTarget(o)
 	if err != nil {
@@ -181,6 +185,7 @@ func Scale(ctx context.Context, o ScaleOptions) (*ScaleResult, error) {
 	if res.KeptRecords, res.KeptReadable, err = scaleKept(ctx, tg, c, dir, kept); err != nil {
 		return nil, err
 	}
+	res.RunSeconds = time.Since(began).Seconds()
 	res.Note = fmt.Sprintf("ingested through capture's Docs.PutBatch, one batch per %s (one ledger transaction, then one store transaction per record: the stores write a record at a time); B4 and B5 run one after the other on that one store, B5 on other subjects than B4's", o.BatchBy)
 	return res, nil
 }

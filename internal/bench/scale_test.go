@@ -52,6 +52,9 @@ func TestScaleSmoke(t *testing.T) {
 					t.Errorf("%s: outcomes %+v", c.name, o)
 				}
 			}
+			if r.RunSeconds < r.Ingest.Seconds+r.B4.CellSeconds+r.B5.CellSeconds {
+				t.Errorf("run %.1f s, shorter than its parts", r.RunSeconds)
+			}
 			if r.KeptRecords == 0 || r.KeptReadable != r.KeptRecords {
 				t.Errorf("%d of %d kept records read back", r.KeptReadable, r.KeptRecords)
 			}
@@ -84,7 +87,7 @@ const scaleFile = `{"kind":"scale","store":"sqlite-doc","seed":1,"records_asked"
 	 "outcomes":{"erasures":3,"complete":3,"artifacts":230,"verified_physical":200}},
 	"b5":{"baseline":"B5","subjects":100,"records":6800,"logical_exclusion":1,"physical_residue":0,"probe_power":0.9,"wall_median_ms":25,"wall_p95_ms":25,"wall_total_ms":2500,"walls_ms":[2500],"cell_seconds":40,
 	 "outcomes":{"erasures":100,"complete":100,"artifacts":8000,"verified_physical":6800}},
-	"kept_records":1360,"kept_readable":1360,"note":"a scale note"}`
+	"kept_records":1360,"kept_readable":1360,"run_seconds":1500,"note":"a scale note"}`
 
 // The scale section judges B4 and B5 against their targets at a million
 // records, shows a smaller run without judging it, names a store with no
@@ -104,7 +107,7 @@ func TestReportScaleSection(t *testing.T) {
 		t.Errorf("B5 at 25 ms per subject: %s", l)
 	}
 	for _, want := range []string{"1,000,000 records (1,000,000 asked for) of 14,750 subjects", "400.0 s, 2,500 records/s", "500.0 MiB; the ledger took 1024.0 MiB",
-		"1,360 of the 1,360 records", "a scale note", "`bench/results/scale-sqlite-doc.json`", "No run on postgres: unmeasured"} {
+		"1,360 of the 1,360 records", "The whole run took 25.0 min.", "a scale note", "`bench/results/scale-sqlite-doc.json`", "No run on postgres: unmeasured"} {
 		if !strings.Contains(sc, want) {
 			t.Errorf("scale section lacks %q:\n%s", want, sc)
 		}
