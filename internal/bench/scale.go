@@ -32,9 +32,7 @@ const (
 	ScaleTargetRecords  = 1_000_000
 	scaleB4TargetMs     = 1000.0 // B4, per erasure (median)
 	scaleB5TargetMs     = 20.0   // B5, per subject of the window
-	scaleDefaultSample  = 3
-	scaleDefaultWindow  = 100
-	scaleKeptSubjects   = 20 // subjects that stay, read back after the erasures
+	scaleKeptSubjects   = 20     // subjects that stay, read back after the erasures
 	scaleProgressPeriod = 5 * time.Second
 )
 
@@ -171,7 +169,7 @@ func Scale(ctx context.Context, o ScaleOptions) (*ScaleResult, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", o.Store, x.id, err)
 		}
-		cell.What = Baselines[4].What
+		cell.What = "amnesia full erasure, one subject at a time (journaled saga, certificate)"
 		if x.id == "B5" {
 			cell.What = fmt.Sprintf("amnesia full erasure of %d subject%s as one batch (one reclaim per store)", len(x.subjects), plural(len(x.subjects)))
 		}
