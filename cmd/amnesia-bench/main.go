@@ -6,6 +6,7 @@
 //
 //	go run ./cmd/amnesia-bench residue [--store sqlite-doc] [--subjects 200 --docs-each 15 --sample 20]
 //	go run ./cmd/amnesia-bench window [--store sqlite-doc --sizes 1,10,100,1000 --subjects 2000 --docs-each 15]
+//	go run ./cmd/amnesia-bench scale --store sqlite-doc|postgres [--records 1000000 --sample 3 --window 100 --pg $AMNESIA_TEST_PG_DSN]
 //	go run ./cmd/amnesia-bench trace [--edges 100000,1000000 --ledgers sqlite,postgres --pg $AMNESIA_TEST_PG_DSN --pg-datadir $AMNESIA_TEST_PG_DATADIR --traces 1000 --tx-subjects 20 --keep DIR | --reuse DIR]
 //	go run ./cmd/amnesia-bench capture [--ledgers sqlite,postgres --pg $AMNESIA_TEST_PG_DSN --batches 200 --singles 1000]
 //	go run ./cmd/amnesia-bench pgvector [--vectors 100000 --dim 384 --subjects 1000 --batch 100 --dsn $AMNESIA_TEST_PG_DSN]
@@ -34,7 +35,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: amnesia-bench residue|window|trace|capture|pgvector|scanner|serve-capture|model|workers|report [flags]")
+		fmt.Fprintln(os.Stderr, "usage: amnesia-bench residue|window|scale|trace|capture|pgvector|scanner|serve-capture|model|workers|report [flags]")
 		os.Exit(2)
 	}
 	ctx := context.Background()
@@ -106,6 +107,26 @@ func main() {
 			if r, err = bench.Windows(ctx, *typ, o, ns); err == nil {
 				err = write(filepath.Join(*out, "window-"+*typ+".json"), r)
 			}
+		}
+	case "scale":
+		o := bench.ScaleOptions{Progress: os.Stderr}
+		fs.StringVar(&o.Store, "store", "", "store type: "+strings.Join(bench.ScaleTypes, " or ")+" (required)")
+		fs.IntVar(&o.Records, "records", bench.ScaleTargetRecords, "records in the store, at least (the subjects follow from the corpus's shape)")
+		fs.IntVar(&o.DocsEach, "docs-each", bench.FullDocsEach, "documents per subject")
+		fs.IntVar(&o.Sample, "sample", 3, "subjects erased one at a time (B4)")
+		fs.IntVar(&o.Window, "window", 100, "other subjects erased as one batch (B5)")
+		fs.StringVar(&o.BatchBy, "batch-by", "subject", "what one PutBatch (one ledger transaction) holds while ingesting: subject or document")
+		fs.StringVar(&o.PG, "pg", "", "PostgreSQL server of the postgres store (default: $AMNESIA_BENCH_PG_DSN, else $AMNESIA_TEST_PG_DSN, as residue --store postgres)")
+		fs.Uint64Var(&o.Seed, "seed", 1, "corpus seed")
+		fs.Parse(os.Args[2:])
+		if o.Store == "" {
+			fmt.Fprintf(os.Stderr, "amnesia-bench scale: --store is required (%s)\n", strings.Join(bench.ScaleTypes, " or "))
+			os.Exit(2)
+		}
+		o.Work = scratch(*work)
+		var r *bench.ScaleResult
+		if r, err = bench.Scale(ctx, o); err == nil {
+			err = write(filepath.Join(*out, "scale-"+o.Store+".json"), r)
 		}
 	case "trace", "capture":
 		o := bench.PerfOptions{Progress: os.Stderr}

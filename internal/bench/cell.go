@@ -131,6 +131,7 @@ func runCell(ctx context.Context, tg *target, c *Corpus, dir, id string, subject
 		n := float64(cell.Records)
 		cell.LogicalExclusion, cell.PhysicalResidue, cell.ProbePower = float64(hidden)/n, float64(residue)/n, float64(power)/n
 	}
+	cell.walls = walls
 	cell.WallMedianMs, cell.WallP95Ms = percentile(walls, 0.5), percentile(walls, 0.95)
 	for _, w := range walls {
 		cell.WallTotalMs += w

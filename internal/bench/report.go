@@ -30,6 +30,7 @@ type Results struct {
 	Capture   *CaptureResult
 	FixedCost []*FixedCostResult // smallest corpus first
 	Windows   []*WindowResult    // B5 by window size, one per store
+	Scale     []*ScaleResult     // B4 and B5 at a million records, one per store (report_scale.go)
 	Files     []*File            // every file, in name order
 }
 
@@ -57,6 +58,9 @@ func (f *File) Rerun() string {
 	if f.Kind == "window" {
 		return "go run ./cmd/amnesia-bench window --store " + f.Store
 	}
+	if f.Kind == "scale" {
+		return "go run ./cmd/amnesia-bench scale --store " + f.Store
+	}
 	return "go run ./cmd/amnesia-bench " + f.Kind
 }
 
@@ -69,6 +73,8 @@ func (f *File) defaults() []string {
 		return provenance.ServePaths
 	case "trace":
 		return provenance.TracePaths
+	case "scale":
+		return provenance.ScalePaths
 	}
 	return provenance.ResiduePaths
 }
@@ -153,7 +159,7 @@ func Load(dir string) (*Results, error) {
 			return nil, fmt.Errorf("%s: %w", p, err)
 		}
 		f := &File{Name: filepath.Base(p), Kind: head.Kind, Prov: head.Provenance}
-		if head.Kind == "residue" || head.Kind == "window" {
+		if head.Kind == "residue" || head.Kind == "window" || head.Kind == "scale" {
 			f.Store = head.Store
 		}
 		switch head.Kind {
@@ -202,6 +208,12 @@ func Load(dir string) (*Results, error) {
 				return nil, fmt.Errorf("%s: %w", p, err)
 			}
 			r.Windows = append(r.Windows, w)
+		case "scale":
+			sc := &ScaleResult{}
+			if err := json.Unmarshal(b, sc); err != nil {
+				return nil, fmt.Errorf("%s: %w", p, err)
+			}
+			r.Scale = append(r.Scale, sc)
 		case "model":
 			r.Model = &ModelResult{}
 			if err := json.Unmarshal(b, r.Model); err != nil {
@@ -334,6 +346,7 @@ func (r *Results) Markdown() string {
 	b.WriteString(r.captureSection())
 	b.WriteString(r.fixedCostSection())
 	b.WriteString(r.windowSection())
+	b.WriteString(r.scaleSection()) // report_scale.go
 	b.WriteString(r.peersSection())
 	return b.String()
 }

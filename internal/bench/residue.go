@@ -57,6 +57,8 @@ type Cell struct {
 	// artifact UNVERIFIED, RESIDUAL or OUT_OF_SCOPE.
 	Outcomes *Outcomes `json:"outcomes,omitempty"`
 	Note     string    `json:"note,omitempty"`
+
+	walls []float64 // each erasure's wall time in ms, in order (the scale benchmark reports them)
 }
 
 // StoreResult is one results file: bench/results/residue-<store>.json.

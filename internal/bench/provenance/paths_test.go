@@ -28,6 +28,7 @@ func TestPathsCoverWhatRuns(t *testing.T) {
 		{"TracePaths", TracePaths, []string{"lineage/sqliteledger", "lineage/pgledger"}, nil},
 		{"ResiduePaths", ResiduePaths, []string{"internal/bench", "internal/saga"}, []string{"internal/bench/provenance"}},
 		{"ServePaths", ServePaths, []string{"internal/server/servebench", "internal/bench"}, []string{"internal/bench/provenance"}},
+		{"ScalePaths", ScalePaths, []string{"internal/bench"}, []string{"internal/bench/provenance"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			args := []string{"list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}"}

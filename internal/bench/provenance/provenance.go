@@ -60,15 +60,29 @@ type Provenance struct {
 	ServerSettings map[string]string `json:"server_settings,omitempty"`
 }
 
-// ResiduePaths is the code the residue, pgvector and scale benchmarks
+// ResiduePaths is the code the residue, window and pgvector benchmarks
 // measure: the stores and their probes, the saga, the ledgers, capture, the
 // erasure and state packages the saga runs on, what an erasure signs and
 // logs with (certificate/, transparency/, timestamp/) and every other
 // package of this module the benchmarks import (TestPathsCoverWhatRuns
 // checks), the benchmark's own measuring code, and the module's dependency
-// versions. Test files and the report's own code measure nothing and are
+// versions. Test files, the report's own code and the scale benchmark's
+// driver (which only the scale command runs) measure nothing here and are
 // left out.
 var ResiduePaths = []string{
+	"store/", "internal/saga/", "internal/erasure/", "internal/state/", "lineage/", "capture/", "internal/bench/", "go.mod",
+	"certificate/", "transparency/", "timestamp/", "internal/atomicfile/", "internal/secrets/", "subject/", "shred/",
+	"model/", "internal/explain/", "internal/demo/", "internal/worker/", "internal/queuestatus/",
+	":(exclude,glob)**/*_test.go",
+	":(exclude)internal/bench/report*.go",
+	":(exclude)internal/bench/peers*.go",
+	":(exclude)internal/bench/provenance/",
+	":(exclude)internal/bench/scale*.go",
+}
+
+// ScalePaths is what the scale benchmark measures: the residue
+// benchmark's paths and its own driver.
+var ScalePaths = []string{
 	"store/", "internal/saga/", "internal/erasure/", "internal/state/", "lineage/", "capture/", "internal/bench/", "go.mod",
 	"certificate/", "transparency/", "timestamp/", "internal/atomicfile/", "internal/secrets/", "subject/", "shred/",
 	"model/", "internal/explain/", "internal/demo/", "internal/worker/", "internal/queuestatus/",
@@ -99,6 +113,7 @@ var ServePaths = []string{
 	":(exclude)internal/bench/report*.go",
 	":(exclude)internal/bench/peers*.go",
 	":(exclude)internal/bench/provenance/",
+	":(exclude)internal/bench/scale*.go",
 }
 
 // Capture records the code under paths and this machine. It never fails:
