@@ -60,41 +60,42 @@ type Provenance struct {
 	ServerSettings map[string]string `json:"server_settings,omitempty"`
 }
 
-// ResiduePaths is the code the residue, window and pgvector benchmarks
-// measure: the stores and their probes, the saga, the ledgers, capture, the
-// erasure and state packages the saga runs on, what an erasure signs and
-// logs with (certificate/, transparency/, timestamp/) and every other
-// package of this module the benchmarks import (TestPathsCoverWhatRuns
-// checks), the benchmark's own measuring code, and the module's dependency
-// versions. Test files, the report's own code and the scale benchmark's
-// driver (which only the scale command runs) measure nothing here and are
-// left out.
-var ResiduePaths = []string{
+// erasureCode is every package an erasure benchmark runs: the stores and
+// their probes, the saga, the ledgers, capture, the erasure and state
+// packages the saga runs on, what an erasure signs and logs with
+// (certificate/, transparency/, timestamp/) and every other package of this
+// module the benchmarks import (TestPathsCoverWhatRuns checks), the
+// benchmark's own measuring code, and the module's dependency versions.
+var erasureCode = []string{
 	"store/", "internal/saga/", "internal/erasure/", "internal/state/", "lineage/", "capture/", "internal/bench/", "go.mod",
 	"certificate/", "transparency/", "timestamp/", "internal/atomicfile/", "internal/secrets/", "subject/", "shred/",
 	"model/", "internal/explain/", "internal/demo/", "internal/worker/", "internal/queuestatus/",
+}
+
+// measuresNothing is what lies under erasureCode and measures nothing: test
+// files and the report's own code.
+var measuresNothing = []string{
 	":(exclude,glob)**/*_test.go",
 	":(exclude)internal/bench/report*.go",
 	":(exclude)internal/bench/peers*.go",
 	":(exclude)internal/bench/provenance/",
-	":(exclude)internal/bench/scale*.go",
 }
+
+// notScale leaves out the scale benchmark's driver, which only the scale
+// command runs.
+const notScale = ":(exclude)internal/bench/scale*.go"
+
+// ResiduePaths is the code the residue, window and pgvector benchmarks
+// measure: erasureCode, less what measures nothing and the scale driver.
+var ResiduePaths = join(erasureCode, measuresNothing, []string{notScale})
 
 // ScalePaths is what the scale benchmark measures: the residue
 // benchmark's paths and its own driver.
-var ScalePaths = []string{
-	"store/", "internal/saga/", "internal/erasure/", "internal/state/", "lineage/", "capture/", "internal/bench/", "go.mod",
-	"certificate/", "transparency/", "timestamp/", "internal/atomicfile/", "internal/secrets/", "subject/", "shred/",
-	"model/", "internal/explain/", "internal/demo/", "internal/worker/", "internal/queuestatus/",
-	":(exclude,glob)**/*_test.go",
-	":(exclude)internal/bench/report*.go",
-	":(exclude)internal/bench/peers*.go",
-	":(exclude)internal/bench/provenance/",
-}
+var ScalePaths = join(erasureCode, measuresNothing)
 
 // TracePaths is the code the trace benchmark measures: the ledgers it grows
 // and reads (lineage/ and the packages lineage's ledgers import, which
-// TestTracePathsCoverTheLedgers checks), the benchmark's own code and the
+// TestPathsCoverWhatRuns checks), the benchmark's own code and the
 // module's dependency versions. The stores and the saga are not on its path.
 var TracePaths = []string{
 	"lineage/", "subject/", "shred/", "transparency/", "internal/atomicfile/", "go.mod",
@@ -102,18 +103,17 @@ var TracePaths = []string{
 	":(exclude,glob)**/*_test.go",
 }
 
-// ServePaths is what the serve-capture benchmark measures: the above, and
-// the server and the service behind it.
-var ServePaths = []string{
-	"store/", "internal/saga/", "internal/erasure/", "internal/state/", "lineage/", "capture/", "internal/bench/", "go.mod",
-	"certificate/", "transparency/", "timestamp/", "internal/atomicfile/", "internal/secrets/", "subject/", "shred/",
-	"model/", "internal/explain/", "internal/demo/", "internal/worker/", "internal/queuestatus/",
-	"internal/server/", "internal/service/", "internal/comeback/",
-	":(exclude,glob)**/*_test.go",
-	":(exclude)internal/bench/report*.go",
-	":(exclude)internal/bench/peers*.go",
-	":(exclude)internal/bench/provenance/",
-	":(exclude)internal/bench/scale*.go",
+// ServePaths is what the serve-capture and workers benchmarks measure: the
+// residue benchmark's paths, and the server and the service behind it.
+var ServePaths = join(erasureCode, []string{"internal/server/", "internal/service/", "internal/comeback/"}, measuresNothing, []string{notScale})
+
+// join concatenates lists of pathspecs into a new slice.
+func join(lists ...[]string) []string {
+	var out []string
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	return out
 }
 
 // Capture records the code under paths and this machine. It never fails:
