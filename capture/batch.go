@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/amnesia-dev/amnesia/capture/backend"
 	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/store"
 	"github.com/amnesia-dev/amnesia/subject"
@@ -23,8 +24,11 @@ import (
 // writes nothing to the ledger and nothing to the stores. As with Put,
 // the ledger is written before the stores: a store write that fails after
 // the ledger's commit leaves artifacts in the ledger that an erasure
-// treats as already deleted; the writes of the batch before it stay
-// written.
+// treats as already deleted. A store that writes batches
+// (backend.DocBatchStore, backend.VectorBatchStore: the SQLite and
+// PostgreSQL adapters) gets the batch's records in one transaction, so a
+// failure there writes none of them to it; a store that does not gets one
+// write per record, and those before a failed one stay written.
 //
 // The ledger appends the artifacts' events in the order given (documents,
 // then embeddings), then the mentions: the chain is that of
@@ -140,10 +144,22 @@ func (d *Docs) PutBatch(ctx context.Context, docs []Doc, v *Vectors, vecs []Vect
 	if err := r.markSealed(ctx, sealed); err != nil {
 		return err
 	}
-	for _, rec := range recs {
-		if err := d.s.CapturePut(ctx, rec); err != nil {
+	if bs, ok := d.s.(backend.DocBatchStore); ok && len(recs) > 1 {
+		if err := bs.CapturePutBatch(ctx, recs); err != nil {
 			return err
 		}
+	} else {
+		for _, rec := range recs {
+			if err := d.s.CapturePut(ctx, rec); err != nil {
+				return err
+			}
+		}
+	}
+	if len(vrecs) == 0 {
+		return nil
+	}
+	if bs, ok := v.s.(backend.VectorBatchStore); ok && len(vrecs) > 1 {
+		return bs.CapturePutBatch(ctx, vrecs)
 	}
 	for _, rec := range vrecs {
 		if err := v.s.CapturePut(ctx, rec); err != nil {

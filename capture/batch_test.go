@@ -3,9 +3,11 @@ package capture_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/amnesia-dev/amnesia/capture"
@@ -189,5 +191,36 @@ func TestPutBatchRefusesBeforeWriting(t *testing.T) {
 	}
 	if err := e.docs.PutBatch(ctx, nil, nil, []capture.Vector{{ID: "v"}}); err == nil {
 		t.Error("PutBatch took embeddings without a vector store")
+	}
+}
+
+// A store that writes batches gets a batch's records in one transaction:
+// when it refuses one of them after the ledger's commit, none of the
+// batch's documents is left in it (and the embeddings, written after the
+// documents, are not written), as PutBatch documents.
+func TestPutBatchStoreFailureWritesNoneOfItsRecords(t *testing.T) {
+	ctx := context.Background()
+	e := newBatchEnv(t)
+	db, err := sql.Open("sqlite3", "file:"+e.ds.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE TRIGGER refuse BEFORE INSERT ON documents WHEN NEW.id = 'doc#3' BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`); err != nil {
+		t.Fatal(err)
+	}
+	docs, vecs := ingestion("doc", "carol@example.org", 5)
+	if err := e.docs.PutBatch(ctx, docs, e.vecs, vecs); err == nil || !strings.Contains(err.Error(), "refused by the test") {
+		t.Fatalf("PutBatch = %v, want the store's refusal", err)
+	}
+	for _, d := range docs {
+		if r, err := e.ds.CaptureGet(ctx, d.ID); err != nil || r != nil {
+			t.Errorf("document %s after the refused batch: %+v, %v", d.ID, r, err)
+		}
+	}
+	for _, v := range vecs {
+		if r, err := e.vs.CaptureGet(ctx, v.ID); err != nil || r != nil {
+			t.Errorf("embedding %s after the refused batch: %+v, %v", v.ID, r, err)
+		}
 	}
 }

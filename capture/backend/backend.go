@@ -87,6 +87,23 @@ type VectorStore interface {
 	CaptureSearch(ctx context.Context, q []float32, k int) ([]Neighbor, error)
 }
 
+// DocBatchStore is a DocStore that writes many records in one transaction:
+// capture's PutBatch then writes a batch's documents with one call, all of
+// them or none, where it otherwise calls CapturePut once per record.
+type DocBatchStore interface {
+	DocStore
+	// CapturePutBatch writes rs, in order, in one transaction; the
+	// Subject of each is already the subject tag.
+	CapturePutBatch(ctx context.Context, rs []Record) error
+}
+
+// VectorBatchStore is DocBatchStore for vector stores.
+type VectorBatchStore interface {
+	VectorStore
+	// CapturePutBatch writes rs, in order, in one transaction.
+	CapturePutBatch(ctx context.Context, rs []VectorRecord) error
+}
+
 // DocWrapper returns the DocStore of a store that a registered adapter
 // type opened (store.Open), or an error when s is not one of its stores.
 type DocWrapper func(s store.Store) (DocStore, error)

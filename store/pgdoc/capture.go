@@ -22,7 +22,7 @@ func init() {
 	})
 }
 
-var _ backend.DocStore = (*Store)(nil)
+var _ backend.DocBatchStore = (*Store)(nil)
 
 // CaptureCheck refuses metadata under the key that holds Parent.
 func (s *Store) CaptureCheck(r backend.Record) error {
@@ -35,6 +35,22 @@ func (s *Store) CaptureCheck(r backend.Record) error {
 // CapturePut writes a record captured by package capture, its Parent in
 // metadata.
 func (s *Store) CapturePut(ctx context.Context, r backend.Record) error {
+	return s.Put(ctx, captureToRecord(r))
+}
+
+// CapturePutBatch writes records captured by package capture in one
+// transaction (backend.DocBatchStore).
+func (s *Store) CapturePutBatch(ctx context.Context, rs []backend.Record) error {
+	out := make([]Record, len(rs))
+	for i, r := range rs {
+		out[i] = captureToRecord(r)
+	}
+	return s.PutBatch(ctx, out)
+}
+
+// captureToRecord is the record capture's r is written as: its Parent in
+// metadata.
+func captureToRecord(r backend.Record) Record {
 	meta := map[string]any{}
 	for k, v := range r.Metadata {
 		meta[k] = v
@@ -42,7 +58,7 @@ func (s *Store) CapturePut(ctx context.Context, r backend.Record) error {
 	if r.Parent != "" {
 		meta[backend.MetadataParent] = r.Parent
 	}
-	return s.Put(ctx, Record{ID: r.ID, Subject: r.Subject, Kind: r.Kind, Content: r.Text, Metadata: meta})
+	return Record{ID: r.ID, Subject: r.Subject, Kind: r.Kind, Content: r.Text, Metadata: meta}
 }
 
 // CaptureGet is Get for package capture.

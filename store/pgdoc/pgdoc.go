@@ -156,11 +156,55 @@ func (s *Store) Exec(ctx context.Context, sql string, args ...any) error {
 
 // Put inserts or replaces a record.
 func (s *Store) Put(ctx context.Context, r Record) error {
+	args, err := s.putArgs(r)
+	if err != nil {
+		return err
+	}
+	if err := s.db.Exec(ctx, s.putSQL(), args...); err != nil {
+		return fmt.Errorf("put document: %w", err)
+	}
+	return nil
+}
+
+// PutBatch inserts or replaces records in one transaction (one round trip):
+// all of them or, on an error, none. A record whose id comes twice is
+// written as the last one says, as Puts in that order would.
+func (s *Store) PutBatch(ctx context.Context, rs []Record) error {
+	var b pgx.Batch
+	sql := s.putSQL()
+	for _, r := range rs {
+		args, err := s.putArgs(r)
+		if err != nil {
+			return err
+		}
+		b.Queue(sql, args...)
+	}
+	if len(rs) == 0 {
+		return nil
+	}
+	err := s.db.With(ctx, func(c *pgx.Conn) error {
+		return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
+			return tx.SendBatch(ctx, &b).Close()
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("put documents: %w", err)
+	}
+	return nil
+}
+
+func (s *Store) putSQL() string {
+	return `INSERT INTO ` + s.tbl.Ident() + ` (id, subject, kind, content, metadata) VALUES ($1, $2, $3, $4, $5::text::jsonb)
+		ON CONFLICT (id) DO UPDATE SET subject = excluded.subject, kind = excluded.kind, content = excluded.content, metadata = excluded.metadata`
+}
+
+// putArgs checks r as Put does and returns the statement's arguments.
+func (s *Store) putArgs(r Record) ([]any, error) {
 	if r.ID == "" {
-		return errors.New("put document: empty id")
+		return nil, errors.New("put document: empty id")
 	}
 	if !s.fixed {
-		return errors.New("put document: a mapped table is written by its application, not by amnesia")
+		return nil, errors.New("put document: a mapped table is written by its application, not by amnesia")
 	}
 	if r.Kind == "" {
 		r.Kind = "document"
@@ -169,13 +213,7 @@ func (s *Store) Put(ctx context.Context, r Record) error {
 	if err != nil || r.Metadata == nil {
 		meta = []byte("{}")
 	}
-	err = s.db.Exec(ctx, `INSERT INTO `+s.tbl.Ident()+` (id, subject, kind, content, metadata) VALUES ($1, $2, $3, $4, $5::text::jsonb)
-		ON CONFLICT (id) DO UPDATE SET subject = excluded.subject, kind = excluded.kind, content = excluded.content, metadata = excluded.metadata`,
-		r.ID, r.Subject, r.Kind, r.Content, string(meta))
-	if err != nil {
-		return fmt.Errorf("put document: %w", err)
-	}
-	return nil
+	return []any{r.ID, r.Subject, r.Kind, r.Content, string(meta)}, nil
 }
 
 // Get returns the record with id, or nil when there is none.

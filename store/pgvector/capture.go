@@ -22,7 +22,7 @@ func init() {
 	})
 }
 
-var _ backend.VectorStore = (*Store)(nil)
+var _ backend.VectorBatchStore = (*Store)(nil)
 
 // CaptureCheck refuses a layout capture cannot write (the subject tag
 // outside one key of a JSON column), metadata under the key that holds the
@@ -58,6 +58,16 @@ func (s *Store) CaptureCheck(r backend.VectorRecord) error {
 // CapturePut writes a vector captured by package capture.
 func (s *Store) CapturePut(ctx context.Context, r backend.VectorRecord) error {
 	return s.Put(ctx, Record{ID: r.ID, Subject: r.Subject, Embedding: r.Embedding, Content: r.Content, Metadata: r.Metadata})
+}
+
+// CapturePutBatch writes vectors captured by package capture in one
+// transaction (backend.VectorBatchStore).
+func (s *Store) CapturePutBatch(ctx context.Context, rs []backend.VectorRecord) error {
+	out := make([]Record, len(rs))
+	for i, r := range rs {
+		out[i] = Record{ID: r.ID, Subject: r.Subject, Embedding: r.Embedding, Content: r.Content, Metadata: r.Metadata}
+	}
+	return s.PutBatch(ctx, out)
 }
 
 // CaptureGet is Get for package capture, without the subject tag in

@@ -23,6 +23,47 @@ import (
 // A mapping that moves the subject out of one key of a JSON column is
 // written by its framework, not by amnesia.
 func (s *Store) Put(ctx context.Context, r Record) error {
+	var b pgx.Batch
+	if err := s.queuePut(ctx, &b, r); err != nil {
+		return err
+	}
+	if err := s.sendPuts(ctx, &b); err != nil {
+		return fmt.Errorf("put vector: %w", err)
+	}
+	return nil
+}
+
+// PutBatch inserts or replaces vectors in one transaction (one round
+// trip): all of them or, on an error, none. A vector whose id comes twice
+// is written as the last one says, as Puts in that order would.
+func (s *Store) PutBatch(ctx context.Context, rs []Record) error {
+	var b pgx.Batch
+	for _, r := range rs {
+		if err := s.queuePut(ctx, &b, r); err != nil {
+			return err
+		}
+	}
+	if len(rs) == 0 {
+		return nil
+	}
+	if err := s.sendPuts(ctx, &b); err != nil {
+		return fmt.Errorf("put vectors: %w", err)
+	}
+	return nil
+}
+
+// sendPuts runs the statements queued in b in one transaction.
+func (s *Store) sendPuts(ctx context.Context, b *pgx.Batch) error {
+	return s.db.With(ctx, func(c *pgx.Conn) error {
+		return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
+			return tx.SendBatch(ctx, b).Close()
+		})
+	})
+}
+
+// queuePut checks r as Put does and queues the statements that replace it
+// (a delete of the key, then an insert) in b.
+func (s *Store) queuePut(ctx context.Context, b *pgx.Batch, r Record) error {
 	if r.ID == "" {
 		return errors.New("put vector: empty id")
 	}
@@ -85,18 +126,8 @@ func (s *Store) Put(ctx context.Context, r Record) error {
 	}
 	var w pg.Args
 	where := s.lay.Where(&w, []string{r.ID})
-	err = s.db.With(ctx, func(c *pgx.Conn) error {
-		return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, `DELETE FROM `+t+` WHERE `+where, w...); err != nil {
-				return err
-			}
-			_, err := tx.Exec(ctx, ins, a...)
-			return err
-		})
-	})
-	if err != nil {
-		return fmt.Errorf("put vector: %w", err)
-	}
+	b.Queue(`DELETE FROM `+t+` WHERE `+where, w...)
+	b.Queue(ins, a...)
 	return nil
 }
 

@@ -21,7 +21,7 @@ func init() {
 	})
 }
 
-var _ backend.DocStore = (*Store)(nil)
+var _ backend.DocBatchStore = (*Store)(nil)
 
 // CaptureCheck refuses metadata, which this store has no column for.
 func (s *Store) CaptureCheck(r backend.Record) error {
@@ -34,6 +34,16 @@ func (s *Store) CaptureCheck(r backend.Record) error {
 // CapturePut writes a record captured by package capture.
 func (s *Store) CapturePut(ctx context.Context, r backend.Record) error {
 	return s.Put(ctx, Record{ID: r.ID, Kind: r.Kind, Subject: r.Subject, Parent: r.Parent, Text: r.Text})
+}
+
+// CapturePutBatch writes records captured by package capture in one
+// transaction (backend.DocBatchStore).
+func (s *Store) CapturePutBatch(ctx context.Context, rs []backend.Record) error {
+	out := make([]Record, len(rs))
+	for i, r := range rs {
+		out[i] = Record{ID: r.ID, Kind: r.Kind, Subject: r.Subject, Parent: r.Parent, Text: r.Text}
+	}
+	return s.PutBatch(ctx, out)
 }
 
 // CaptureGet is Get for package capture.

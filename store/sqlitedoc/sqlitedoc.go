@@ -119,6 +119,53 @@ func (s *Store) Close() error { return s.db.Close() }
 
 // Put inserts or replaces a record.
 func (s *Store) Put(ctx context.Context, r Record) error {
+	if err := s.checkPut(r); err != nil {
+		return err
+	}
+	if _, err := s.db.ExecContext(ctx, putSQL, r.ID, r.Kind, r.Subject, r.Parent, r.Text); err != nil {
+		return fmt.Errorf("put document: %w", err)
+	}
+	return nil
+}
+
+// PutBatch inserts or replaces records in one transaction: all of them or,
+// on an error, none. A record whose id comes twice is written as the last
+// one says, as Puts in that order would.
+func (s *Store) PutBatch(ctx context.Context, rs []Record) error {
+	for _, r := range rs {
+		if err := s.checkPut(r); err != nil {
+			return err
+		}
+	}
+	if len(rs) == 0 {
+		return nil
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("put documents: %w", err)
+	}
+	defer tx.Rollback()
+	st, err := tx.PrepareContext(ctx, putSQL)
+	if err != nil {
+		return fmt.Errorf("put documents: %w", err)
+	}
+	defer st.Close()
+	for _, r := range rs {
+		if _, err := st.ExecContext(ctx, r.ID, r.Kind, r.Subject, r.Parent, r.Text); err != nil {
+			return fmt.Errorf("put documents: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("put documents: %w", err)
+	}
+	return nil
+}
+
+const putSQL = `INSERT INTO documents (id, kind, subject, parent, text) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET kind = excluded.kind, subject = excluded.subject, parent = excluded.parent, text = excluded.text`
+
+// checkPut returns what Put would refuse in r before writing.
+func (s *Store) checkPut(r Record) error {
 	if r.ID == "" {
 		return errors.New("put document: empty id")
 	}
@@ -129,12 +176,6 @@ func (s *Store) Put(ctx context.Context, r Record) error {
 	case KindDocument, KindChunk, KindChat:
 	default:
 		return fmt.Errorf("put document: unknown kind %q", r.Kind)
-	}
-	_, err := s.db.ExecContext(ctx, `INSERT INTO documents (id, kind, subject, parent, text) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (id) DO UPDATE SET kind = excluded.kind, subject = excluded.subject, parent = excluded.parent, text = excluded.text`,
-		r.ID, r.Kind, r.Subject, r.Parent, r.Text)
-	if err != nil {
-		return fmt.Errorf("put document: %w", err)
 	}
 	return nil
 }

@@ -21,7 +21,7 @@ func init() {
 	})
 }
 
-var _ backend.VectorStore = (*Store)(nil)
+var _ backend.VectorBatchStore = (*Store)(nil)
 
 // CaptureCheck refuses content and metadata, which this store does not keep.
 func (s *Store) CaptureCheck(r backend.VectorRecord) error {
@@ -34,6 +34,16 @@ func (s *Store) CaptureCheck(r backend.VectorRecord) error {
 // CapturePut writes a vector captured by package capture.
 func (s *Store) CapturePut(ctx context.Context, r backend.VectorRecord) error {
 	return s.Put(ctx, Record{ID: r.ID, Subject: r.Subject, Embedding: r.Embedding})
+}
+
+// CapturePutBatch writes vectors captured by package capture in one
+// transaction (backend.VectorBatchStore).
+func (s *Store) CapturePutBatch(ctx context.Context, rs []backend.VectorRecord) error {
+	out := make([]Record, len(rs))
+	for i, r := range rs {
+		out[i] = Record{ID: r.ID, Subject: r.Subject, Embedding: r.Embedding}
+	}
+	return s.PutBatch(ctx, out)
 }
 
 // CaptureGet is Get for package capture.

@@ -90,26 +90,44 @@ func (s *Store) Close() error { return s.db.Close() }
 
 // Put inserts or replaces a vector.
 func (s *Store) Put(ctx context.Context, r Record) error {
-	if r.ID == "" {
-		return errors.New("put vector: empty id")
+	return s.put(ctx, []Record{r}, "put vector")
+}
+
+// PutBatch inserts or replaces vectors in one transaction: all of them or,
+// on an error, none. A vector whose id comes twice is written as the last
+// one says, as Puts in that order would.
+func (s *Store) PutBatch(ctx context.Context, rs []Record) error {
+	if len(rs) == 0 {
+		return nil
 	}
-	if len(r.Embedding) != s.dim {
-		return fmt.Errorf("put vector: %d dimensions, store has %d", len(r.Embedding), s.dim)
+	return s.put(ctx, rs, "put vectors")
+}
+
+func (s *Store) put(ctx context.Context, rs []Record, what string) error {
+	for _, r := range rs {
+		if r.ID == "" {
+			return fmt.Errorf("%s: empty id", what)
+		}
+		if len(r.Embedding) != s.dim {
+			return fmt.Errorf("%s: %d dimensions, store has %d", what, len(r.Embedding), s.dim)
+		}
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("put vector: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	defer tx.Rollback()
-	// vec0 has no upsert: replace = delete + insert.
-	if _, err := tx.ExecContext(ctx, `DELETE FROM vectors WHERE id = ?`, r.ID); err != nil {
-		return fmt.Errorf("put vector: %w", err)
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO vectors (id, embedding, subject) VALUES (?, ?, ?)`, r.ID, store.Float32LE(r.Embedding), r.Subject); err != nil {
-		return fmt.Errorf("put vector: %w", err)
+	for _, r := range rs {
+		// vec0 has no upsert: replace = delete + insert.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM vectors WHERE id = ?`, r.ID); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO vectors (id, embedding, subject) VALUES (?, ?, ?)`, r.ID, store.Float32LE(r.Embedding), r.Subject); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("put vector: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
 }
