@@ -30,9 +30,7 @@ func openBed(ctx context.Context, typ string, o Options) (*bed, error) {
 	}
 	b := &bed{typ: typ, tg: tg, c: NewCorpus(o.Seed, o.Subjects, o.DocsEach), work: filepath.Join(o.Work, typ)}
 	b.tmpl = filepath.Join(b.work, "template")
-	for _, d := range b.c.Docs {
-		b.records += len(tg.keys(d))
-	}
+	b.records = corpusRecords(tg, b.c)
 	if !tg.fresh {
 		logf(o, "%s: ingesting %d documents of %d subjects", typ, len(b.c.Docs), len(b.c.Subjects))
 		if _, err := setup(ctx, tg, b.c, b.tmpl); err != nil {
@@ -69,4 +67,15 @@ func (b *bed) cell(ctx context.Context, name, id string, subjects []int) (*Cell,
 	}
 	defer os.RemoveAll(dir)
 	return runCell(ctx, b.tg, b.c, dir, id, subjects)
+}
+
+// corpusRecords is how many records the corpus makes in tg's store: a
+// document and each of its chunks are a record each where the store keeps
+// them apart.
+func corpusRecords(tg *target, c *Corpus) int {
+	n := 0
+	for _, d := range c.Docs {
+		n += len(tg.keys(d))
+	}
+	return n
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -203,12 +204,8 @@ func scaleDefaults(o ScaleOptions) ScaleOptions {
 
 // scaleTarget is the residue target of o.Store, on o.PG for postgres.
 func scaleTarget(o ScaleOptions) (*target, error) {
-	ok := false
-	for _, t := range ScaleTypes {
-		ok = ok || t == o.Store
-	}
 	switch {
-	case !ok:
+	case !slices.Contains(ScaleTypes, o.Store):
 		return nil, fmt.Errorf("bench: scale runs on %v, not %q", ScaleTypes, o.Store)
 	case o.Records < 1 || o.Sample < 1 || o.Window < 1 || o.DocsEach < 1:
 		return nil, fmt.Errorf("bench: scale: --records, --sample and --window must be positive (got %d, %d, %d)", o.Records, o.Sample, o.Window)
@@ -256,14 +253,6 @@ func scaleCorpus(tg *target, o ScaleOptions) (*Corpus, error) {
 		}
 		subjects += int(math.Ceil(float64(short) / perSubject))
 	}
-}
-
-func corpusRecords(tg *target, c *Corpus) int {
-	n := 0
-	for _, d := range c.Docs {
-		n += len(tg.keys(d))
-	}
-	return n
 }
 
 // scalePick chooses sample subjects for B4 and window others for B5,
