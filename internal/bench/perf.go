@@ -75,7 +75,12 @@ type TraceRun struct {
 	ColdP99Ms    *float64 `json:"cold_p99_ms,omitempty"`
 	ColdMethod   string   `json:"cold_method,omitempty"` // how the ledger was put out of the cache
 	WarmMethod   string   `json:"warm_method,omitempty"` // how the ledger was put in the cache before the warm traces
-	TxSubjects   int      `json:"tx_subjects,omitempty"` // subjects a RecordBatch transaction of the build held
+	// WarmCachedPercent is the share of the ledger's files (ledgerFiles)
+	// the page cache held right after the timed warm traces: below 100,
+	// some warm traces may have read from disk. Nil: not known (no
+	// files to look at, or not Linux).
+	WarmCachedPercent *float64 `json:"warm_cached_percent,omitempty"`
+	TxSubjects        int      `json:"tx_subjects,omitempty"` // subjects a RecordBatch transaction of the build held
 	// A kept ledger (--keep, --reuse): the commits that built it (one per
 	// growth step), where it is kept, and whether this run measured a
 	// ledger an earlier run built. BuildSeconds is then this run's growth
@@ -334,6 +339,9 @@ func TracePerf(ctx context.Context, o PerfOptions) (*TraceResult, error) {
 				lat = append(lat, ms)
 			}
 			run.WarmP50Ms, run.WarmP99Ms = percentile(lat, 0.5), percentile(lat, 0.99)
+			if files, err := ledgerFiles(ctx, kind, spec, o.PGData); err == nil {
+				run.WarmCachedPercent = cachedPercent(files)
+			}
 			var cold []float64
 			switch {
 			case kind == "sqlite":

@@ -151,38 +151,70 @@ func (k *keptLedger) builtBy() []string {
 	return out
 }
 
-// prewarm reads the files of the ledger spec names into the page cache
-// (SQLite: its file and WAL; PostgreSQL: its database's files under
-// datadir, when given) and says what it read.
-func prewarm(ctx context.Context, kind, spec, datadir string) (string, error) {
-	var files []string
+// ledgerFiles are the files that hold the ledger spec names (SQLite: its
+// file and WAL; PostgreSQL: its database's files under datadir), or none
+// for PostgreSQL without datadir.
+func ledgerFiles(ctx context.Context, kind, spec, datadir string) ([]string, error) {
 	switch kind {
 	case "sqlite":
-		files = []string{spec, spec + "-wal"}
+		return []string{spec, spec + "-wal"}, nil
 	case "postgres":
 		if datadir == "" {
-			return "no prewarm (no --pg-datadir): warm-up traces only", nil
+			return nil, nil
 		}
 		c, err := pgx.Connect(ctx, spec)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		var oid uint32
 		err = c.QueryRow(ctx, `SELECT oid FROM pg_database WHERE datname = current_database()`).Scan(&oid)
 		c.Close(ctx)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		dir := filepath.Join(datadir, "base", fmt.Sprint(oid))
 		ents, err := os.ReadDir(dir)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
+		var files []string
 		for _, e := range ents {
 			if e.Type().IsRegular() {
 				files = append(files, filepath.Join(dir, e.Name()))
 			}
 		}
+		return files, nil
+	}
+	return nil, fmt.Errorf("no ledger kind %q", kind)
+}
+
+// cachedPercent is the share of files' pages the page cache holds (nil
+// where it cannot be told: no files, or not Linux).
+func cachedPercent(files []string) *float64 {
+	var in, size int64
+	for _, p := range files {
+		i, n, err := residentBytes(p)
+		if err != nil {
+			return nil
+		}
+		in, size = in+i, size+n
+	}
+	if size == 0 {
+		return nil
+	}
+	pc := 100 * float64(in) / float64(size)
+	return &pc
+}
+
+// prewarm reads the files of the ledger spec names into the page cache
+// (ledgerFiles) and says what it read.
+func prewarm(ctx context.Context, kind, spec, datadir string) (string, error) {
+	files, err := ledgerFiles(ctx, kind, spec, datadir)
+	if err != nil {
+		return "", err
+	}
+	if kind == "postgres" && datadir == "" {
+		return "no prewarm (no --pg-datadir): warm-up traces only", nil
 	}
 	var n int64
 	buf := make([]byte, 1<<20)

@@ -201,7 +201,11 @@ func (r *Results) traceSection() string {
 	var methods []string
 	for _, run := range t.Runs {
 		if run.WarmMethod != "" {
-			methods = append(methods, fmt.Sprintf("- %s at %s edges, warm: %s", run.Ledger, thousands(int64(run.Edges)), shorten(run.WarmMethod, 400)))
+			cached := ""
+			if run.WarmCachedPercent != nil {
+				cached = fmt.Sprintf("; after the timed warm traces the page cache held %.1f%% of the ledger's files", *run.WarmCachedPercent)
+			}
+			methods = append(methods, fmt.Sprintf("- %s at %s edges, warm: %s%s", run.Ledger, thousands(int64(run.Edges)), shorten(run.WarmMethod, 400), cached))
 		}
 		if run.ColdMethod != "" {
 			methods = append(methods, fmt.Sprintf("- %s at %s edges, cold: %s", run.Ledger, thousands(int64(run.Edges)), shorten(run.ColdMethod, 400)))
