@@ -147,7 +147,9 @@ func Scan(ctx context.Context, path string, set *store.NeedleSet) (store.ScanRep
 }
 
 // Others returns a source for store.DropShared: query must select (id,
-// bytes) of every live record; rows whose id is in batch are skipped.
+// bytes) of every live record; rows whose id is in batch are skipped. The
+// bytes fn gets are the driver's until fn returns (as DropShared's others
+// allows): fn copies what it keeps.
 func Others(ctx context.Context, db *sql.DB, query string, batch map[string]bool) func(fn func(string, []byte) error) error {
 	return func(fn func(string, []byte) error) error {
 		rows, err := db.QueryContext(ctx, query)
@@ -157,7 +159,7 @@ func Others(ctx context.Context, db *sql.DB, query string, batch map[string]bool
 		defer rows.Close()
 		for rows.Next() {
 			var id string
-			var b []byte
+			var b sql.RawBytes // the driver's until the next row: fn copies what it keeps (DropShared)
 			if err := rows.Scan(&id, &b); err != nil {
 				return err
 			}
