@@ -185,7 +185,7 @@ func Scale(ctx context.Context, o ScaleOptions) (*ScaleResult, error) {
 		return nil, err
 	}
 	res.RunSeconds = time.Since(began).Seconds()
-	res.Note = fmt.Sprintf("ingested through capture's Docs.PutBatch, one batch per %s (one ledger transaction, then one store transaction per record: the stores write a record at a time); B4 and B5 run one after the other on that one store, B5 on other subjects than B4's", o.BatchBy)
+	res.Note = fmt.Sprintf("ingested through capture's Docs.PutBatch, one batch per %s (one ledger transaction, then one store transaction for the batch's records: the store's CapturePutBatch); B4 and B5 run one after the other on that one store, B5 on other subjects than B4's", o.BatchBy)
 	return res, nil
 }
 
