@@ -146,7 +146,7 @@ func register(api huma.API, svc *service.Service, maxBody int64) {
 		return huma.Operation{OperationID: id, Method: method, Path: path, Summary: summary, DefaultStatus: status,
 			Security: bearer, MaxBodyBytes: body, Errors: append([]int{401, 403, 429}, errs...), Tags: []string{"v1"}}
 	}
-	huma.Register(api, op("record-lineage", http.MethodPost, "/v1/lineage", "Record lineage (capture)", 200, 409, 413, 422), func(ctx context.Context, in *recordInput) (*recordOutput, error) {
+	huma.Register(api, op("record-lineage", http.MethodPost, "/v1/lineage", "Record lineage (capture)", 200, 409, 413, 422, 503), func(ctx context.Context, in *recordInput) (*recordOutput, error) {
 		res, err := svc.Record(ctx, principal(ctx), in.Body.Scope, in.Body.Records)
 		if err != nil {
 			return nil, problem(ctx, err)
@@ -285,7 +285,7 @@ func register(api huma.API, svc *service.Service, maxBody int64) {
 		out.Body.Status = "ok"
 		return out, nil
 	})
-	huma.Register(api, huma.Operation{OperationID: "readyz", Method: http.MethodGet, Path: "/readyz", Summary: "Readiness: the ledger is reachable", Tags: []string{"ops"}, Errors: []int{503}}, func(ctx context.Context, _ *struct{}) (*statusOutput, error) {
+	huma.Register(api, huma.Operation{OperationID: "readyz", Method: http.MethodGet, Path: "/readyz", Summary: "Readiness: the ledger is reachable and this host's configuration is the installation's", Tags: []string{"ops"}, Errors: []int{503}}, func(ctx context.Context, _ *struct{}) (*statusOutput, error) {
 		if err := svc.Ready(ctx); err != nil {
 			return nil, problem(ctx, err)
 		}

@@ -87,6 +87,11 @@ func (s *Service) Record(ctx context.Context, p *Principal, scope string, recs [
 	if len(recs) == 0 || len(recs) > MaxRecords {
 		return RecordResult{}, Invalid("records", fmt.Sprintf("send 1 to %d records per call", MaxRecords))
 	}
+	// Lineage recorded under a configuration the installation no longer
+	// has could name stores or policies the other hosts do not erase by.
+	if err := s.staleErr(); err != nil {
+		return RecordResult{}, err
+	}
 	for i, r := range recs {
 		if err := checkRecord(i, r); err != nil {
 			return RecordResult{}, err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/amnesia-dev/amnesia/internal/erasure"
 	"github.com/amnesia-dev/amnesia/internal/saga"
+	"github.com/amnesia-dev/amnesia/internal/state"
 	"github.com/amnesia-dev/amnesia/internal/worker"
 	"github.com/amnesia-dev/amnesia/lineage"
 )
@@ -98,8 +99,12 @@ func (s *Service) Run(ctx context.Context) error {
 			if werr != nil && ctx.Err() == nil {
 				// This host's configuration is no longer the installation's
 				// (`amnesia config publish` elsewhere): the worker loop
-				// claims nothing more; requests are still served.
+				// claims nothing more; serve is no longer ready and records
+				// no lineage (markStale), and answers the rest of its API.
 				s.log.Error("worker loop stopped: it claims no more erasures", "err", werr)
+				if errors.Is(werr, state.ErrConfigMismatch) {
+					s.markStale(werr)
+				}
 			}
 		}()
 	}
@@ -119,6 +124,13 @@ func (s *Service) Run(ctx context.Context) error {
 	for {
 		if err := s.Sync(ctx); err != nil && ctx.Err() == nil {
 			s.log.Error("requests sync", "err", err)
+		}
+		// Without a worker loop (which compares before each claim) the
+		// configuration version is compared here, once a poll.
+		if s.opts.NoWorker && !s.stale.Load() {
+			if err := s.checkConfig(ctx); err != nil && !errors.Is(err, state.ErrConfigMismatch) && ctx.Err() == nil {
+				s.log.Error("configuration check", "err", err)
+			}
 		}
 		select {
 		case <-ctx.Done():

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -259,6 +260,12 @@ type Service struct {
 
 	tlogMu sync.Mutex
 	tlog   *transparency.Log
+
+	// stale is set once this host's configuration is found not to be the
+	// installation's (another host ran `amnesia config publish`): from then
+	// on serve is not ready and refuses to record lineage, until it is
+	// restarted with the installation's amnesia.yaml.
+	stale atomic.Bool
 }
 
 // Open opens the installation in stateDir and its ledger (created when the
@@ -347,11 +354,51 @@ func (s *Service) Logger() *slog.Logger { return s.log }
 // WebhookSecret is the HMAC secret of the intake endpoint (nil: intake refused).
 func (s *Service) WebhookSecret() []byte { return s.secret }
 
-// Ready reports whether the ledger is reachable.
+// Ready reports whether the ledger is reachable and, with a shared
+// (PostgreSQL) ledger, whether this host's configuration is still the
+// installation's (one read of the ledger's configuration version).
 func (s *Service) Ready(ctx context.Context) error {
 	if _, _, err := s.ledger.Head(ctx); err != nil {
 		s.log.Error("readiness: ledger unreachable", "err", err)
 		return fmt.Errorf("%w: the ledger is not reachable", ErrUnavailable)
+	}
+	if err := s.checkConfig(ctx); err != nil && !errors.Is(err, state.ErrConfigMismatch) {
+		s.log.Error("readiness: configuration version unreadable", "err", err)
+		return fmt.Errorf("%w: the ledger's configuration version cannot be read", ErrUnavailable)
+	}
+	return s.staleErr()
+}
+
+// checkConfig compares this host's configuration with the installation's
+// version in the ledger (state.Dir.CheckConfig); a mismatch marks the
+// service stale.
+func (s *Service) checkConfig(ctx context.Context) error {
+	err := s.dir.CheckConfig(ctx, s.ledger)
+	if errors.Is(err, state.ErrConfigMismatch) {
+		s.markStale(err)
+	}
+	return err
+}
+
+// markStale records that this host's configuration is no longer the
+// installation's, and logs it once (the log names the sections that
+// differ and the amnesia.yaml path, never a value; API answers say less).
+func (s *Service) markStale(err error) {
+	if s.stale.CompareAndSwap(false, true) {
+		s.log.Error("this host's configuration is no longer the installation's: not ready, lineage is not recorded; restart serve with the installation's amnesia.yaml", "err", err)
+	}
+}
+
+// ErrStaleConfig is what a stale service answers (with ErrUnavailable:
+// HTTP 503): another host published a configuration this host does not
+// have.
+var ErrStaleConfig = errors.New("this host's configuration is no longer the installation's (another host ran `amnesia config publish`): restart serve with the installation's amnesia.yaml")
+
+// staleErr is ErrStaleConfig (and ErrUnavailable) once the service is
+// stale, nil before.
+func (s *Service) staleErr() error {
+	if s.stale.Load() {
+		return fmt.Errorf("%w: %w", ErrUnavailable, ErrStaleConfig)
 	}
 	return nil
 }
