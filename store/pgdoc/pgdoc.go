@@ -182,12 +182,8 @@ func (s *Store) PutBatch(ctx context.Context, rs []Record) error {
 	if len(rs) == 0 {
 		return nil
 	}
-	err := s.db.With(ctx, func(c *pgx.Conn) error {
-		return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
-			return tx.SendBatch(ctx, &b).Close()
-		})
-	})
-	if err != nil {
+	// BEGIN, the statements and COMMIT in one round trip (pg.DB.SendTx).
+	if err := s.db.SendTx(ctx, &b); err != nil {
 		return fmt.Errorf("put documents: %w", err)
 	}
 	return nil

@@ -52,13 +52,10 @@ func (s *Store) PutBatch(ctx context.Context, rs []Record) error {
 	return nil
 }
 
-// sendPuts runs the statements queued in b in one transaction.
+// sendPuts runs the statements queued in b in one transaction, in one
+// round trip (pg.DB.SendTx).
 func (s *Store) sendPuts(ctx context.Context, b *pgx.Batch) error {
-	return s.db.With(ctx, func(c *pgx.Conn) error {
-		return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
-			return tx.SendBatch(ctx, b).Close()
-		})
-	})
+	return s.db.SendTx(ctx, b)
 }
 
 // queuePut checks r as Put does and queues the statements that replace it

@@ -117,6 +117,26 @@ func (d *DB) With(ctx context.Context, fn func(c *pgx.Conn) error) error {
 	return err
 }
 
+// SendTx runs the statements queued in b in one transaction and one round
+// trip: BEGIN and COMMIT travel in the batch with them. On an error the
+// transaction is rolled back, or, when that fails too, the connection is
+// closed (With opens another at its next use): nothing of b is committed.
+func (d *DB) SendTx(ctx context.Context, b *pgx.Batch) error {
+	tx := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(b.QueuedQueries)+2)}
+	tx.Queue("BEGIN")
+	tx.QueuedQueries = append(tx.QueuedQueries, b.QueuedQueries...)
+	tx.Queue("COMMIT")
+	return d.With(ctx, func(c *pgx.Conn) error {
+		err := c.SendBatch(ctx, tx).Close()
+		if err != nil && !c.IsClosed() && c.PgConn().TxStatus() != 'I' {
+			if _, rerr := c.Exec(ctx, "ROLLBACK"); rerr != nil {
+				c.Close(context.WithoutCancel(ctx))
+			}
+		}
+		return err
+	})
+}
+
 // Exec runs one statement. Without arguments it uses the simple protocol.
 func (d *DB) Exec(ctx context.Context, sql string, args ...any) error {
 	return d.With(ctx, func(c *pgx.Conn) error {
