@@ -183,7 +183,8 @@ class Client:
         return self._send(self.build_request("GET", "/healthz", auth=False, accept="*/*"))[0] == 200
 
     def readyz(self) -> bool:
-        """Readiness: the ledger is reachable (no token needed). False on 503."""
+        """Readiness: the ledger is reachable and, with a PostgreSQL ledger, the
+        server's configuration is the installation's (no token needed). False on 503."""
         try:
             return self._send(self.build_request("GET", "/readyz", auth=False, accept="*/*"))[0] == 200
         except AmnesiaError as e:
