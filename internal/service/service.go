@@ -362,6 +362,11 @@ func (s *Service) Ready(ctx context.Context) error {
 		s.log.Error("readiness: ledger unreachable", "err", err)
 		return fmt.Errorf("%w: the ledger is not reachable", ErrUnavailable)
 	}
+	// A stale service stays stale until restart: no need to read the
+	// version again.
+	if s.stale.Load() {
+		return s.staleErr()
+	}
 	if err := s.checkConfig(ctx); err != nil && !errors.Is(err, state.ErrConfigMismatch) {
 		s.log.Error("readiness: configuration version unreadable", "err", err)
 		return fmt.Errorf("%w: the ledger's configuration version cannot be read", ErrUnavailable)

@@ -27,7 +27,7 @@ func (s *Store) Put(ctx context.Context, r Record) error {
 	if err := s.queuePut(ctx, &b, r); err != nil {
 		return err
 	}
-	if err := s.sendPuts(ctx, &b); err != nil {
+	if err := s.db.SendTx(ctx, &b); err != nil {
 		return fmt.Errorf("put vector: %w", err)
 	}
 	return nil
@@ -46,16 +46,10 @@ func (s *Store) PutBatch(ctx context.Context, rs []Record) error {
 	if len(rs) == 0 {
 		return nil
 	}
-	if err := s.sendPuts(ctx, &b); err != nil {
+	if err := s.db.SendTx(ctx, &b); err != nil {
 		return fmt.Errorf("put vectors: %w", err)
 	}
 	return nil
-}
-
-// sendPuts runs the statements queued in b in one transaction, in one
-// round trip (pg.DB.SendTx).
-func (s *Store) sendPuts(ctx context.Context, b *pgx.Batch) error {
-	return s.db.SendTx(ctx, b)
 }
 
 // queuePut checks r as Put does and queues the statements that replace it
