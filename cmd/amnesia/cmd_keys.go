@@ -155,7 +155,7 @@ Then export the trust file again (amnesia keys export) for verifiers.`,
 				// (a rotation that raced another host's is refused before
 				// writing anything).
 				if nk.ID != "" {
-					return fmt.Errorf("rotated to %s, but the ledger does not record it: %w (run 'amnesia keys rotate' again)", nk.ID, err)
+					return fmt.Errorf("rotated to %s, but the ledger does not record it: %w; every command is now refused (exit 23) until this host's key matches the ledger's again: see \"Known gap\" in docs/keys.md to recover", nk.ID, err)
 				}
 				return err
 			}

@@ -39,8 +39,11 @@ func newWorkerCommand(g *globalOptions) *cobra.Command {
 ledger: a claim is exclusive (SELECT … FOR UPDATE SKIP LOCKED) and held for the
 whole erasure by renewing its lease. The erasure of a worker that crashed is
 claimed again when its lease ends and resumes from its journal to the same
-certificate, so every worker MUST use the same state directory (traces,
-journals, certificates, pepper and signing key live there). With file-based
+certificate. With a PostgreSQL ledger the journals, sealed evidence, traces and
+certificates live in the ledger, so each host keeps its own state directory
+(with the installation's pepper and signing key: docs/scale.md); with a SQLite
+ledger they live in the state directory, which every worker of the
+installation uses. With file-based
 stores (SQLite, sqlite-vec) the workers of one state directory run their
 erasures one at a time (flock on <state>/worker.lock). See docs/ledger.md.
 
