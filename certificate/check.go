@@ -58,8 +58,8 @@ func checkStatement(st *Statement, keyID string) error {
 			if a.Measurement != nil && (len(a.Measurement.Copies) > 0 || a.Measurement.CopiesUnlisted > 0) {
 				return fmt.Errorf("predicate.artifacts[%d] is %s but measurement.copies lists records outside the lineage", i, Verified)
 			}
-			if ph := physicalOf(a); a.Level == LevelPhysical && ph != nil && ph.Coverage != nil && !ph.Coverage.Complete() {
-				return fmt.Errorf("predicate.artifacts[%d].level is %s but measurement.physical.coverage.covered_bytes is less than record_bytes", i, LevelPhysical)
+			if err := checkVerified(i, a); err != nil {
+				return err
 			}
 		case Unverified, Residual, OutOfScope, NeedsHuman:
 			if a.Reason == "" {
@@ -95,8 +95,12 @@ func checkStatement(st *Statement, keyID string) error {
 		}
 	}
 
-	if want := CountArtifacts(p.Artifacts); p.Counts != want {
+	want := CountArtifacts(p.Artifacts)
+	if p.Counts != want {
 		return fmt.Errorf("predicate.counts.%s does not match the artifacts", countsDiff(p.Counts, want))
+	}
+	if p.Complete && want.Unverified+want.Residual+want.OutOfScope > 0 {
+		return fmt.Errorf("predicate.complete is true but an artifact is %s, %s or %s", Unverified, Residual, OutOfScope)
 	}
 	if err := checkLink("follows", p.Follows, p.CertificateID); err != nil {
 		return err
@@ -208,6 +212,33 @@ func isSHA256Hex(s string) bool {
 		}
 	}
 	return true
+}
+
+// checkVerified checks that a VERIFIED artifact's measurement does not
+// contradict it: no query path still returned the record, no needle was
+// found after the erasure, and the physical level rests on a byte scan
+// that found the record's needles before deletion (the probe's power) and
+// covered all of its bytes where coverage is recorded.
+func checkVerified(i int, a Artifact) error {
+	if m := a.Measurement; m != nil && m.Logical != nil && (m.Logical.ByID || m.Logical.ByFilter || m.Logical.BySimilarity) {
+		return fmt.Errorf("predicate.artifacts[%d] is %s but measurement.logical says a query still returns it", i, Verified)
+	}
+	ph := physicalOf(a)
+	if ph != nil && ph.FoundAfter != 0 {
+		return fmt.Errorf("predicate.artifacts[%d] is %s but measurement.physical.found_after is not 0", i, Verified)
+	}
+	if a.Level != LevelPhysical {
+		return nil
+	}
+	switch {
+	case ph == nil:
+		return fmt.Errorf("predicate.artifacts[%d].level is %s but it has no measurement.physical", i, LevelPhysical)
+	case ph.Needles <= 0 || ph.FoundBefore <= 0:
+		return fmt.Errorf("predicate.artifacts[%d].level is %s but measurement.physical found none of its needles before deletion (the probe had no power)", i, LevelPhysical)
+	case ph.Coverage != nil && !ph.Coverage.Complete():
+		return fmt.Errorf("predicate.artifacts[%d].level is %s but measurement.physical.coverage.covered_bytes is less than record_bytes", i, LevelPhysical)
+	}
+	return nil
 }
 
 func physicalOf(a Artifact) *Physical {

@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -58,6 +62,37 @@ func TestSchemaChecks(t *testing.T) {
 		{"verified with copies", func(st *Statement) {
 			st.Predicate.Artifacts[0].Measurement.Copies = []Copy{{Store: "s", Record: "art:00", Windows: 1}}
 		}, "artifacts[0] is VERIFIED but measurement.copies"},
+		{"verified but found after", func(st *Statement) {
+			st.Predicate.Artifacts[0].Measurement.Physical.FoundAfter = 1
+		}, "artifacts[0] is VERIFIED but measurement.physical.found_after"},
+		{"verified logical but found after", func(st *Statement) {
+			st.Predicate.Artifacts[1].Measurement.Physical = &Physical{Needles: 4, FoundBefore: 4, FoundAfter: 2}
+		}, "artifacts[1] is VERIFIED but measurement.physical.found_after"},
+		{"verified but returned by id", func(st *Statement) { st.Predicate.Artifacts[1].Measurement.Logical.ByID = true }, "artifacts[1] is VERIFIED but measurement.logical"},
+		{"verified but returned by similarity", func(st *Statement) {
+			st.Predicate.Artifacts[0].Measurement.Logical.BySimilarity = true
+		}, "artifacts[0] is VERIFIED but measurement.logical"},
+		{"physical without power", func(st *Statement) { st.Predicate.Artifacts[0].Measurement.Physical.FoundBefore = 0 }, "artifacts[0].level is physical but measurement.physical found none"},
+		{"physical without needles", func(st *Statement) {
+			st.Predicate.Artifacts[0].Measurement.Physical.Needles, st.Predicate.Artifacts[0].Measurement.Physical.FoundBefore = 0, 0
+		}, "artifacts[0].level is physical but measurement.physical found none"},
+		{"physical without measurement", func(st *Statement) { st.Predicate.Artifacts[0].Measurement.Physical = nil }, "artifacts[0].level is physical but it has no measurement.physical"},
+		{"physical without any measurement", func(st *Statement) { st.Predicate.Artifacts[0].Measurement = nil }, "artifacts[0].level is physical but it has no measurement.physical"},
+		{"complete with a residual", func(st *Statement) {
+			st.Predicate.Artifacts[2].Outcome = Residual
+			st.Predicate.Complete = true
+			recount(st)
+		}, "complete is true but an artifact is"},
+		{"complete with an unverified", func(st *Statement) {
+			st.Predicate.Artifacts[1].Outcome, st.Predicate.Artifacts[1].Level, st.Predicate.Artifacts[1].Reason = Unverified, "", "store failed"
+			st.Predicate.Complete = true
+			recount(st)
+		}, "complete is true but an artifact is"},
+		{"complete with an out of scope", func(st *Statement) {
+			st.Predicate.Artifacts[2].Outcome = OutOfScope
+			st.Predicate.Complete = true
+			recount(st)
+		}, "complete is true but an artifact is"},
 		{"out_of_scope nil", func(st *Statement) { st.Predicate.OutOfScope = nil }, "out_of_scope is empty"},
 		{"out_of_scope what", func(st *Statement) { st.Predicate.OutOfScope[1].What = "" }, "out_of_scope[1].what"},
 		{"counts.artifacts", func(st *Statement) { st.Predicate.Counts.Artifacts++ }, "counts.artifacts"},
@@ -145,6 +180,32 @@ func TestSchemaRawPayload(t *testing.T) {
 		wantErr(t, name, err, ErrSchema)
 	}
 
+	// Keys another JSON reader could read differently: a repeated key (Go
+	// keeps the last; the in-toto statement's protobuf JSON parse refuses
+	// it first), a field name in another case (Go matches it without
+	// regard to case, other readers do not).
+	keyCases := map[string]struct {
+		payload []byte
+		want    string
+	}{
+		"complete repeated":    {bytes.Replace(golden, []byte(`"complete":false`), []byte(`"complete":false,"complete":true`), 1), "not an in-toto statement"},
+		"complete in capitals": {bytes.Replace(golden, []byte(`"complete":false`), []byte(`"complete":false,"Complete":true`), 1), "differs from the field complete only in case"},
+		"outcome key folded":   {bytes.Replace(golden, []byte(`"outcome":"NEEDS_HUMAN"`), []byte(`"OUTCOME":"NEEDS_HUMAN"`), 1), "differs from the field outcome only in case"},
+		"long s folds to s":    {bytes.Replace(golden, []byte(`"complete":false`), []byte(`"complete":false,"`+"\u017f"+`ubject_ref":"x"`), 1), "differs from the field subject_ref only in case"},
+		"unknown key repeated": {bytes.Replace(golden, []byte(`"predicate":{`), []byte(`"predicate":{"future":1,"future":2,`), 1), "not an in-toto statement"},
+	}
+	for name, c := range keyCases {
+		env, err := signPayload(ctx, c.payload, priv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Verify(ctx, env, pub)
+		wantErr(t, name, err, ErrSchema)
+		if err != nil && !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %q does not say %q", name, err, c.want)
+		}
+	}
+
 	// Unknown fields are ignored, in the statement and in the predicate.
 	extra := bytes.Replace(golden, []byte(`"predicate":{`), []byte(`"future":1,"predicate":{"future_field":{"a":[1]},`), 1)
 	env, err := signPayload(ctx, extra, priv)
@@ -194,5 +255,50 @@ func TestEncode(t *testing.T) {
 	if st.Type != StatementType || st.PredicateType != PredicateType || len(st.Subject) != 1 ||
 		st.Subject[0].Name != SubjectPrefix+goldenPredicate().CertificateID || st.Subject[0].Digest["sha256"] != "abc" {
 		t.Errorf("NewStatement = %+v", st)
+	}
+}
+
+// checkKeys on its own: Verify's protobuf parse refuses a repeated key
+// before it runs, so its own check is tested here.
+func TestCheckKeys(t *testing.T) {
+	for payload, want := range map[string]string{
+		`{"predicate":{"complete":false,"complete":true}}`:         "repeats the field complete",
+		`{"predicate":{"x":[1,{"y":2}],"x":3}}`:                    "repeats a key",
+		`{"predicate":{"artifacts":[{"Level":"physical"}]}}`:       "differs from the field level only in case",
+		`{"subject":[{"digest":{"sha256":"ab","sha512":"cd"}}]}`:   "",
+		`{"predicate":{"future":{"complete":1},"complete":false}}`: "",
+		`[1,2,{"a":{"b":[{}]}}]`:                                   "",
+		`{"predicate":`:                                            "not a JSON statement",
+	} {
+		err := checkKeys([]byte(payload))
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("%s: %v, want no error", payload, err)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+			t.Errorf("%s: %v, want an error saying %q", payload, err, want)
+		}
+	}
+}
+
+// amnesia-client's offline verifier holds payload keys to the same field
+// names as checkKeys (SCHEMA_FIELDS in offline.py): a field added here and
+// not there would be read by Go under any case and refused by neither.
+func TestPythonSchemaFieldsMatch(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "clients", "python", "amnesia_client", "offline.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(src), "SCHEMA_FIELDS = frozenset((")
+	list, _, ok2 := strings.Cut(rest, "))")
+	if !ok || !ok2 {
+		t.Fatal("offline.py has no SCHEMA_FIELDS = frozenset((…)) list")
+	}
+	var py []string
+	for _, m := range regexp.MustCompile(`"([^"]*)"`).FindAllStringSubmatch(list, -1) {
+		py = append(py, m[1])
+	}
+	sort.Strings(py)
+	if got, want := strings.Join(py, " "), strings.Join(SchemaFields(), " "); got != want {
+		t.Errorf("offline.py SCHEMA_FIELDS differ from certificate.SchemaFields():\n python: %s\n go:     %s", got, want)
 	}
 }

@@ -110,6 +110,9 @@ func checkPayload(payload []byte, keyID string) (*Statement, error) {
 	if err := its.Validate(); err != nil {
 		return nil, fmt.Errorf("payload is not a valid in-toto v1 statement: %s", intotoReason(err))
 	}
+	if err := checkKeys(payload); err != nil {
+		return nil, err
+	}
 	st, err := decodeStatement(payload)
 	if err != nil {
 		return nil, err

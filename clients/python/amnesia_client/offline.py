@@ -408,9 +408,53 @@ def _check_semantic(s: Any) -> None:
             raise BadSchema(f"predicate.semantic.drift[{i}].overlap_unerased_at_k is not a fraction")
 
 
+# The JSON names of every field of the statement (certificate.SchemaFields in
+# Go; a Go test compares the two lists). Go's encoding/json matches a key to a
+# field without regard to case; this verifier reads keys exactly. So that the
+# two never read one payload differently, a key that differs from one of these
+# only in case is refused, as a repeated key is.
+SCHEMA_FIELDS = frozenset((
+    "_type", "artifacts", "by_filter", "by_id", "by_similarity", "bytes_scanned", "canaries",
+    "candidates", "capabilities", "certificate_id", "choices", "complete", "copies",
+    "copies_unlisted", "counts", "coverage", "covered_bytes", "covers", "crypto_shredding",
+    "declared_scope", "deleted", "digest", "does_not_cover", "drift", "endpoint",
+    "erased_neighbours", "error", "evidence", "exposure", "extracted", "files_scanned", "flagged",
+    "follows", "found_after", "found_before", "fpr_any", "fpr_per_canary", "fragment_bytes",
+    "head", "id", "issued_at", "journal", "k", "key_destroyed", "key_id", "kind", "level",
+    "log_index", "logical", "measurement", "method", "methods", "millis", "min_overlap_at_k",
+    "model", "models", "name", "near", "needles", "needs_human", "neighbours", "not_searched",
+    "note", "of", "of_windows", "out_of_scope", "outcome", "overlap_at_k", "overlap_unerased_at_k",
+    "payload_sha256", "physical", "predicate", "predicateType", "probe_after", "probe_before",
+    "queries", "quote_fraction", "reason", "reclaim", "record", "record_bytes", "records",
+    "references", "requests", "residual", "residue", "retrain", "retrain_millis", "retrained",
+    "reverifiable", "reverifies", "reverify_note", "rows", "run", "schema_version", "scope",
+    "sealed", "sealed_artifacts", "searches", "semantic", "served", "sha256", "shard", "sharded",
+    "shards", "shared", "similarity", "steps", "store", "subject", "subject_ref", "subject_rows",
+    "tainted", "tainted_files_left", "touched", "trace", "trained_without", "type", "unverified",
+    "valid_until", "verified", "verified_logical", "verified_physical", "via", "what",
+    "window_bytes", "windows",
+))
+_FOLDED_FIELDS = {f.casefold(): f for f in SCHEMA_FIELDS}
+
+
+def _strict_pairs(pairs: List[Tuple[str, Any]]) -> Dict[str, Any]:
+    out: Dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            if k in SCHEMA_FIELDS:
+                raise BadSchema(f"payload repeats the field {k} in one object")
+            raise BadSchema("payload repeats a key in one object")
+        if k not in SCHEMA_FIELDS and k.casefold() in _FOLDED_FIELDS:
+            raise BadSchema(f"payload has a key that differs from the field {_FOLDED_FIELDS[k.casefold()]} only in case")
+        out[k] = v
+    return out
+
+
 def _check_payload(body: bytes, kid: str) -> Dict[str, Any]:
     try:
-        st = json.loads(body.decode("utf-8"))
+        st = json.loads(body.decode("utf-8"), object_pairs_hook=_strict_pairs)
+    except BadSchema:
+        raise
     except (UnicodeDecodeError, ValueError):
         raise BadSchema("payload is not an in-toto statement") from None
     if not isinstance(st, dict):
@@ -484,9 +528,21 @@ def _check_payload(body: bytes, kid: str) -> Dict[str, Any]:
                 raise BadSchema(f"predicate.artifacts[{i}].level is not physical or logical")
             if m.get("copies") or m.get("copies_unlisted", 0) > 0:
                 raise BadSchema(f"predicate.artifacts[{i}] is VERIFIED but measurement.copies lists records outside the lineage")
-            cov = _obj(_obj(m.get("physical"), "measurement.physical").get("coverage"), "coverage")
-            if level == "physical" and cov and cov.get("covered_bytes", 0) < cov.get("record_bytes", 0):
-                raise BadSchema(f"predicate.artifacts[{i}].level is physical but measurement.physical.coverage.covered_bytes is less than record_bytes")
+            lg = _obj(m.get("logical"), "measurement.logical")
+            if lg.get("by_id") or lg.get("by_filter") or lg.get("by_similarity"):
+                raise BadSchema(f"predicate.artifacts[{i}] is VERIFIED but measurement.logical says a query still returns it")
+            ph = m.get("physical")
+            phd = _obj(ph, "measurement.physical")
+            if phd.get("found_after", 0) != 0:
+                raise BadSchema(f"predicate.artifacts[{i}] is VERIFIED but measurement.physical.found_after is not 0")
+            cov = _obj(phd.get("coverage"), "coverage")
+            if level == "physical":
+                if ph is None:
+                    raise BadSchema(f"predicate.artifacts[{i}].level is physical but it has no measurement.physical")
+                if phd.get("needles", 0) <= 0 or phd.get("found_before", 0) <= 0:
+                    raise BadSchema(f"predicate.artifacts[{i}].level is physical but measurement.physical found none of its needles before deletion (the probe had no power)")
+                if cov and cov.get("covered_bytes", 0) < cov.get("record_bytes", 0):
+                    raise BadSchema(f"predicate.artifacts[{i}].level is physical but measurement.physical.coverage.covered_bytes is less than record_bytes")
             counts["verified"] += 1
             counts["verified_" + level] += 1
         elif outcome in OUTCOMES:
@@ -515,6 +571,8 @@ def _check_payload(body: bytes, kid: str) -> Dict[str, Any]:
     for k, want in counts.items():
         if got.get(k, 0) != want:
             raise BadSchema(f"predicate.counts.{k} does not match the artifacts")
+    if p.get("complete") is True and counts["unverified"] + counts["residual"] + counts["out_of_scope"] > 0:
+        raise BadSchema("predicate.complete is true but an artifact is UNVERIFIED, RESIDUAL or OUT_OF_SCOPE")
 
     def link(name: str) -> None:
         ln = p.get(name)

@@ -71,6 +71,16 @@ def resign(b: Dict[str, Any], change: Callable[[Dict[str, Any]], None]) -> Dict[
     return b
 
 
+def resign_raw(b: Dict[str, Any], change: Callable[[bytes], bytes]) -> Dict[str, Any]:
+    """Re-sign after editing the payload's bytes (for what a dict cannot hold)."""
+    st = json.loads(base64.b64decode(b["dsseEnvelope"]["payload"]))
+    payload = change(json.dumps(st, separators=(",", ":"), ensure_ascii=False).encode())
+    pae = b"DSSEv1 28 application/vnd.in-toto+json %d %s" % (len(payload), payload)
+    b["dsseEnvelope"]["payload"] = base64.b64encode(payload).decode()
+    b["dsseEnvelope"]["signatures"][0]["sig"] = base64.b64encode(_sign(GOLDEN_SEED, pae)).decode()
+    return b
+
+
 def flip_b64(s: str, at: int = 10) -> str:
     c = "A" if s[at] != "A" else "B"
     return s[:at] + c + s[at + 1:]
@@ -151,6 +161,31 @@ def cases(raw: bytes) -> List[Tuple[str, bytes, int]]:
     case("re-signed, drift unerased overlap negative", 10, lambda b: resign(b, semantic(unerased=-0.5)))
     case("re-signed, semantic valid (not in the log)", 13, lambda b: resign(b, semantic()))
     case("re-signed, complete flipped", 13, lambda b: resign(b, lambda st: st["predicate"].__setitem__("complete", True)))
+
+    def art(i: int, f: Callable[[Dict[str, Any]], Any]) -> Callable[[Dict[str, Any]], None]:
+        return lambda st: f(st["predicate"]["artifacts"][i])
+
+    def complete_with(outcome: str) -> Callable[[Dict[str, Any]], None]:
+        def f(st: Dict[str, Any]) -> None:
+            p = st["predicate"]
+            p["artifacts"][2]["outcome"] = outcome
+            p["counts"]["needs_human"] -= 1
+            p["counts"][outcome.lower()] += 1
+            p["complete"] = True
+        return f
+
+    # A VERIFIED artifact whose own measurement contradicts it, and a
+    # complete certificate with an artifact that was not verified.
+    case("re-signed, VERIFIED but found after", 10, lambda b: resign(b, art(0, lambda a: a["measurement"]["physical"].__setitem__("found_after", 1))))
+    case("re-signed, VERIFIED but returned by id", 10, lambda b: resign(b, art(1, lambda a: a["measurement"]["logical"].__setitem__("by_id", True))))
+    case("re-signed, physical without power", 10, lambda b: resign(b, art(0, lambda a: a["measurement"]["physical"].__setitem__("found_before", 0))))
+    case("re-signed, physical without measurement", 10, lambda b: resign(b, art(0, lambda a: a["measurement"].pop("physical"))))
+    case("re-signed, complete with a RESIDUAL", 10, lambda b: resign(b, complete_with("RESIDUAL")))
+    case("re-signed, complete with an OUT_OF_SCOPE", 10, lambda b: resign(b, complete_with("OUT_OF_SCOPE")))
+    # Keys another JSON reader could read differently.
+    case("re-signed, complete repeated", 10, lambda b: resign_raw(b, lambda p: p.replace(b'"complete":false', b'"complete":false,"complete":true', 1)))
+    case("re-signed, complete in capitals", 10, lambda b: resign_raw(b, lambda p: p.replace(b'"complete":false', b'"complete":false,"Complete":true', 1)))
+    case("re-signed, outcome key in capitals", 10, lambda b: resign_raw(b, lambda p: p.replace(b'"outcome":"NEEDS_HUMAN"', b'"OUTCOME":"NEEDS_HUMAN"', 1)))
     return out
 
 
