@@ -667,25 +667,24 @@ func (s *Store) Reclaim(ctx context.Context) (store.ReclaimReport, error) {
 		}
 	}
 	rep := store.ReclaimReport{
-		Method: "rewrite index file: " + how + "; written to a temp file, fsync, rename over the index, fsync directory; " + s.coverage(),
+		Method: "rewrite index file: " + how + "; written to a temp file, fsync, rename over the index, fsync directory; leftover temp files shredded; " + s.coverage(),
 	}
 	temps, err := s.temps()
 	if err != nil {
 		return rep, fmt.Errorf("reclaim: %w", err)
 	}
+	// A temp file an interrupted rewrite left may hold vectors that a later
+	// erasure removed from the index: overwritten with zeros before it is
+	// unlinked (atomicfile.Shred), not only unlinked, which would leave its
+	// bytes in blocks no probe reads.
 	for _, t := range temps {
-		if err := os.Remove(t); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return rep, fmt.Errorf("reclaim: remove leftover temp file: %w", err)
-		}
-	}
-	if len(temps) > 0 {
-		if err := atomicfile.SyncDir(filepath.Dir(s.path)); err != nil {
-			return rep, fmt.Errorf("reclaim: %w", err)
+		if err := atomicfile.Shred(t); err != nil {
+			return rep, fmt.Errorf("reclaim: shred leftover temp file: %w", err)
 		}
 	}
 	rep.Steps = []string{
 		"index rewritten by Delete (" + how + ")",
-		fmt.Sprintf("removed %d leftover temp file(s) of interrupted rewrites", len(temps)),
+		fmt.Sprintf("shredded %d leftover temp file(s) of interrupted rewrites (zeroed, fsynced, unlinked, directory fsynced)", len(temps)),
 	}
 	return rep, nil
 }

@@ -3,6 +3,7 @@
 package faiss
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -244,7 +245,7 @@ func copyFile(t *testing.T, from, to string) {
 
 // TestLeftoverTempFileIsScannedAndRemoved: a temp file an interrupted
 // rewrite left beside the index holds vectors; the physical probe finds
-// them there and Reclaim removes the file.
+// them there and Reclaim overwrites the file with zeros and removes it.
 func TestLeftoverTempFileIsScannedAndRemoved(t *testing.T) {
 	ctx := context.Background()
 	s := create(t, "IDMap2,Flat", false)
@@ -265,6 +266,12 @@ func TestLeftoverTempFileIsScannedAndRemoved(t *testing.T) {
 	if rep := scanFor(t, s, ev); rep.Found["1"] == 0 || rep.Files != 2 {
 		t.Fatalf("the leftover temp file was not scanned: %+v", rep)
 	}
+	// A second name for the temp file's inode shows what Reclaim left in
+	// its blocks: an unlink alone would leave the vectors there.
+	blocks := filepath.Join(t.TempDir(), "blocks")
+	if err := os.Link(leftover, blocks); err != nil {
+		t.Skipf("no hard links here: %v", err)
+	}
 	rr, err := s.Reclaim(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -272,8 +279,15 @@ func TestLeftoverTempFileIsScannedAndRemoved(t *testing.T) {
 	if _, err := os.Stat(leftover); !os.IsNotExist(err) {
 		t.Errorf("Reclaim left the temp file: %v", err)
 	}
-	if !strings.Contains(rr.Steps[1], "removed 1 leftover") {
+	if !strings.Contains(rr.Steps[1], "shredded 1 leftover") {
 		t.Errorf("steps = %q", rr.Steps)
+	}
+	b, err := os.ReadFile(blocks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) == 0 || !bytes.Equal(b, make([]byte, len(b))) {
+		t.Errorf("the temp file's %d bytes were not overwritten with zeros before it was unlinked", len(b))
 	}
 	if rep := scanFor(t, s, ev); rep.Found["1"] != 0 {
 		t.Errorf("after Reclaim %d needles remain", rep.Found["1"])
