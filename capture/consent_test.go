@@ -12,6 +12,8 @@ import (
 	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/store"
 	"github.com/amnesia-dev/amnesia/subject"
+	"os"
+	"path/filepath"
 )
 
 // lineageOf opens the ledger of the state directory a second time.
@@ -119,3 +121,62 @@ func comeback(t *testing.T, ledger string) {
 func TestNothingComesBackSQLite(t *testing.T) { comeback(t, "") }
 
 func TestNothingComesBackPostgres(t *testing.T) { comeback(t, pgtest.DB(t)) }
+
+// An application host whose amnesia.yaml is no longer the installation's
+// (another host ran `amnesia config publish` on the PostgreSQL ledger) is
+// refused by App.Erase as `amnesia forget` is (state.ErrConfigMismatch),
+// before anything is erased: the record is still there and no certificate
+// is written.
+func TestEraseRefusedAfterConfigPublish(t *testing.T) {
+	ctx := context.Background()
+	cfg := state.DefaultConfig()
+	cfg.Stores = []store.Config{{Name: "docs", Type: "sqlite-doc", Path: "docs.db"}}
+	cfg.Ledger = pgtest.DB(t)
+	dir := t.TempDir() + "/.amnesia"
+	if _, err := state.Init(dir, cfg); err != nil {
+		t.Fatal(err)
+	}
+	app, err := capture.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	docs, err := app.Docs(ctx, "docs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := docs.Put(ctx, capture.Doc{ID: "d1", Kind: capture.KindDocument, Subject: alice, Text: "text of d1"}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Another host publishes a changed configuration.
+	other, err := state.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg2 := *other.Config
+	cfg2.LogOrigin = "amnesia.example/other-log"
+	other.Config = &cfg2
+	l, err := other.OpenLedger(ctx, state.LedgerConfigPublish)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := other.PublishConfig(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+
+	_, err = app.Erase(ctx, alice, "DSR-1")
+	if !errors.Is(err, state.ErrConfigMismatch) {
+		t.Fatalf("Erase after another host's config publish: %v, want ErrConfigMismatch", err)
+	}
+	if strings.Contains(err.Error(), alice) {
+		t.Errorf("the refusal names the subject: %v", err)
+	}
+	if got, err := docs.Get(ctx, "d1"); err != nil || got == nil {
+		t.Errorf("the record is gone after a refused Erase: %v, %v", got, err)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(dir, "certificates")); len(ents) != 0 {
+		t.Errorf("a refused Erase wrote %d certificate(s)", len(ents))
+	}
+}

@@ -68,6 +68,11 @@ type EraseOptions struct {
 // in the certificate, not returned as an error. reason is the request or
 // ticket reference: it goes into the certificate, so no personal data.
 //
+// Before anything it makes the checks the command line makes when it opens
+// the ledger, and returns their errors (state.ErrConfigMismatch: another
+// host ran `amnesia config publish`; state.ErrSecretsMismatch;
+// state.ErrLedgerLost) without erasing.
+//
 // Erase does not wait for other writers: do not ingest data of the same
 // subject while its erasure runs.
 func (a *App) Erase(ctx context.Context, rawSubject, reason string, opts ...EraseOptions) (*Erasure, error) {
@@ -80,6 +85,21 @@ func (a *App) Erase(ctx context.Context, rawSubject, reason string, opts ...Eras
 	}
 	k, err := a.rec.SubjectKey(rawSubject)
 	if err != nil {
+		return nil, fmt.Errorf("capture erase: %w", err)
+	}
+	// The checks `amnesia forget` makes when it opens the ledger (Open
+	// opened it without them, so that capture starts on a fresh
+	// installation): this host's pepper and signing key are the ones the
+	// ledger expects, its amnesia.yaml is the installation's configuration
+	// version (PostgreSQL ledger), and the ledger is the one this state
+	// directory last saw, not an empty or replaced one.
+	if err := a.dir.CheckSecrets(ctx, a.ledger); err != nil {
+		return nil, fmt.Errorf("capture erase: %w", err)
+	}
+	if err := a.dir.CheckConfig(ctx, a.ledger); err != nil {
+		return nil, fmt.Errorf("capture erase: %w", err)
+	}
+	if err := a.dir.CheckLedger(ctx, a.ledger); err != nil {
 		return nil, fmt.Errorf("capture erase: %w", err)
 	}
 	a.busy.RLock()
