@@ -78,11 +78,15 @@ func List(ctx context.Context, db *DB, tbl Table, m Mapping, vector string, fn f
 	})
 }
 
-// Proof is the PostgreSQL adapters' store.Adapter.Proof: physical when the
-// server's data directory is configured (data_dir), logical otherwise.
+// Proof is the PostgreSQL adapters' store.Adapter.Proof, said without
+// connecting: the physical level is possible when the relation files can be
+// read (data_dir, or pg_read_binary_file) and the role may run CHECKPOINT
+// (Privileges.Physical), which only the server can say. With data_dir it
+// says physical, with that condition; without, logical, with how the
+// physical level is still reached.
 func Proof(c store.Config) (level, why string) {
 	if c.DataDir != "" {
-		return "physical", "the server's data directory (data_dir) is read: the table's heap, TOAST and index files, free space, and pg_wal; needs the file permissions to read it"
+		return "physical", "the server's data directory (data_dir) is read: the table's heap, TOAST and index files, free space, and pg_wal; needs the file permissions to read it and a role that may run CHECKPOINT (superuser or pg_checkpoint), which `amnesia check` confirms"
 	}
-	return "logical", "no data_dir is configured: the server's files cannot be read, so only its query paths are probed (set data_dir where amnesia runs beside the server)"
+	return "logical", "no data_dir is configured: physical only if the role may run pg_read_binary_file and CHECKPOINT (superuser, or the grants `amnesia check` names), which this line cannot know without connecting; otherwise only the query paths are probed"
 }
