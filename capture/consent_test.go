@@ -31,11 +31,10 @@ func lineageOf(t *testing.T, dir string) lineage.Ledger {
 	return l
 }
 
-// comeback: after an erasure, capturing the subject's data again (under
-// new keys, through every capture path) is refused unless marked as new
-// consent, which the ledger records with the keyed subject, time and who.
-func comeback(t *testing.T, ledger string) {
-	ctx := context.Background()
+// docsApp initialises an installation on ledger with one sqlite-doc store,
+// "docs", and opens it through capture; the App is closed with the test.
+func docsApp(t *testing.T, ledger string) (string, *capture.App, *capture.Docs) {
+	t.Helper()
 	cfg := state.DefaultConfig()
 	cfg.Stores = []store.Config{{Name: "docs", Type: "sqlite-doc", Path: "docs.db"}}
 	cfg.Ledger = ledger
@@ -43,15 +42,24 @@ func comeback(t *testing.T, ledger string) {
 	if _, err := state.Init(dir, cfg); err != nil {
 		t.Fatal(err)
 	}
-	app, err := capture.Open(ctx, dir)
+	app, err := capture.Open(context.Background(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer app.Close()
-	docs, err := app.Docs(ctx, "docs")
+	t.Cleanup(func() { app.Close() })
+	docs, err := app.Docs(context.Background(), "docs")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return dir, app, docs
+}
+
+// comeback: after an erasure, capturing the subject's data again (under
+// new keys, through every capture path) is refused unless marked as new
+// consent, which the ledger records with the keyed subject, time and who.
+func comeback(t *testing.T, ledger string) {
+	ctx := context.Background()
+	dir, app, docs := docsApp(t, ledger)
 	put := func(ctx context.Context, id, who string) error {
 		return docs.Put(ctx, capture.Doc{ID: id, Kind: capture.KindDocument, Subject: who, Text: "text of " + id})
 	}
@@ -65,7 +73,7 @@ func comeback(t *testing.T, ledger string) {
 		t.Fatal(err)
 	}
 	// Refused on every path, with a message that says what to do and no raw id.
-	err = put(ctx, "d3", alice)
+	err := put(ctx, "d3", alice)
 	if !errors.Is(err, capture.ErrSubjectErased) {
 		t.Fatalf("capture after erasure: %v, want ErrSubjectErased", err)
 	}
@@ -129,22 +137,7 @@ func TestNothingComesBackPostgres(t *testing.T) { comeback(t, pgtest.DB(t)) }
 // is written.
 func TestEraseRefusedAfterConfigPublish(t *testing.T) {
 	ctx := context.Background()
-	cfg := state.DefaultConfig()
-	cfg.Stores = []store.Config{{Name: "docs", Type: "sqlite-doc", Path: "docs.db"}}
-	cfg.Ledger = pgtest.DB(t)
-	dir := t.TempDir() + "/.amnesia"
-	if _, err := state.Init(dir, cfg); err != nil {
-		t.Fatal(err)
-	}
-	app, err := capture.Open(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer app.Close()
-	docs, err := app.Docs(ctx, "docs")
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, app, docs := docsApp(t, pgtest.DB(t))
 	if err := docs.Put(ctx, capture.Doc{ID: "d1", Kind: capture.KindDocument, Subject: alice, Text: "text of d1"}); err != nil {
 		t.Fatal(err)
 	}
