@@ -79,11 +79,24 @@ func (f *File) defaults() []string {
 	return provenance.ResiduePaths
 }
 
+// runs is the store the file's benchmark ran alone, or "" (several
+// stores, or none): the other adapters' code is not what it measured
+// (provenance.ForStore).
+func (f *File) runs() string {
+	switch f.Kind {
+	case "residue", "window", "scale", "fixedcost":
+		return f.Store
+	case "pgvector":
+		return "pgvector"
+	}
+	return ""
+}
+
 // Check compares every file's measured code with HEAD of the git working
 // tree at root (`git diff <commit> HEAD -- <measured paths>`).
 func (r *Results) Check(root string) {
 	for _, f := range r.Files {
-		fr := provenance.Check(root, f.Prov, f.defaults())
+		fr := provenance.CheckStore(root, f.Prov, f.defaults(), f.runs())
 		f.Fresh = &fr
 	}
 }
@@ -159,7 +172,7 @@ func Load(dir string) (*Results, error) {
 			return nil, fmt.Errorf("%s: %w", p, err)
 		}
 		f := &File{Name: filepath.Base(p), Kind: head.Kind, Prov: head.Provenance}
-		if head.Kind == "residue" || head.Kind == "window" || head.Kind == "scale" {
+		if head.Kind == "residue" || head.Kind == "window" || head.Kind == "scale" || head.Kind == "fixedcost" {
 			f.Store = head.Store
 		}
 		switch head.Kind {

@@ -226,3 +226,42 @@ func TestMarkdownShowsNotes(t *testing.T) {
 		t.Errorf("RESULTS.md lacks the B5 note")
 	}
 }
+
+// A results file of one store is not made stale by a change to another
+// store's adapter, and is by a change to its own adapter, to the code its
+// adapter shares with others of its kind, or to the code every store
+// shares. A file whose benchmark ran no single store (capture) and a store
+// StoreDirs does not name keep every adapter in their measured code.
+func TestStaleOnlyForItsOwnAdapter(t *testing.T) {
+	dir := gitRepo(t, map[string]string{
+		"store/scan.go":                     "package store\n",
+		"store/sqlitedoc/sqlitedoc.go":      "package sqlitedoc\n",
+		"store/internal/sqlitex/sqlitex.go": "package sqlitex\n",
+		"store/chromem/chromem.go":          "package chromem\n",
+		"store/internal/pg/pg.go":           "package pg\n",
+	})
+	t.Chdir(dir)
+	prov := provenance.Capture(provenance.ResiduePaths)
+	checkStale(t, dir, prov, false, "unchanged")
+
+	commitFiles(t, dir, map[string]string{"store/chromem/chromem.go": "package chromem // edited\n", "store/internal/pg/pg.go": "package pg // edited\n"})
+	checkStale(t, dir, prov, false, "another store's adapter changed")
+	if f := provenance.CheckStore(dir, prov, nil, ""); !f.Stale {
+		t.Error("a file of no single store is not stale after an adapter changed")
+	}
+	if f := provenance.CheckStore(dir, prov, nil, "some-new-store"); !f.Stale {
+		t.Error("a file of a store StoreDirs does not name is not stale after an adapter changed")
+	}
+	if f := provenance.CheckStore(dir, prov, nil, "chromem"); !f.Stale {
+		t.Error("chromem's file is not stale after its adapter changed")
+	}
+
+	commitFiles(t, dir, map[string]string{"store/internal/sqlitex/sqlitex.go": "package sqlitex // edited\n"})
+	checkStale(t, dir, prov, true, "the SQLite code sqlite-doc's adapter shares changed")
+
+	prov = provenance.Capture(provenance.ResiduePaths)
+	commitFiles(t, dir, map[string]string{"store/scan.go": "package store // edited\n"})
+	if f := provenance.CheckStore(dir, prov, nil, "chromem"); !f.Stale {
+		t.Error("chromem's file is not stale after the scanner every store shares changed")
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 )
@@ -106,6 +107,69 @@ var TracePaths = []string{
 // ServePaths is what the serve-capture and workers benchmarks measure: the
 // residue benchmark's paths, and the server and the service behind it.
 var ServePaths = join(erasureCode, []string{"internal/server/", "internal/service/", "internal/comeback/"}, measuresNothing, []string{notScale})
+
+// adapterDirs are the directories of the store adapters, and of the
+// packages under store/internal that only some adapters import.
+var adapterDirs = []string{
+	"store/chroma/", "store/chromem/", "store/faiss/", "store/file/", "store/pgdoc/", "store/pgvector/",
+	"store/pinecone/", "store/redis/", "store/sqlitedoc/", "store/sqlitevec/", "store/weaviate/",
+	"store/internal/pg/", "store/internal/sqlitex/",
+}
+
+// StoreDirs names, for each store a benchmark measures on its own (a
+// residue, window, scale, fixedcost or pgvector results file), the
+// directories of adapterDirs that its erasures run: its adapter and what
+// the adapter imports (TestStoreDirsCoverWhatRuns checks both, and that
+// no package but the benchmarks' own dispatch imports an adapter).
+var StoreDirs = map[string][]string{
+	"sqlite-doc":   {"store/sqlitedoc/", "store/internal/sqlitex/"},
+	"sqlite-vec":   {"store/sqlitevec/", "store/internal/sqlitex/"},
+	"postgres":     {"store/pgdoc/", "store/internal/pg/"},
+	"pgvector":     {"store/pgvector/", "store/internal/pg/"},
+	"chromem":      {"store/chromem/"},
+	"chromem-gzip": {"store/chromem/"},
+	"file-jsonl":   {"store/file/"},
+	"faiss-flat":   {"store/faiss/"},
+	"faiss-hnsw":   {"store/faiss/"},
+	"weaviate":     {"store/weaviate/"},
+	"chroma":       {"store/chroma/"},
+	"redis":        {"store/redis/"},
+}
+
+// ForStore narrows measured paths to what a benchmark of store st runs:
+// the other adapters' directories are excluded, so that a change to one
+// adapter makes only the results of its own store stale. Paths that do
+// not hold "store/" whole, and stores StoreDirs does not name, are
+// returned unchanged.
+func ForStore(paths []string, st string) []string {
+	own, ok := StoreDirs[st]
+	if !ok || !slices.Contains(paths, "store/") {
+		return paths
+	}
+	out := slices.Clone(paths)
+	for _, d := range adapterDirs {
+		if !slices.Contains(own, d) {
+			out = append(out, ":(exclude)"+d)
+		}
+	}
+	return out
+}
+
+// CheckStore is Check for a results file whose benchmark ran store st
+// alone: a file measured on a clean commit is compared with HEAD on
+// ForStore's paths. A file measured with uncommitted changes keeps its
+// recorded paths, over which its measured tree was hashed.
+func CheckStore(root string, p Provenance, defaults []string, st string) Freshness {
+	if strings.HasSuffix(p.Commit, "+dirty") || strings.HasSuffix(p.Commit, "-dirty") {
+		return Check(root, p, defaults)
+	}
+	paths := p.MeasuredPaths
+	if len(paths) == 0 {
+		paths = defaults
+	}
+	p.MeasuredPaths = ForStore(paths, st)
+	return Check(root, p, defaults)
+}
 
 // join concatenates lists of pathspecs into a new slice.
 func join(lists ...[]string) []string {
