@@ -5,8 +5,9 @@
 // live chunk blob, where neither VACUUM nor secure_delete reaches it. This
 // adapter therefore overwrites the vector with zeros before it deletes the
 // row, then reclaims like any SQLite file (secure_delete, WAL checkpoint with
-// truncation, VACUUM unless a free-space audit proves no unused byte holds
-// data: docs/sqlite.md).
+// truncation, REINDEX of indexes holding stale cells or VACUUM, unless a free-space audit
+// finds every unused byte zero but for runs of a few bytes of page
+// structure: docs/sqlite.md).
 //
 // What it proves: deletion by key; that neither a lookup by id, a filter on
 // the subject tag, nor a nearest-neighbour search with the record's own
@@ -338,7 +339,7 @@ func init() {
 			return sqlitex.ListTable(ctx, c.Path, "vectors", "id", []string{"embedding"}, fn)
 		},
 		Proof: func(store.Config) (string, string) {
-			return "physical", "the database file and its -wal, -journal and -shm files are read byte by byte after reclaim (secure_delete, WAL truncation, VACUUM unless a free-space audit proves no unused byte holds data)"
+			return "physical", "the database file and its -wal, -journal and -shm files are read byte by byte after reclaim (secure_delete, WAL truncation, then REINDEX of indexes whose pages hold stale cells, or VACUUM, unless a free-space audit finds every unused byte zero but for runs of a few bytes of page structure: docs/sqlite.md)"
 		},
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 )
 
 // The free-space audit decides whether Reclaim may skip VACUUM. A record's
@@ -28,21 +29,38 @@ import (
 // I/O error) makes it undecided, and Reclaim runs VACUUM.
 
 // FreeSpace is what the free-space audit of a database file found. It
-// holds counts only, never content.
+// holds counts and schema names only, never content.
 type FreeSpace struct {
 	Pages    int // pages in the database
 	Freelist int // of which freelist pages
 	// NonZero counts the unused bytes (free blocks, page gaps, fragments,
-	// freelist pages, overflow tails) that are not zero on page FirstDirty:
-	// the audit stops at the first such page (DirtyPages is then 1), since
-	// one is enough to VACUUM.
+	// freelist pages, overflow tails) that are not zero, on DirtyPages
+	// pages, the first of them (in the audit's order) FirstDirty.
 	NonZero    int64
 	DirtyPages int
 	FirstDirty uint32
+	// DirtyIndexes names the indexes (sqlite_master's type "index") with
+	// non-zero unused bytes on a page of theirs (a b-tree page or an
+	// overflow page), sorted; DirtyElse counts the dirty pages that belong
+	// to no index: a table's, sqlite_master's, the freelist's. An index can
+	// be rebuilt on its own (REINDEX); the rest only by VACUUM.
+	DirtyIndexes []string
+	DirtyElse    int
 	// StalePointers counts the bytes of stale 2-byte cell pointers found
 	// directly past pages' cell pointer arrays (see btree): structure that
 	// SQLite never clears, not record content.
 	StalePointers int64
+	// StaleLeaves counts the bytes of stale leaf page numbers found
+	// directly past freelist trunk pages' lists (see staleLeaves): also
+	// structure.
+	StaleLeaves int64
+	// StaleCells counts the bytes in interior table pages' unused space
+	// that are stale interior cells (see staleCells): page numbers and
+	// rowids, structure as well.
+	StaleCells int64
+	// Remnants counts the bytes, and RemnantPages the index pages, of
+	// single short runs in index pages' unused space (see remnant).
+	Remnants, RemnantPages int64
 	// Undecided, when set, says why the audit could not decide.
 	Undecided string
 }
@@ -51,17 +69,34 @@ type FreeSpace struct {
 // holds data.
 func (f FreeSpace) Clean() bool { return f.Undecided == "" && f.NonZero == 0 }
 
+// OnlyIndexes reports whether the audit decided and every page with
+// non-zero unused bytes belongs to an index: rebuilding those indexes
+// (REINDEX) may leave the file clean without rewriting it whole.
+func (f FreeSpace) OnlyIndexes() bool {
+	return f.Undecided == "" && f.NonZero > 0 && f.DirtyElse == 0 && len(f.DirtyIndexes) > 0
+}
+
 // String describes the audit's result in one line of counts.
 func (f FreeSpace) String() string {
 	switch {
 	case f.Undecided != "":
 		return "free-space audit undecided: " + f.Undecided
 	case f.NonZero > 0:
-		return fmt.Sprintf("free-space audit of %d pages: %d unused bytes of page %d are not zero (the audit stops at the first such page)", f.Pages, f.NonZero, f.FirstDirty)
+		return fmt.Sprintf("free-space audit of %d pages: %d unused bytes on %d pages are not zero (%d pages of %d indexes, %d pages of tables, sqlite_master or the freelist)",
+			f.Pages, f.NonZero, f.DirtyPages, f.DirtyPages-f.DirtyElse, len(f.DirtyIndexes), f.DirtyElse)
 	}
 	s := fmt.Sprintf("free-space audit of %d pages (%d on the freelist): every unused byte is zero", f.Pages, f.Freelist)
 	if f.StalePointers > 0 {
 		s += fmt.Sprintf(" (%d bytes past cell pointer arrays are stale 2-byte cell pointers: page structure)", f.StalePointers)
+	}
+	if f.StaleLeaves > 0 {
+		s += fmt.Sprintf(" (%d bytes past freelist trunk lists are stale 4-byte leaf page numbers: page structure)", f.StaleLeaves)
+	}
+	if f.StaleCells > 0 {
+		s += fmt.Sprintf(" (%d bytes in interior table pages are stale interior cells, page numbers and rowids: page structure)", f.StaleCells)
+	}
+	if f.Remnants > 0 {
+		s += fmt.Sprintf(" (but for %d bytes on %d index pages, at most %d in one run per page: the first bytes of cells that page rebuilds leave)", f.Remnants, f.RemnantPages, maxRemnant)
 	}
 	return s
 }
@@ -74,9 +109,6 @@ func (u undecided) Error() string { return string(u) }
 
 func undecidedf(format string, args ...any) error { return undecided(fmt.Sprintf(format, args...)) }
 
-// errDirty stops the audit at the first page with non-zero unused bytes.
-var errDirty = errors.New("non-zero unused bytes")
-
 // AuditFreeSpace audits the database's main file under a read transaction
 // on conn, started with the WAL empty (after wal_checkpoint(TRUNCATE)):
 // such a reader takes WAL read lock 0, which no checkpoint may write past,
@@ -88,17 +120,26 @@ func AuditFreeSpace(ctx context.Context, conn *sql.Conn, path string) (FreeSpace
 	}
 	defer conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
 	var roots []uint32
-	rows, err := conn.QueryContext(ctx, "SELECT rootpage FROM sqlite_master WHERE rootpage > 0")
+	indexes := map[uint32]string{} // root page → index name
+	tables := map[uint32]string{}  // root page → table name
+	rows, err := conn.QueryContext(ctx, "SELECT rootpage, type, name FROM sqlite_master WHERE rootpage > 0")
 	if err != nil {
 		return FreeSpace{}, fmt.Errorf("free-space audit: %w", busyErr(err))
 	}
 	for rows.Next() {
 		var r int64
-		if err := rows.Scan(&r); err != nil {
+		var typ, name string
+		if err := rows.Scan(&r, &typ, &name); err != nil {
 			rows.Close()
 			return FreeSpace{}, fmt.Errorf("free-space audit: %w", err)
 		}
 		roots = append(roots, uint32(r))
+		switch typ {
+		case "index":
+			indexes[uint32(r)] = name
+		case "table":
+			tables[uint32(r)] = name
+		}
 	}
 	if err := rows.Close(); err != nil {
 		return FreeSpace{}, fmt.Errorf("free-space audit: %w", err)
@@ -107,10 +148,34 @@ func AuditFreeSpace(ctx context.Context, conn *sql.Conn, path string) (FreeSpace
 	if err := conn.QueryRowContext(ctx, "PRAGMA page_count").Scan(&pages); err != nil {
 		return FreeSpace{}, fmt.Errorf("free-space audit: %w", busyErr(err))
 	}
+	// The longest rowid varint of each rowid table, for staleCells.
+	rowid := map[uint32]int{}
+	for root, name := range tables {
+		var hi, lo sql.NullInt64
+		if err := conn.QueryRowContext(ctx, "SELECT max(_rowid_), min(_rowid_) FROM "+Quote(name)).Scan(&hi, &lo); err != nil {
+			continue // a WITHOUT ROWID table (no interior table pages), or a column named _rowid_ that is not one
+		}
+		switch {
+		case !hi.Valid:
+			rowid[root] = 1
+		case lo.Int64 < 0:
+			rowid[root] = 9
+		default:
+			rowid[root] = varintLen(uint64(hi.Int64))
+		}
+	}
 	if fi, err := os.Stat(path + "-wal"); err == nil && fi.Size() > 0 {
 		return FreeSpace{Pages: int(pages), Undecided: "the WAL was written after the checkpoint: the database file is not the whole database"}, nil
 	}
-	fs, err := auditFile(path, pages, roots)
+	fs, dirty, err := auditFile(path, pages, roots, rowid)
+	for root := range dirty {
+		if name, ok := indexes[root]; ok {
+			fs.DirtyIndexes = append(fs.DirtyIndexes, name)
+		} else {
+			fs.DirtyElse += dirty[root]
+		}
+	}
+	slices.Sort(fs.DirtyIndexes)
 	var u undecided
 	if errors.As(err, &u) {
 		fs.Undecided = string(u)
@@ -121,19 +186,19 @@ func AuditFreeSpace(ctx context.Context, conn *sql.Conn, path string) (FreeSpace
 }
 
 // auditFile audits the database file at path, which holds pages pages and
-// b-trees rooted at roots (besides sqlite_master's, page 1).
-func auditFile(path string, pages int64, roots []uint32) (FreeSpace, error) {
+// b-trees rooted at roots (besides sqlite_master's, page 1). It returns,
+// besides the counts, the dirty pages of each b-tree by its root page (0:
+// pages of no b-tree, the freelist's). rowid holds the length of the
+// longest rowid varint of each rowid table by root page.
+func auditFile(path string, pages int64, roots []uint32, rowid map[uint32]int) (FreeSpace, map[uint32]int, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return FreeSpace{}, err
+		return FreeSpace{}, nil, err
 	}
 	defer f.Close()
-	a := &auditor{f: f, fs: FreeSpace{Pages: int(pages)}}
+	a := &auditor{f: f, fs: FreeSpace{Pages: int(pages)}, dirtyIn: map[uint32]int{}, rowid: rowid}
 	err = a.run(pages, roots)
-	if errors.Is(err, errDirty) {
-		err = nil
-	}
-	return a.fs, err
+	return a.fs, a.dirtyIn, err
 }
 
 type auditor struct {
@@ -145,6 +210,9 @@ type auditor struct {
 	buf, ov  []byte
 	used     []bool
 	fs       FreeSpace
+	tree     uint32         // root page of the b-tree being audited; 0 outside b-trees
+	dirtyIn  map[uint32]int // dirty pages by tree
+	rowid    map[uint32]int // longest rowid varint by table root (staleCells)
 }
 
 func (a *auditor) run(pages int64, roots []uint32) error {
@@ -187,16 +255,20 @@ func (a *auditor) run(pages int64, roots []uint32) error {
 	if err := a.freelist(binary.BigEndian.Uint32(hdr[32:]), binary.BigEndian.Uint32(hdr[36:])); err != nil {
 		return err
 	}
-	stack := append([]uint32{1}, roots...)
-	for len(stack) > 0 {
-		pg := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		children, err := a.btree(pg)
-		if err != nil {
-			return err
+	for _, root := range append([]uint32{1}, roots...) {
+		a.tree = root
+		stack := []uint32{root}
+		for len(stack) > 0 {
+			pg := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			children, err := a.btree(pg)
+			if err != nil {
+				return err
+			}
+			stack = append(stack, children...)
 		}
-		stack = append(stack, children...)
 	}
+	a.tree = 0
 	lock := uint32(1<<30/a.pageSize + 1) // the lock-byte page: never written
 	missing := 0
 	for pg := uint32(1); pg <= a.n; pg++ {
@@ -239,8 +311,7 @@ func (a *auditor) read(pg uint32, b []byte) error {
 	return err
 }
 
-// zero counts the non-zero bytes of b, unused bytes of page pg, and stops
-// the audit (errDirty) when there is one.
+// zero counts the non-zero bytes of b, unused bytes of page pg.
 func (a *auditor) zero(pg uint32, b []byte) error {
 	n := int64(0)
 	for _, x := range b {
@@ -251,13 +322,20 @@ func (a *auditor) zero(pg uint32, b []byte) error {
 	return a.dirty(pg, n)
 }
 
-// dirty records n non-zero unused bytes on page pg: errDirty when n > 0.
+// dirty records n non-zero unused bytes on page pg, of the tree being
+// audited. The audit goes on: which trees are dirty decides what Reclaim
+// rebuilds.
 func (a *auditor) dirty(pg uint32, n int64) error {
 	if n == 0 {
 		return nil
 	}
-	a.fs.NonZero, a.fs.DirtyPages, a.fs.FirstDirty = n, 1, pg
-	return errDirty
+	if a.fs.DirtyPages == 0 {
+		a.fs.FirstDirty = pg
+	}
+	a.fs.NonZero += n
+	a.fs.DirtyPages++
+	a.dirtyIn[a.tree]++
+	return nil
 }
 
 // freelist audits the freelist: a trunk page's bytes past its list of leaf
@@ -277,6 +355,7 @@ func (a *auditor) freelist(trunk, total uint32) error {
 		}
 		end := 8 + 4*int(leaves)
 		list := append([]byte(nil), a.buf[8:end]...)
+		end += a.staleLeaves(a.buf[end:a.usable])
 		if err := a.zero(trunk, a.buf[end:a.usable]); err != nil {
 			return err
 		}
@@ -301,6 +380,137 @@ func (a *auditor) freelist(trunk, total uint32) error {
 	}
 	a.fs.Freelist = int(count)
 	return nil
+}
+
+// staleLeaves returns how many bytes at the start of b, the rest of a
+// freelist trunk page past its list of leaves, are stale leaf page
+// numbers, and counts them in StaleLeaves. Taking a leaf off a trunk moves
+// the list's last entry into the freed slot and shortens the list, so the
+// slot past the new end keeps a page number (the same one may be left in
+// several slots): structure that SQLite never clears, not record content.
+// Slots directly past the list are stale leaves while each holds a page
+// number from 2 to the file's page count, with a zero first byte (files of fewer than 2^24 pages; in larger
+// ones none is tolerated, and such files are VACUUMed when a trunk has
+// them): no run of more than three non-zero bytes passes for one.
+func (a *auditor) staleLeaves(b []byte) int {
+	if a.n >= 1<<24 {
+		return 0
+	}
+	n := 0
+	for ; n+4 <= len(b); n += 4 {
+		if v := binary.BigEndian.Uint32(b[n:]); v < 2 || v > a.n {
+			break
+		}
+	}
+	a.fs.StaleLeaves += int64(n)
+	return n
+}
+
+// maxRemnant is the longest run remnant tolerates.
+const maxRemnant = 4
+
+// remnant marks as used, and counts in Remnants, the non-zero unused bytes
+// of an index page when they are one run of at most maxRemnant bytes.
+// SQLite's page rebuilds leave such runs even on pages it built from zeroed
+// ones (REINDEX and VACUUM output has them): measured here, they are the
+// first bytes of a cell (payload size, header size, a serial type), the
+// rest of it zeroed. Which bytes they are is not proved; what is, is their
+// bound: at most maxRemnant bytes of anything per index page, shorter than
+// any needle window. Two runs, or a longer one, are left for the audit to
+// count (REINDEX or VACUUM then).
+func (a *auditor) remnant(d []byte, used []bool) {
+	first, last := -1, -1
+	for j := range d {
+		if !used[j] && d[j] != 0 {
+			if first < 0 {
+				first = j
+			}
+			last = j
+		}
+	}
+	if first < 0 || last-first+1 > maxRemnant {
+		return
+	}
+	for j := first; j <= last; j++ {
+		if used[j] {
+			return // not one run: a live cell lies between
+		}
+	}
+	for j := first; j <= last; j++ {
+		used[j] = true
+	}
+	a.fs.Remnants += int64(last - first + 1)
+	a.fs.RemnantPages++
+}
+
+// staleCells marks as used, and counts in StaleCells, the runs of
+// non-zero unused bytes of an interior table page that can only be stale
+// interior cells: balancing rebuilds a page from its cells without zeroing
+// the space the moved cells used, and an interior table cell is a 4-byte
+// child page number and a rowid varint, no record content. A run (bounded
+// by zero or used bytes) passes when it is at most three bytes (the child
+// page number's, whose first byte is zero in files of fewer than 2^24
+// pages) followed by at most vlen bytes (vlen: the table's longest rowid
+// varint) of which all but the last have the high bit set, as a varint's
+// do. So no run longer than 3+vlen bytes, nor one with more than four
+// bytes under 0x80 (ASCII text), passes. vlen 0 (not a rowid table, or
+// its rowids unknown) passes nothing.
+func (a *auditor) staleCells(d []byte, used []bool, vlen int) {
+	if vlen == 0 || a.n >= 1<<24 {
+		return
+	}
+	for j := 0; j < len(d); j++ {
+		if used[j] || d[j] == 0 {
+			continue
+		}
+		end := j
+		for end < len(d) && !used[end] && d[end] != 0 {
+			end++
+		}
+		if staleCell(d[j:end], vlen) {
+			for k := j; k < end; k++ {
+				used[k] = true
+			}
+			a.fs.StaleCells += int64(end - j)
+		}
+		j = end
+	}
+}
+
+// staleCell reports whether run can be the tail of a child page number (at
+// most three bytes) and a rowid varint of at most vlen bytes, all but the
+// last with the high bit set.
+func staleCell(run []byte, vlen int) bool {
+	for i := 0; i <= 3 && i <= len(run); i++ {
+		v := run[i:]
+		if len(v) > vlen {
+			continue
+		}
+		ok := true
+		for k := 0; k+1 < len(v); k++ {
+			if v[k] < 0x80 {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// varintLen is the length of v as an SQLite varint.
+func varintLen(v uint64) int {
+	if v >= 1<<56 {
+		return 9
+	}
+	n := 1
+	for v >= 0x80 {
+		v >>= 7
+		n++
+	}
+	return n
 }
 
 // Page types of b-tree pages.
@@ -409,6 +619,12 @@ func (a *auditor) btree(pg uint32) ([]uint32, error) {
 		}
 		used[j], used[j+1] = true, true
 		a.fs.StalePointers += 2
+	}
+	switch typ {
+	case interiorTable:
+		a.staleCells(d[:a.usable], used, a.rowid[a.tree])
+	case leafIndex, interiorIndex:
+		a.remnant(d[:a.usable], used)
 	}
 	n := int64(0)
 	for j, u := range used {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -106,9 +107,26 @@ func TestAuditFindsOneByte(t *testing.T) {
 			}
 		}
 	}
+	igap := indexGap(t, b)
+	cgap := -1 // the middle of an interior table page's gap
+	for pg := 1; pg < len(b)/ps && cgap < 0; pg++ {
+		d := b[pg*ps : (pg+1)*ps]
+		if d[0] == interiorTable {
+			n := int(binary.BigEndian.Uint16(d[3:]))
+			if start, end := int(binary.BigEndian.Uint16(d[5:])), 12+2*n; start-end > 40 {
+				cgap = pg*ps + (start+end)/2
+			}
+		}
+	}
+	if cgap < 0 {
+		t.Fatal("no interior table page with a gap")
+	}
+	pastList := -1 // the first byte past the first trunk page's list of leaves
 	if tr := binary.BigEndian.Uint32(b[32:]); tr != 0 {
 		free = int(tr-1)*ps + ps - 1 // the last byte of the first trunk page
+		pastList = int(tr-1)*ps + 8 + 4*int(binary.BigEndian.Uint32(b[int(tr-1)*ps+4:]))
 	}
+	pages := uint32(len(b) / ps)
 	if gap < 0 || free < 0 {
 		t.Fatalf("no page with a gap (%d) or no freelist (%d)", gap, free)
 	}
@@ -121,11 +139,26 @@ func TestAuditFindsOneByte(t *testing.T) {
 		off            int
 		put            []byte
 		nonZero, stale int64
+		index          bool // the page is the UNIQUE index's
+		leaves         int64
+		cells          int64
 	}{
-		{"gap", gap, []byte("x"), 1, 0},
-		{"freelist", free, []byte("x"), 1, 0},
-		{"text past the cell pointers", ptrs, []byte("xy"), 2, 0},
-		{"a stale cell pointer", ptrs, []byte{0x0f, 0x00}, 0, 2},
+		{"stale interior cells", cgap, []byte{0x00, 0x00, 0x01, 0x07, 0x81, 0x05, 0x00, 0x00, 0x01, 0x06, 0x8a}, 0, 0, false, 0, 7},
+		{"text in an interior table page", cgap, []byte("hello"), 5, 0, false, 0, 0},
+		{"a long varint in an interior table page", cgap, []byte{0x01, 0x07, 0x81, 0x82, 0x83, 0x05}, 6, 0, false, 0, 0},
+		{"a stale freelist leaf", pastList, binary.BigEndian.AppendUint32(nil, pages-1), 0, 0, false, 4, 0},
+		{"two stale freelist leaves", pastList, binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(nil, 2), pages), 0, 0, false, 8, 0},
+		{"a leaf past the file", pastList, binary.BigEndian.AppendUint32(nil, pages+1), nonZero(pages + 1), 0, false, 0, 0},
+		{"a leaf twice", pastList, binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(nil, 7), 7), 0, 0, false, 8, 0},
+		{"page 1 as a leaf", pastList, binary.BigEndian.AppendUint32(nil, 1), 1, 0, false, 0, 0},
+		{"text past the freelist list", pastList, []byte("wxyz"), 4, 0, false, 0, 0},
+		{"gap", gap, []byte("x"), 1, 0, false, 0, 0},
+		{"freelist", free, []byte("x"), 1, 0, false, 0, 0},
+		{"text past the cell pointers", ptrs, []byte("xy"), 2, 0, false, 0, 0},
+		{"a stale cell pointer", ptrs, []byte{0x0f, 0x00}, 0, 2, false, 0, 0},
+		{"an index page's gap", igap - 5, []byte("vwxyz"), 5, 0, true, 0, 0},
+		{"two runs in an index page's gap", igap - 5, []byte("xy\x00yz"), 4, 0, true, 0, 0},
+		{"a remnant in an index page's gap", igap - 6, []byte("wxyz"), 0, 0, true, 0, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "x.db")
@@ -136,11 +169,84 @@ func TestAuditFindsOneByte(t *testing.T) {
 			}
 			fs := audit(t, p)
 			page := uint32(c.off/ps + 1)
+			if c.nonZero == 0 && !fs.Clean() || fs.StaleLeaves-base.StaleLeaves != c.leaves || fs.StaleCells-base.StaleCells != c.cells {
+				t.Errorf("%s: want clean with %d more bytes of stale leaves and %d of stale cells", fs, c.leaves, c.cells)
+			}
 			if c.nonZero > 0 && (fs.NonZero != c.nonZero || fs.FirstDirty != page) || c.stale > 0 && (!fs.Clean() || fs.StalePointers-base.StalePointers != c.stale) || fs.Undecided != "" {
 				t.Errorf("%s: want %d non-zero bytes (on page %d) and %d more stale pointer bytes", fs, c.nonZero, page, c.stale)
 			}
+			switch {
+			case c.nonZero == 0:
+				if c.index && (fs.Remnants-base.Remnants != int64(len(c.put)) || fs.RemnantPages-base.RemnantPages != 1) {
+					t.Errorf("%s (%+v): want %d bytes on 1 page told as a remnant", fs, fs, len(c.put))
+				}
+			case c.index && (!fs.OnlyIndexes() || !slices.Equal(fs.DirtyIndexes, []string{"sqlite_autoindex_t_1"}) || fs.DirtyElse != 0):
+				t.Errorf("%s (%+v): want the dirty page told as the index sqlite_autoindex_t_1's", fs, fs)
+			case !c.index && (fs.OnlyIndexes() || len(fs.DirtyIndexes) != 0 || fs.DirtyElse != 1):
+				t.Errorf("%s (%+v): want the dirty page told as no index's", fs, fs)
+			}
 		})
 	}
+}
+
+// A run of unused bytes in an interior table page passes for stale cells
+// only as up to three bytes of a page number and a varint no longer than
+// the table's rowids need.
+func TestStaleCell(t *testing.T) {
+	for _, c := range []struct {
+		run  []byte
+		vlen int
+		want bool
+	}{
+		{[]byte{0x76, 0x06, 0x92, 0x99, 0x7f}, 3, true},
+		{[]byte{0x01, 0x76, 0x06, 0x92, 0x99, 0x7f}, 3, true},
+		{[]byte{0x01, 0x76, 0x06, 0x92, 0x99, 0x7f}, 2, false},
+		{[]byte("ab"), 1, true},
+		{[]byte("abcd"), 1, true},
+		{[]byte("abcde"), 9, false},
+		{[]byte("hello world"), 9, false},
+		{[]byte{0x92, 0x99}, 3, true}, // cut by the cell content that follows
+		{[]byte{'a', 'b', 'c', 0x81, 0x82, 0x83, 0x84}, 3, false},
+	} {
+		if got := staleCell(c.run, c.vlen); got != c.want {
+			t.Errorf("staleCell(%x, %d) = %v, want %v", c.run, c.vlen, got, c.want)
+		}
+	}
+	for v, n := range map[uint64]int{0: 1, 127: 1, 128: 2, 1<<14 - 1: 2, 1 << 14: 3, 1<<56 - 1: 8, 1 << 56: 9} {
+		if got := varintLen(v); got != n {
+			t.Errorf("varintLen(%d) = %d, want %d", v, got, n)
+		}
+	}
+}
+
+// nonZero counts the non-zero bytes of v.
+func nonZero(v uint32) int64 {
+	n := int64(0)
+	for ; v != 0; v >>= 8 {
+		if v&0xff != 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// indexGap returns the offset in the database file b (4 KiB pages) of the
+// end of a leaf index page's gap between its cell pointers and its cell
+// content (the first byte of its cell content).
+func indexGap(t *testing.T, b []byte) int {
+	t.Helper()
+	const ps = 4096
+	for pg := 1; pg < len(b)/ps; pg++ {
+		d := b[pg*ps : (pg+1)*ps]
+		if d[0] == leafIndex {
+			n := int(binary.BigEndian.Uint16(d[3:]))
+			if start := int(binary.BigEndian.Uint16(d[5:])); start-(8+2*n) > 16 {
+				return pg*ps + start
+			}
+		}
+	}
+	t.Fatal("no leaf index page with a gap")
+	return -1
 }
 
 // What the audit does not understand leaves it undecided (Reclaim then

@@ -61,13 +61,18 @@ const ReclaimMethod = "secure_delete=ON; wal_checkpoint(TRUNCATE); VACUUM; wal_c
 // record: it turns secure_delete on, checkpoints the WAL into the main file
 // and truncates it, then audits the file's free space (AuditFreeSpace).
 // When the audit proves every unused byte zero, nothing in the file can
-// hold an earlier version of a record and VACUUM is skipped; otherwise
-// (non-zero free space, or anything the audit cannot decide) VACUUM
-// rebuilds the file from live rows only and the WAL is checkpointed and
-// truncated again. The method reported says which was done, and why. It
-// needs no reader to hold an old snapshot; a busy checkpoint is reported as
-// an error, never ignored. The physical probe decides what is verified,
-// whichever way this went.
+// hold an earlier version of a record and VACUUM is skipped. When the only
+// non-zero unused bytes lie in indexes' pages (cells that page splits left
+// behind), those indexes are rebuilt (REINDEX, with secure_delete on, so
+// their old pages are zeroed as they are freed), the WAL is checkpointed
+// again and the file audited again: VACUUM is skipped when that audit
+// proves it clean. Otherwise (non-zero free space in a table, the freelist
+// or sqlite_master, a REINDEX that fails, or anything an audit cannot
+// decide) VACUUM rebuilds the file from live rows only and the WAL is
+// checkpointed and truncated again. The method reported says which was
+// done, and why. It needs no reader to hold an old snapshot; a busy
+// checkpoint is reported as an error, never ignored. The physical probe
+// decides what is verified, whichever way this went.
 func Reclaim(ctx context.Context, db *sql.DB, path string) (store.ReclaimReport, error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
@@ -91,14 +96,28 @@ func Reclaim(ctx context.Context, db *sql.DB, path string) (store.ReclaimReport,
 		return rep, fmt.Errorf("reclaim: %w", err)
 	}
 	rep.Steps = append(rep.Steps, fs.String())
+	const head = "secure_delete=ON; wal_checkpoint(TRUNCATE); "
+	const skipped = "; the WAL is empty: no free space can hold an earlier version of a record"
 	if fs.Clean() {
-		rep.Method = "secure_delete=ON; wal_checkpoint(TRUNCATE); VACUUM skipped: " + fs.String() +
-			"; the WAL is empty: no free space can hold an earlier version of a record"
+		rep.Method = head + "VACUUM skipped: " + fs.String() + skipped
 		rep.Steps = append(rep.Steps, "VACUUM skipped")
 		return rep, nil
 	}
-	rep.Method = "secure_delete=ON; wal_checkpoint(TRUNCATE); VACUUM, because " + fs.String() +
-		" (free space may hold earlier versions of records); wal_checkpoint(TRUNCATE)"
+	why := fs.String()
+	if fs.OnlyIndexes() {
+		again, err := reindex(ctx, conn, &rep, path, fs.DirtyIndexes)
+		if err != nil {
+			return rep, err
+		}
+		did := fmt.Sprintf("%s; REINDEX of %d indexes (%s), wal_checkpoint(TRUNCATE), then ", fs.String(), len(fs.DirtyIndexes), strings.Join(fs.DirtyIndexes, ", "))
+		if again.Clean() {
+			rep.Method = head + did + "VACUUM skipped: " + again.String() + skipped
+			rep.Steps = append(rep.Steps, "VACUUM skipped")
+			return rep, nil
+		}
+		why = did + again.String()
+	}
+	rep.Method = head + "VACUUM, because " + why + " (free space may hold earlier versions of records); wal_checkpoint(TRUNCATE)"
 	if err := run(ctx, conn, &rep, "VACUUM", "VACUUM"); err != nil {
 		return rep, err
 	}
@@ -106,6 +125,30 @@ func Reclaim(ctx context.Context, db *sql.DB, path string) (store.ReclaimReport,
 		return rep, err
 	}
 	return rep, nil
+}
+
+// reindex rebuilds the named indexes, checkpoints the WAL and audits the
+// file again. A REINDEX that fails for another reason than a busy database
+// (the index was dropped meanwhile, a collation is missing) is no error: it
+// comes back as an undecided audit, and Reclaim goes on to VACUUM.
+func reindex(ctx context.Context, conn *sql.Conn, rep *store.ReclaimReport, path string, names []string) (FreeSpace, error) {
+	for _, name := range names {
+		if err := run(ctx, conn, rep, "REINDEX "+name, "REINDEX "+Quote(name)); err != nil {
+			if errors.Is(err, store.ErrBusy) || ctx.Err() != nil {
+				return FreeSpace{}, err
+			}
+			return FreeSpace{Undecided: "REINDEX " + name + " failed: " + err.Error()}, nil
+		}
+	}
+	if err := run(ctx, conn, rep, "wal_checkpoint(TRUNCATE)", "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+		return FreeSpace{}, err
+	}
+	fs, err := AuditFreeSpace(ctx, conn, path)
+	if err != nil {
+		return FreeSpace{}, fmt.Errorf("reclaim: %w", err)
+	}
+	rep.Steps = append(rep.Steps, fs.String())
+	return fs, nil
 }
 
 // run runs one reclaim statement and records it as a step. A checkpoint
