@@ -3,6 +3,7 @@ package sqlitevec
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 
 	"github.com/amnesia-dev/amnesia/store"
@@ -145,4 +146,127 @@ func (s *Store) zeroInvalidSlots(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("zero invalidated vec0 slots: %w", err)
 	}
 	return n, nil
+}
+
+// liveVectors returns a source for store.DropShared that reads the bytes of
+// every live vector but those of keys straight from the vec0 chunks (one
+// blob per chunk, its valid slots), instead of through vec0's per-row
+// scan, which reads each vector on its own. The holders are not named (as
+// ReadEvidence passes them). Before it hands fn anything it checks, in the
+// same read transaction, that the layout is the one this adapter knows:
+// every chunk's vectors fit its validity bits, and the valid slots are as
+// many as vectors_rowids has rows (one per live row); otherwise, and when a
+// key's slot is not where vectors_rowids says, it reads through vec0
+// (sqlitex.Others) as before.
+func (s *Store) liveVectors(ctx context.Context, keys map[string]bool) func(fn func(string, []byte) error) error {
+	viaVec0 := sqlitex.Others(ctx, s.db, `SELECT id, embedding FROM vectors`, keys)
+	anonymous := func(fn func(string, []byte) error) error {
+		return viaVec0(func(_ string, b []byte) error { return fn("", b) })
+	}
+	return func(fn func(string, []byte) error) error {
+		done, err := s.readChunks(ctx, keys, fn)
+		if err != nil || done {
+			return err
+		}
+		return anonymous(fn)
+	}
+}
+
+// readChunks is liveVectors' read of the chunks; done is false when the
+// layout check failed before fn was called.
+func (s *Store) readChunks(ctx context.Context, keys map[string]bool, fn func(string, []byte) error) (done bool, err error) {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN"); err != nil {
+		return false, err
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+	skip, ok, err := s.chunkLayout(ctx, conn, keys)
+	if err != nil || !ok {
+		return false, err
+	}
+	rows, err := conn.QueryContext(ctx, `SELECT c.chunk_id, c.validity, v.vectors FROM vectors_chunks c JOIN vectors_vector_chunks00 v ON v.rowid = c.chunk_id`)
+	if err != nil {
+		return true, err
+	}
+	defer rows.Close()
+	w := 4 * s.dim
+	for rows.Next() {
+		var chunk int64
+		var validity, blob sql.RawBytes // the driver's until the next row
+		if err := rows.Scan(&chunk, &validity, &blob); err != nil {
+			return true, err
+		}
+		if len(blob)%w != 0 || len(blob)/w > 8*len(validity) {
+			return true, fmt.Errorf("read vec0 chunk %d: its size changed within a read transaction", chunk)
+		}
+		for i := 0; i < len(blob)/w; i++ {
+			if validity[i/8]&(1<<(i%8)) == 0 || skip[slot{chunk, i}] {
+				continue
+			}
+			if err := fn("", blob[i*w:(i+1)*w]); err != nil {
+				return true, err
+			}
+		}
+	}
+	return true, rows.Err()
+}
+
+type slot struct {
+	chunk int64
+	i     int
+}
+
+// chunkLayout reads, on conn, where each key's vector lies (its chunk and
+// offset), and checks the chunks against vectors_rowids. ok is false when
+// the layout is not the one this adapter knows.
+func (s *Store) chunkLayout(ctx context.Context, conn *sql.Conn, keys map[string]bool) (skip map[slot]bool, ok bool, err error) {
+	skip = map[slot]bool{}
+	for k := range keys {
+		var c sql.NullInt64
+		var off sql.NullInt64
+		err := conn.QueryRowContext(ctx, `SELECT chunk_id, chunk_offset FROM vectors_rowids WHERE id = ?`, k).Scan(&c, &off)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue // not live: nothing of it to skip
+		}
+		if err != nil || !c.Valid || !off.Valid {
+			return nil, false, nil
+		}
+		skip[slot{c.Int64, int(off.Int64)}] = true
+	}
+	var live int64
+	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM vectors_rowids`).Scan(&live); err != nil {
+		return nil, false, nil
+	}
+	rows, err := conn.QueryContext(ctx, `SELECT c.chunk_id, c.validity, length(v.vectors) FROM vectors_chunks c JOIN vectors_vector_chunks00 v ON v.rowid = c.chunk_id`)
+	if err != nil {
+		return nil, false, nil
+	}
+	defer rows.Close()
+	w := int64(4 * s.dim)
+	valid := int64(0)
+	for rows.Next() {
+		var chunk, size int64
+		var validity []byte
+		if err := rows.Scan(&chunk, &validity, &size); err != nil {
+			return nil, false, nil
+		}
+		if size%w != 0 || size/w > 8*int64(len(validity)) {
+			return nil, false, nil
+		}
+		for i := int64(0); i < size/w; i++ {
+			if validity[i/8]&(1<<(i%8)) != 0 {
+				valid++
+			} else if skip[slot{chunk, int(i)}] {
+				return nil, false, nil // a key's slot is not valid: not where vectors_rowids says
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, nil
+	}
+	return skip, valid == live, nil
 }

@@ -237,11 +237,7 @@ func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*st
 		e.AddWindows(store.Float32LE(r.Embedding))
 		out[k] = e
 	}
-	others := sqlitex.Others(ctx, s.db, `SELECT id, embedding FROM vectors`, batch)
-	anonymous := func(fn func(string, []byte) error) error {
-		return others(func(_ string, b []byte) error { return fn("", b) })
-	}
-	err := store.DropShared(ctx, out, anonymous)
+	err := store.DropShared(ctx, out, s.liveVectors(ctx, batch))
 	if err != nil {
 		return nil, fmt.Errorf("read evidence: %w", err)
 	}
