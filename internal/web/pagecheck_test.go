@@ -125,8 +125,9 @@ type verdict struct {
 	Valid  bool   `json:"valid"`
 	Failed string `json:"failed"`
 	Checks []struct {
-		Name string `json:"name"`
-		OK   bool   `json:"ok"`
+		Name   string `json:"name"`
+		OK     bool   `json:"ok"`
+		Detail string `json:"detail"`
 	} `json:"checks"`
 	CertificateID string `json:"certificateId"`
 }

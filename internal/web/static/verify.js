@@ -14,6 +14,12 @@
 //   6. the inclusion proof (RFC 6962 / RFC 9162): the certificate's leaf
 //      "amnesia/certificate/v1\n<id>\n<hex sha256(payload)>\n", hashed as
 //      SHA-256(0x00 || leaf), leads to the checkpoint's root.
+// Between 4 and 5, two of certificate/check.go's schema checks: "keys" (no
+// payload key differs from a field of the schema only in case, which Go's
+// JSON reader would take for that field) and "consistency" (the
+// certificate's own measurements agree with its outcomes, its counts and
+// its complete flag). Repeated keys are not detected here: JSON.parse keeps
+// the last one without telling.
 
 const enc = new TextEncoder();
 const dec = new TextDecoder("utf-8", { fatal: true });
@@ -79,6 +85,100 @@ export function pemToSPKI(text) {
 // keyIdOf returns amnesia's key id of an SPKI DER: "sha256:<hex>".
 export async function keyIdOf(spki) {
   return "sha256:" + hex(await sha256(spki));
+}
+
+// SCHEMA_FIELDS are the JSON names of every field of the statement
+// (certificate.SchemaFields in Go; a Go test compares the two lists).
+export const SCHEMA_FIELDS = new Set([
+  "_type", "artifacts", "by_filter", "by_id", "by_similarity", "bytes_scanned", "canaries",
+  "candidates", "capabilities", "certificate_id", "choices", "complete", "copies",
+  "copies_unlisted", "counts", "coverage", "covered_bytes", "covers", "crypto_shredding",
+  "declared_scope", "deleted", "digest", "does_not_cover", "drift", "endpoint",
+  "erased_neighbours", "error", "evidence", "exposure", "extracted", "files_scanned", "flagged",
+  "follows", "found_after", "found_before", "fpr_any", "fpr_per_canary", "fragment_bytes", "head",
+  "id", "issued_at", "journal", "k", "key_destroyed", "key_id", "kind", "level", "log_index",
+  "logical", "measurement", "method", "methods", "millis", "min_overlap_at_k", "model", "models",
+  "name", "near", "needles", "needs_human", "neighbours", "not_searched", "note", "of",
+  "of_windows", "out_of_scope", "outcome", "overlap_at_k", "overlap_unerased_at_k",
+  "payload_sha256", "physical", "predicate", "predicateType", "probe_after", "probe_before",
+  "queries", "quote_fraction", "reason", "reclaim", "record", "record_bytes", "records",
+  "references", "requests", "residual", "residue", "retrain", "retrain_millis", "retrained",
+  "reverifiable", "reverifies", "reverify_note", "rows", "run", "schema_version", "scope",
+  "sealed", "sealed_artifacts", "searches", "semantic", "served", "sha256", "shard", "sharded",
+  "shards", "shared", "similarity", "steps", "store", "subject", "subject_ref", "subject_rows",
+  "tainted", "tainted_files_left", "touched", "trace", "trained_without", "type", "unverified",
+  "valid_until", "verified", "verified_logical", "verified_physical", "via", "what",
+  "window_bytes", "windows"
+]);
+
+const fold = (k) => k.toUpperCase().toLowerCase();
+const FOLDED_FIELDS = new Map([...SCHEMA_FIELDS].map((f) => [fold(f), f]));
+
+// keysProblem returns why a key of the payload would be read differently
+// by Go's JSON reader (a key that differs from a field only in case), or "".
+export function keysProblem(node) {
+  if (Array.isArray(node)) {
+    for (const x of node) {
+      const p = keysProblem(x);
+      if (p) return p;
+    }
+    return "";
+  }
+  if (node && typeof node === "object") {
+    for (const [k, v] of Object.entries(node)) {
+      if (!SCHEMA_FIELDS.has(k) && FOLDED_FIELDS.has(fold(k))) {
+        return `the payload has a key that differs from the field ${FOLDED_FIELDS.get(fold(k))} only in case`;
+      }
+      const p = keysProblem(v);
+      if (p) return p;
+    }
+  }
+  return "";
+}
+
+const OUTCOMES = ["VERIFIED", "UNVERIFIED", "RESIDUAL", "OUT_OF_SCOPE", "NEEDS_HUMAN"];
+const obj = (v) => (v && typeof v === "object" && !Array.isArray(v) ? v : {});
+const num = (v) => (typeof v === "number" ? v : 0);
+
+// consistencyProblem returns where a predicate contradicts itself (as
+// certificate/check.go refuses it), or "".
+export function consistencyProblem(pred) {
+  const arts = Array.isArray(pred.artifacts) ? pred.artifacts : [];
+  const counts = { artifacts: arts.length, verified: 0, verified_physical: 0, verified_logical: 0, unverified: 0, residual: 0, out_of_scope: 0, needs_human: 0 };
+  for (let i = 0; i < arts.length; i++) {
+    const a = obj(arts[i]);
+    const m = obj(a.measurement);
+    const at = `artifact ${i + 1}`;
+    if (a.outcome === "VERIFIED") {
+      if (a.level !== "physical" && a.level !== "logical") return `${at} is VERIFIED at no level (physical or logical)`;
+      if ((Array.isArray(m.copies) && m.copies.length > 0) || num(m.copies_unlisted) > 0) return `${at} is VERIFIED but its measurement lists copies outside the lineage`;
+      const lg = obj(m.logical);
+      if (lg.by_id || lg.by_filter || lg.by_similarity) return `${at} is VERIFIED but its measurement says a query still returns it`;
+      const ph = obj(m.physical);
+      if (num(ph.found_after) !== 0) return `${at} is VERIFIED but the byte scan after deletion found ${ph.found_after} of its fragments`;
+      if (a.level === "physical") {
+        if (m.physical === undefined || m.physical === null) return `${at} is VERIFIED(physical) without a physical measurement`;
+        if (num(ph.needles) <= 0 || num(ph.found_before) <= 0) return `${at} is VERIFIED(physical) but the byte scan found none of its fragments before deletion (the probe had no power)`;
+        const cov = obj(ph.coverage);
+        if (Object.keys(cov).length > 0 && num(cov.covered_bytes) < num(cov.record_bytes)) return `${at} is VERIFIED(physical) but its fragments cover less than the record`;
+      }
+      counts.verified++;
+      counts["verified_" + a.level]++;
+    } else if (OUTCOMES.includes(a.outcome)) {
+      if (!a.reason) return `${at} is ${a.outcome} without a reason`;
+      counts[a.outcome.toLowerCase()]++;
+    } else {
+      return `${at} has an unknown outcome`;
+    }
+  }
+  const got = obj(pred.counts);
+  for (const [k, want] of Object.entries(counts)) {
+    if (num(got[k]) !== want) return `the counts say ${num(got[k])} ${k}, the artifacts ${want}`;
+  }
+  if (pred.complete === true && counts.unverified + counts.residual + counts.out_of_scope > 0) {
+    return "the certificate says complete, but an artifact is UNVERIFIED, RESIDUAL or OUT_OF_SCOPE";
+  }
+  return "";
 }
 
 // pae is the DSSE pre-authentication encoding.
@@ -255,7 +355,13 @@ export async function verifyBundle(text, pemText, otherPems) {
   add("payload", stOK, stOK
     ? `an amnesia erasure certificate v1, id ${pred.certificate_id}`
     : "the payload is not an amnesia erasure certificate naming this key");
-  if (stOK) res.certificateId = pred.certificate_id;
+  if (stOK) {
+    res.certificateId = pred.certificate_id;
+    const kp = keysProblem(st);
+    add("keys", !kp, kp || "every key of the payload is read the same by any JSON reader (case included)");
+    const cons = consistencyProblem(pred);
+    add("consistency", !cons, cons || `its ${Array.isArray(pred.artifacts) ? pred.artifacts.length : 0} artifacts' measurements agree with their outcomes, the counts and the complete flag`);
+  }
   res.logIndex = p.logEntry.logIndex;
 
   let cp;
