@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/mod/sumdb/note"
 
 	"github.com/amnesia-dev/amnesia/certificate"
 	"github.com/amnesia-dev/amnesia/internal/state"
@@ -41,19 +43,32 @@ func newAuditLogKeyCommand(g *globalOptions) *cobra.Command {
 }
 
 func newAuditCosignCommand(g *globalOptions) *cobra.Command {
-	return &cobra.Command{
+	var witnessKeys []string
+	cmd := &cobra.Command{
 		Use:   "cosign <cosigned checkpoint | ->",
 		Short: "Store the cosignatures on a checkpoint a witness returned (amnesia witness cosign) with the log's checkpoint",
 		Long: `Cosign stores the signature lines of a checkpoint that a witness cosigned
 with the log's own checkpoint of that size. The checkpoint's text and the
 log's signature must be those the log stored; lines the log already has are
 kept, new ones added. Certificates carry the cosignatures once re-proved
-against that checkpoint (amnesia audit prove).`,
+against that checkpoint (amnesia audit prove).
+
+With --witness-key (the witnesses' verifier keys, as 'amnesia witness init'
+prints them), every signature line but the log's own must verify under one
+of them, or nothing is stored (exit 16): a line that does not would make
+'amnesia verify --witness-key' fail on every certificate re-proved against
+this checkpoint. Without it the lines are stored unchecked, and the command
+says so.`,
 		Args: usageArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			data, err := readCosignedCheckpoint(cmd, args[0])
 			if err != nil {
 				return err
+			}
+			if len(witnessKeys) > 0 {
+				if err := checkWitnessLines(data, witnessKeys); err != nil {
+					return err
+				}
 			}
 			a, lg, err := openLog(cmd, g)
 			if err != nil {
@@ -66,9 +81,49 @@ against that checkpoint (amnesia audit prove).`,
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "stored: the checkpoint of %d leaves carries %d signature(s) by the log and %d other(s)\n",
 				s.Size, len(s.Note.Sigs), len(s.Note.UnverifiedSigs))
+			if len(witnessKeys) == 0 && len(s.Note.UnverifiedSigs) > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "note: the %d other signature line(s) were stored unchecked; give --witness-key to check them before they are stored\n", len(s.Note.UnverifiedSigs))
+			}
 			return nil
 		},
 	}
+	cmd.Flags().StringArrayVar(&witnessKeys, "witness-key", nil, "a witness's verifier key (name+hash+base64, as `amnesia witness init` prints), or a file holding one; repeatable: every line but the log's must verify under one")
+	return cmd
+}
+
+// checkWitnessLines checks that every signature line of the signed note
+// data, but those under the log's origin (the log's own, which the log
+// checks when it stores them), verifies under one of the witness keys.
+func checkWitnessLines(data []byte, keys []string) error {
+	p, err := certificate.LoadPolicy(certificate.PolicyFiles{WitnessKeys: keys})
+	if errors.Is(err, certificate.ErrPolicy) {
+		return withCode(exitUsage, err)
+	}
+	if err != nil {
+		return err
+	}
+	opts, err := p.Options()
+	if err != nil {
+		return withCode(exitUsage, err)
+	}
+	origin, _, _ := bytes.Cut(data, []byte("\n"))
+	n, err := note.Open(data, note.VerifierList(opts.Witnesses...))
+	var none *note.UnverifiedNoteError
+	switch {
+	case errors.As(err, &none):
+		n = none.Note
+	case err != nil:
+		return withCode(exitWitnesses, fmt.Errorf("the cosigned checkpoint: %w: nothing stored", err))
+	}
+	for _, sig := range n.UnverifiedSigs {
+		if sig.Name != string(origin) {
+			return withCode(exitWitnesses, fmt.Errorf("the signature line by %s (key hash %08x) verifies under no --witness-key given: nothing stored", sig.Name, sig.Hash))
+		}
+	}
+	if len(n.Sigs) == 0 {
+		return withCode(exitWitnesses, errors.New("no signature line verifies under a --witness-key given: nothing stored"))
+	}
+	return nil
 }
 
 func newAuditProveCommand(g *globalOptions) *cobra.Command {

@@ -74,10 +74,33 @@ func TestWitnessEndToEnd(t *testing.T) {
 
 	// The certificate as issued has no cosignature: requiring one fails.
 	run("", exitWitnesses, "verify", cert, "--public-key", pub, "--witness-key", vkey, "--witnesses", "1")
+	// The operator checks the witness's line before storing it: under
+	// another witness's key, or with one byte of it changed, it is refused
+	// and nothing is stored.
+	w3, _ := run("", exitOK, "witness", "init", "--dir", filepath.Join(tmp, "w3"), "--name", "witness.test/w3")
+	cp0 := write("cosigned0.cp", cosigned0)
+	_, errOut = run("", exitWitnesses, "--state", st, "audit", "cosign", "--witness-key", strings.TrimSpace(w3), cp0)
+	if !strings.Contains(errOut, "witness.test/w1") || !strings.Contains(errOut, "nothing stored") {
+		t.Errorf("audit cosign under another witness's key: %q", errOut)
+	}
+	i := strings.LastIndex(cosigned0, "— witness.test/w1 ") + len("— witness.test/w1 ") + 40
+	flipped := []byte(cosigned0)
+	flipped[i] ^= 0x01
+	if flipped[i] == '\n' || flipped[i] == ' ' {
+		flipped[i] = 'A'
+	}
+	run("", exitWitnesses, "--state", st, "audit", "cosign", "--witness-key", vkey, write("flipped.cp", string(flipped)))
+	run("", exitUsage, "--state", st, "audit", "cosign", "--witness-key", "not+a+key", cp0)
+	if p, _ := run("", exitOK, "--state", st, "audit", "prove", cert); strings.Contains(p, "witness.test/w1") {
+		t.Fatal("a refused cosignature was stored")
+	}
 	// Stored in the log, then the certificate re-proved against it.
-	out, _ := run("", exitOK, "--state", st, "audit", "cosign", write("cosigned0.cp", cosigned0))
-	if !strings.Contains(out, "1 other") {
-		t.Errorf("audit cosign: %q", out)
+	out, errOut := run("", exitOK, "--state", st, "audit", "cosign", "--witness-key", vkey, cp0)
+	if !strings.Contains(out, "1 other") || strings.Contains(errOut, "unchecked") {
+		t.Errorf("audit cosign: %q %q", out, errOut)
+	}
+	if _, errOut := run("", exitOK, "--state", st, "audit", "cosign", cp0); !strings.Contains(errOut, "stored unchecked") {
+		t.Errorf("audit cosign without --witness-key does not say the lines were not checked: %q", errOut)
 	}
 	proved := filepath.Join(tmp, "proved.dsse.json")
 	run("", exitOK, "--state", st, "audit", "prove", cert, "--out", proved)
