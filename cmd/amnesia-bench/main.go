@@ -260,7 +260,12 @@ func main() {
 			}
 		}
 	case "report":
+		stale := fs.Bool("stale", false, "write nothing: print the scripts/bench-all parts that would measure the stale files again, one per line")
 		fs.Parse(os.Args[2:])
+		if *stale {
+			err = staleParts(*out)
+			break
+		}
 		err = report(*out)
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
@@ -293,6 +298,19 @@ func write(path string, v any) error {
 	}
 	fmt.Fprintln(os.Stderr, "wrote", path)
 	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// staleParts prints the bench-all parts of the files report marks stale.
+func staleParts(dir string) error {
+	r, err := bench.Load(dir)
+	if err != nil {
+		return err
+	}
+	r.Check(".")
+	for _, p := range r.StaleParts() {
+		fmt.Println(p)
+	}
+	return nil
 }
 
 func report(dir string) error {

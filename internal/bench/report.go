@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -62,6 +63,41 @@ func (f *File) Rerun() string {
 		return "go run ./cmd/amnesia-bench scale --store " + f.Store
 	}
 	return "go run ./cmd/amnesia-bench " + f.Kind
+}
+
+// Part is the part of scripts/bench-all that measures this file again
+// ("residue:sqlite-doc", "window", "scale-sqlite", …), or "" for the
+// trace, which runs apart (bench/README.md).
+func (f *File) Part() string {
+	switch f.Kind {
+	case "residue":
+		return "residue:" + f.Store
+	case "scale":
+		if f.Store == "sqlite-doc" {
+			return "scale-sqlite"
+		}
+		return "scale-" + f.Store
+	case "serve-capture":
+		return "serve"
+	case "trace":
+		return ""
+	}
+	return f.Kind // fixedcost, window, scanner, capture, model, workers, pgvector
+}
+
+// StaleParts returns, after Check, the bench-all parts that measure the
+// stale files again, each once, in the order of the files.
+func (r *Results) StaleParts() []string {
+	var out []string
+	for _, f := range r.Files {
+		if f.Fresh == nil || !f.Fresh.Stale {
+			continue
+		}
+		if p := f.Part(); p != "" && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // defaults is what the file's kind of benchmark measures: what the

@@ -265,3 +265,35 @@ func TestStaleOnlyForItsOwnAdapter(t *testing.T) {
 		t.Error("chromem's file is not stale after the scanner every store shares changed")
 	}
 }
+
+// Each kind of results file names the bench-all part that measures it
+// again; StaleParts lists those of the stale files once each.
+func TestStaleParts(t *testing.T) {
+	for _, c := range []struct {
+		f    File
+		want string
+	}{
+		{File{Kind: "residue", Store: "faiss-hnsw"}, "residue:faiss-hnsw"},
+		{File{Kind: "scale", Store: "sqlite-doc"}, "scale-sqlite"},
+		{File{Kind: "scale", Store: "postgres"}, "scale-postgres"},
+		{File{Kind: "serve-capture"}, "serve"},
+		{File{Kind: "fixedcost", Store: "sqlite-doc"}, "fixedcost"},
+		{File{Kind: "pgvector"}, "pgvector"},
+		{File{Kind: "trace"}, ""},
+	} {
+		if got := c.f.Part(); got != c.want {
+			t.Errorf("%s %s: part %q, want %q", c.f.Kind, c.f.Store, got, c.want)
+		}
+	}
+	stale, fresh := &provenance.Freshness{Stale: true}, &provenance.Freshness{}
+	r := &Results{Files: []*File{
+		{Kind: "fixedcost", Store: "sqlite-doc", Fresh: stale},
+		{Kind: "fixedcost", Store: "sqlite-doc", Fresh: stale},
+		{Kind: "residue", Store: "redis", Fresh: fresh},
+		{Kind: "residue", Store: "sqlite-vec", Fresh: stale},
+		{Kind: "trace", Fresh: stale},
+	}}
+	if got := strings.Join(r.StaleParts(), " "); got != "fixedcost residue:sqlite-vec" {
+		t.Errorf("StaleParts = %q", got)
+	}
+}
