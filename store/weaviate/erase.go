@@ -33,6 +33,10 @@ const pollEvery = 500 * time.Millisecond
 // StateDeferred is Reclaim's state in delete-only mode.
 const StateDeferred = "PENDING-reclaim-deferred"
 
+// StateNotMeasured is Reclaim's state without data_dir: the store's files
+// could not be read, so what they still hold was not measured.
+const StateNotMeasured = "UNVERIFIED-physical-not-measured"
+
 // StateCompressed is Reclaim's state when the class keeps compressed
 // vector codes (pq, bq, sq, rq), which no needle can find.
 const StateCompressed = "UNVERIFIED-compressed-vectors"
@@ -343,7 +347,10 @@ func (s *Store) Reclaim(ctx context.Context) (store.ReclaimReport, error) {
 		return store.ReclaimReport{}, fmt.Errorf("reclaim: %w", err)
 	}
 	if s.dataDir == "" {
-		return store.ReclaimReport{Method: "none: Weaviate has no compaction API, and data_dir is not set, so its own compaction cannot be waited for"}, nil
+		return store.ReclaimReport{Method: "none: Weaviate has no compaction API, and data_dir is not set, so its own compaction cannot be waited for",
+			State: StateNotMeasured,
+			Evidence: "data_dir is not set: Weaviate keeps a deleted object's bytes in the class's write-ahead logs and segments until its own memtable flush and compaction, " +
+				"and amnesia could neither wait for that nor scan the files for them; only the logical probes were made"}, nil
 	}
 	s.mu.Lock()
 	watch := map[string]*store.Evidence{}

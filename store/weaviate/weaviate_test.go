@@ -477,7 +477,7 @@ func TestWeaviateWithoutDataDir(t *testing.T) {
 		t.Fatalf("physical probe declared without data_dir: %v", s.Info().Capabilities)
 	}
 	rep, err := s.Reclaim(context.Background())
-	if err != nil || rep.State != "" || !strings.Contains(rep.Method, "data_dir is not set") {
+	if err != nil || rep.State != weaviate.StateNotMeasured || !strings.Contains(rep.Method, "data_dir is not set") || !strings.Contains(rep.Evidence, "only the logical probes") {
 		t.Fatalf("reclaim without data_dir: %+v, %v", rep, err)
 	}
 }
