@@ -48,8 +48,13 @@ type File struct {
 // Rerun is the command that measures this file again.
 func (f *File) Rerun() string {
 	if f.Kind == "residue" {
-		if strings.HasPrefix(f.Store, "faiss") {
+		switch {
+		case strings.HasPrefix(f.Store, "faiss"):
 			return "go run -tags faiss ./cmd/amnesia-bench residue --store " + f.Store
+		case f.Store == "weaviate" || f.Store == "chroma": // the sizes scripts/bench-all gives them
+			return "go run ./cmd/amnesia-bench residue --store " + f.Store + " --subjects 20 --docs-each 5 --sample 5"
+		case f.Store == "redis":
+			return "go run ./cmd/amnesia-bench residue --store redis --subjects 50 --docs-each 10 --sample 5"
 		}
 		return "go run ./cmd/amnesia-bench residue --store " + f.Store
 	}
