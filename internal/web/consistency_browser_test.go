@@ -5,16 +5,15 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/secure-systems-lab/go-securesystemslib/dsse"
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/amnesia-dev/amnesia/certificate"
@@ -26,18 +25,19 @@ import (
 // signature, checkpoint and inclusion proof are all valid.
 func signedBundle(t *testing.T, payload []byte, priv ed25519.PrivateKey) []byte {
 	t.Helper()
-	pub := priv.Public().(ed25519.PublicKey)
-	pae := fmt.Appendf(nil, "DSSEv1 %d %s %d ", len(certificate.PayloadType), certificate.PayloadType, len(payload))
-	pae = append(pae, payload...)
-	type sig struct {
-		KeyID string `json:"keyid"`
-		Sig   string `json:"sig"`
+	signer, err := certificate.NewSigner(priv)
+	if err != nil {
+		t.Fatal(err)
 	}
-	env, _ := json.Marshal(struct { // a DSSE envelope, its fields in their canonical order
-		PayloadType string `json:"payloadType"`
-		Payload     string `json:"payload"`
-		Signatures  []sig  `json:"signatures"`
-	}{certificate.PayloadType, base64.StdEncoding.EncodeToString(payload), []sig{{certificate.KeyID(pub), base64.StdEncoding.EncodeToString(ed25519.Sign(priv, pae))}}})
+	es, err := dsse.NewEnvelopeSigner(signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := es.SignPayload(context.Background(), certificate.PayloadType, payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, _ := json.Marshal(e) // payloadType, payload, signatures: the envelope's canonical order
 	var st struct {
 		Predicate struct {
 			ID string `json:"certificate_id"`
@@ -48,11 +48,11 @@ func signedBundle(t *testing.T, payload []byte, priv ed25519.PrivateKey) []byte 
 	if err != nil {
 		t.Fatal(err)
 	}
-	signer, err := transparency.NewSigner("amnesia.test/consistency", priv)
+	logSigner, err := transparency.NewSigner("amnesia.test/consistency", priv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp, err := transparency.Sign(transparency.Checkpoint{Origin: "amnesia.test/consistency", Size: 1, Hash: tlog.RecordHash(leaf)}, signer)
+	cp, err := transparency.Sign(transparency.Checkpoint{Origin: "amnesia.test/consistency", Size: 1, Hash: tlog.RecordHash(leaf)}, logSigner)
 	if err != nil {
 		t.Fatal(err)
 	}
