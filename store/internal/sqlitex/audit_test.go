@@ -107,7 +107,7 @@ func TestAuditFindsOneByte(t *testing.T) {
 			}
 		}
 	}
-	igap := indexGap(t, b)
+	igap := gapEnd(t, b, leafIndex, 16)
 	cgap := -1 // the middle of an interior table page's gap
 	for pg := 1; pg < len(b)/ps && cgap < 0; pg++ {
 		d := b[pg*ps : (pg+1)*ps]
@@ -230,22 +230,23 @@ func nonZero(v uint32) int64 {
 	return n
 }
 
-// indexGap returns the offset in the database file b (4 KiB pages) of the
-// end of a leaf index page's gap between its cell pointers and its cell
-// content (the first byte of its cell content).
-func indexGap(t *testing.T, b []byte) int {
+// gapEnd returns the offset in the database file b (4 KiB pages) of the
+// end of the gap between the cell pointers and the cell content (the first
+// byte of the cell content) of the first leaf page of type typ (leafIndex or
+// leafTable) whose gap is longer than room bytes.
+func gapEnd(t *testing.T, b []byte, typ byte, room int) int {
 	t.Helper()
 	const ps = 4096
 	for pg := 1; pg < len(b)/ps; pg++ {
 		d := b[pg*ps : (pg+1)*ps]
-		if d[0] == leafIndex {
+		if d[0] == typ {
 			n := int(binary.BigEndian.Uint16(d[3:]))
-			if start := int(binary.BigEndian.Uint16(d[5:])); start-(8+2*n) > 16 {
+			if start := int(binary.BigEndian.Uint16(d[5:])); start-(8+2*n) > room {
 				return pg*ps + start
 			}
 		}
 	}
-	t.Fatal("no leaf index page with a gap")
+	t.Fatalf("no leaf page of type %d with a gap of more than %d bytes", typ, room)
 	return -1
 }
 

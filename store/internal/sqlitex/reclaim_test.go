@@ -3,7 +3,6 @@ package sqlitex
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,8 +29,8 @@ func TestReclaimRebuildsDirtyIndexes(t *testing.T) {
 		off    int
 		method []string
 	}{
-		{"index", indexGap(t, b) - len(secret), []string{"REINDEX of 1 indexes (sqlite_autoindex_t_1)", "then VACUUM skipped: free-space audit of"}},
-		{"table", tableGap(t, b) + 1 - len(secret), []string{"VACUUM, because free-space audit of", "0 pages of 0 indexes, 1 pages of tables"}},
+		{"index", gapEnd(t, b, leafIndex, 16) - len(secret), []string{"REINDEX of 1 indexes (sqlite_autoindex_t_1)", "then VACUUM skipped: free-space audit of"}},
+		{"table", gapEnd(t, b, leafTable, 32) - len(secret), []string{"VACUUM, because free-space audit of", "0 pages of 0 indexes, 1 pages of tables"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "x.db")
@@ -99,22 +98,4 @@ func TestReindexFailureIsUndecided(t *testing.T) {
 	if err != nil || fs.Clean() || !strings.Contains(fs.Undecided, "REINDEX no_such_index failed") {
 		t.Errorf("reindex of a missing index: %+v, %v; want an undecided audit", fs, err)
 	}
-}
-
-// tableGap returns the offset in the database file b (4 KiB pages) of the
-// last byte of a leaf table page's gap, one with room for 32 bytes.
-func tableGap(t *testing.T, b []byte) int {
-	t.Helper()
-	const ps = 4096
-	for pg := 1; pg < len(b)/ps; pg++ {
-		d := b[pg*ps : (pg+1)*ps]
-		if d[0] == leafTable {
-			n := int(binary.BigEndian.Uint16(d[3:]))
-			if start := int(binary.BigEndian.Uint16(d[5:])); start-(8+2*n) > 32 {
-				return pg*ps + start - 1
-			}
-		}
-	}
-	t.Fatal("no leaf table page with a gap")
-	return -1
 }
