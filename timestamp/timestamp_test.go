@@ -274,6 +274,13 @@ func TestVerifyImprintHashes(t *testing.T) {
 	if _, err := Verify(tok, checkpoint, a.roots, nil); !errors.Is(err, ErrImprint) {
 		t.Errorf("SHA-1 imprint: %v, want ErrImprint", err)
 	}
+	// No TSA trusted: the imprint's hash is held to the same list.
+	if _, err := Checker(nil)(tok, checkpoint); !errors.Is(err, ErrImprint) {
+		t.Errorf("SHA-1 imprint, no roots: %v, want ErrImprint", err)
+	}
+	if _, err := Checker(nil)(a.tokenFor(t, checkpoint, "sha256", false), checkpoint); err != nil {
+		t.Errorf("SHA-256 imprint, no roots: %v", err)
+	}
 	if _, err := ParseToken(tok); err != nil {
 		t.Errorf("ParseToken of a SHA-1 imprint token: %v", err)
 	}

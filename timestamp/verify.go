@@ -278,10 +278,9 @@ func Checker(roots *x509.CertPool) func(token, message []byte) (time.Time, error
 			if err != nil {
 				return time.Time{}, err
 			}
-			h := info.HashAlgorithm.New()
-			h.Write(message)
-			if !bytes.Equal(h.Sum(nil), info.HashedMessage) {
-				return time.Time{}, fmt.Errorf("the token's message imprint is not the checkpoint's: %w", ErrImprint)
+			if err := checkImprint(info, message); err != nil {
+				// The same hashes as with roots: a SHA-1 imprint is refused.
+				return time.Time{}, fmt.Errorf("the token's message imprint is not the checkpoint's: %w", err)
 			}
 			return info.GenTime, nil
 		}
