@@ -129,7 +129,7 @@ func printComeback(out io.Writer, rep *comeback.Report, what string) error {
 // reverify checks the certificate before any store is opened, then probes
 // and certifies.
 func (a *app) reverify(ctx context.Context, out, progress io.Writer, data []byte) error {
-	orig, err := saga.CheckReverify(ctx, a.dir, data, nil)
+	orig, err := saga.CheckReverify(ctx, a.dir, a.env().Durable(), data, nil)
 	if errors.Is(err, saga.ErrNotReverifiable) {
 		return withCode(exitNotReverifiable, fmt.Errorf("refused: %w", err))
 	}

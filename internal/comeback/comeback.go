@@ -261,7 +261,7 @@ func (e *Env) one(ctx context.Context, er Erasure, stores map[string]store.Store
 	if err != nil {
 		return Outcome{Erasure: er, Err: err}
 	}
-	orig, err := saga.CheckReverify(ctx, e.Dir, b, nil)
+	orig, err := saga.CheckReverify(ctx, e.Dir, saga.DurableFor(e.Dir, e.Ledger), b, nil)
 	if err != nil {
 		return Outcome{Erasure: er, Err: err}
 	}

@@ -96,9 +96,11 @@ type Original struct {
 // CheckReverify verifies a published certificate (a bundle) with keys
 // (default: the installation's own keys, from its keyring, each with its
 // retirement time) and checks that it may be re-verified. It touches no
-// store. Errors wrap the certificate package's verification errors, or
-// ErrNotReverifiable.
-func CheckReverify(ctx context.Context, dir *state.Dir, bundle []byte, keys []certificate.TrustedKey) (*Original, error) {
+// store. A re-verification's chain of links is followed through dur (the
+// installation's certificates; nil: only a link to the erasure certificate
+// itself is followed) to the erasure it certifies again. Errors wrap the
+// certificate package's verification errors, or ErrNotReverifiable.
+func CheckReverify(ctx context.Context, dir *state.Dir, dur Durable, bundle []byte, keys []certificate.TrustedKey) (*Original, error) {
 	if len(keys) == 0 {
 		ks, err := dir.Keyring()
 		if err != nil {
@@ -117,7 +119,14 @@ func CheckReverify(ctx context.Context, dir *state.Dir, bundle []byte, keys []ce
 		return nil, fmt.Errorf("certificate %s: %w: %s", p.CertificateID, ErrNotReverifiable, p.ReverifyNote)
 	}
 	erasure := ID(p.Trace.ID)
-	if p.Follows != nil {
+	switch {
+	case p.Reverifies != nil:
+		// A re-verification (or replay) certifies its chain's erasure
+		// again, which may be a follow-up (AttemptID): not ID(trace).
+		if erasure, err = erasureOf(ctx, dur, p.CertificateID, p.Reverifies); err != nil {
+			return nil, err
+		}
+	case p.Follows != nil:
 		erasure = AttemptID(p.Trace.ID, p.Follows.CertificateID)
 	}
 	if p.Reverifies == nil && p.CertificateID != erasure {
@@ -133,6 +142,47 @@ func CheckReverify(ctx context.Context, dir *state.Dir, bundle []byte, keys []ce
 	}
 	sum := sha256.Sum256(payload)
 	return &Original{Statement: chk.Statement, PayloadSHA256: hex.EncodeToString(sum[:]), LogIndex: chk.LogIndex, ErasureID: erasure}, nil
+}
+
+// erasureOf returns the erasure that certificate id (a re-verification or
+// a replay, linking to the certificate it re-verified) certifies again: the
+// id of the erasure certificate its chain of links leads to, which is the
+// erasure's id (CheckReverify refuses an erasure certificate whose id is
+// not). A link to another re-verification is followed through dur, each
+// certificate found there checked against the payload digest the link
+// (signed, in the certificate that holds it) names.
+func erasureOf(ctx context.Context, dur Durable, id string, link *certificate.ReverifyLink) (string, error) {
+	for hops := 0; ; hops++ {
+		if strings.HasPrefix(link.CertificateID, "er-") {
+			return link.CertificateID, nil
+		}
+		if dur == nil || hops == 64 {
+			return "", fmt.Errorf("certificate %s re-verifies %s, which is not an erasure certificate: re-verify the erasure certificate its links lead to", id, link.CertificateID)
+		}
+		b, err := dur.Certificate(ctx, link.CertificateID)
+		if err != nil {
+			return "", fmt.Errorf("certificate %s re-verifies %s: read it from %s: %w", id, link.CertificateID, dur.Where(), err)
+		}
+		bd, err := certificate.DecodeBundle(b)
+		if err != nil {
+			return "", fmt.Errorf("certificate %s re-verifies %s: %w", id, link.CertificateID, err)
+		}
+		payload, err := certificate.Payload(bd.DSSEEnvelope)
+		if err != nil {
+			return "", fmt.Errorf("certificate %s re-verifies %s: %w", id, link.CertificateID, err)
+		}
+		if sum := sha256.Sum256(payload); hex.EncodeToString(sum[:]) != link.PayloadSHA256 {
+			return "", fmt.Errorf("certificate %s re-verifies %s, but the certificate %s holds under that id is another (its payload digest differs)", id, link.CertificateID, dur.Where())
+		}
+		st, err := certificate.Parse(bd.DSSEEnvelope)
+		if err != nil {
+			return "", fmt.Errorf("certificate %s re-verifies %s: %w", id, link.CertificateID, err)
+		}
+		if st.Predicate.Reverifies == nil {
+			return "", fmt.Errorf("certificate %s re-verifies %s, which links to no erasure certificate", id, link.CertificateID)
+		}
+		id, link = link.CertificateID, st.Predicate.Reverifies
+	}
 }
 
 // Reverification is one re-verification of a checked certificate.

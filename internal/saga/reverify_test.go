@@ -37,7 +37,7 @@ func (f *fixture) reverify(t *testing.T, path string, stores map[string]store.St
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := saga.CheckReverify(context.Background(), f.dir, b, nil)
+	o, err := saga.CheckReverify(context.Background(), f.dir, saga.DurableFor(f.dir, f.ledger), b, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -226,7 +226,7 @@ func TestReverifyRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := saga.CheckReverify(ctx, f.dir, b, nil); !errors.Is(err, saga.ErrNotReverifiable) {
+	if _, err := saga.CheckReverify(ctx, f.dir, nil, b, nil); !errors.Is(err, saga.ErrNotReverifiable) {
 		t.Errorf("CheckReverify of reverifiable=false: %v, want ErrNotReverifiable", err)
 	}
 
@@ -246,12 +246,12 @@ func TestReverifyRefuses(t *testing.T) {
 	} else {
 		bad[i] = 'A'
 	}
-	if _, err := saga.CheckReverify(ctx, f.dir, bad, nil); !errors.Is(err, certificate.ErrSignature) && !errors.Is(err, certificate.ErrMalformed) {
+	if _, err := saga.CheckReverify(ctx, f.dir, nil, bad, nil); !errors.Is(err, certificate.ErrSignature) && !errors.Is(err, certificate.ErrMalformed) {
 		t.Errorf("CheckReverify of a tampered certificate: %v", err)
 	}
 	// Another installation's key.
 	_, other, _ := ed25519.GenerateKey(nil)
-	if _, err := saga.CheckReverify(ctx, f.dir, good, []certificate.TrustedKey{{Public: other.Public().(ed25519.PublicKey)}}); !errors.Is(err, certificate.ErrWrongKey) {
+	if _, err := saga.CheckReverify(ctx, f.dir, nil, good, []certificate.TrustedKey{{Public: other.Public().(ed25519.PublicKey)}}); !errors.Is(err, certificate.ErrWrongKey) {
 		t.Errorf("CheckReverify with another key: %v", err)
 	}
 }
@@ -320,7 +320,7 @@ func TestReverifyPostgres(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		o, err := saga.CheckReverify(ctx, sd, b, nil)
+		o, err := saga.CheckReverify(ctx, sd, nil, b, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -386,5 +386,63 @@ func TestReverifyAfterKeyRotation(t *testing.T) {
 	b, _ := os.ReadFile(rv.CertificatePath)
 	if _, err := certificate.VerifyBundle(ctx, b, f.trusted()); err != nil {
 		t.Errorf("the re-verification does not verify with the current key: %v", err)
+	}
+}
+
+// A re-verification of a re-verification of a follow-up erasure (one that
+// continued an incomplete first attempt: its id is AttemptID, not ID of the
+// trace) reads the marks of that follow-up, as the first re-verification
+// did: the chain of links leads to it. Without the installation's
+// certificates only the link to an erasure certificate can be followed,
+// and the refusal says what to re-verify instead.
+func TestReverifyChainOfFollowUp(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, 4, 3)
+	tr := f.trace(t, 1)
+	down := map[string]error{
+		"docs":    fmt.Errorf("open docs: %w: connection refused", store.ErrUnavailable),
+		"vectors": fmt.Errorf("open vectors: %w: no such file", store.ErrUnavailable),
+	}
+	first, err := f.run(t, &saga.Erasure{Stores: map[string]store.Store{}, OpenErr: down, Trace: tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := f.run(t, &saga.Erasure{Stores: f.stores(), Trace: f.trace(t, 1), Reason: "TICKET-2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Follows != first.ID || second.ID == saga.ID(tr.ID) {
+		t.Fatalf("the second run is not a follow-up: %s follows %q", second.ID, second.Follows)
+	}
+	rv1, err := f.reverify(t, second.CertificatePath, f.stores())
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Millisecond)
+	rv2, err := f.reverify(t, rv1.CertificatePath, f.stores())
+	if err != nil {
+		t.Fatalf("re-verifying the re-verification of a follow-up: %v", err)
+	}
+	p1, p2 := rv1.Statement.Predicate, rv2.Statement.Predicate
+	if p2.Counts != p1.Counts || p2.Counts.VerifiedLogical == 0 || !p2.Complete {
+		t.Errorf("second re-verification counts %+v (complete %v), the first's %+v", p2.Counts, p2.Complete, p1.Counts)
+	}
+	b, err := os.ReadFile(rv1.CertificatePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := saga.CheckReverify(ctx, f.dir, saga.DurableFor(f.dir, f.ledger), b, nil)
+	if err != nil || o.ErasureID != second.ID {
+		t.Errorf("CheckReverify of %s: erasure %q, %v; want %s", rv1.ID, o.ErasureID, err, second.ID)
+	}
+	b, err = os.ReadFile(rv2.CertificatePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, err := saga.CheckReverify(ctx, f.dir, saga.DurableFor(f.dir, f.ledger), b, nil); err != nil || o.ErasureID != second.ID {
+		t.Errorf("CheckReverify of %s: %+v, %v; want erasure %s", rv2.ID, o, err, second.ID)
+	}
+	if _, err := saga.CheckReverify(ctx, f.dir, nil, b, nil); err == nil || !strings.Contains(err.Error(), "re-verify the erasure certificate") {
+		t.Errorf("CheckReverify of %s without the certificates: %v", rv2.ID, err)
 	}
 }
