@@ -46,6 +46,10 @@ type FreeSpace struct {
 	// be rebuilt on its own (REINDEX); the rest only by VACUUM.
 	DirtyIndexes []string
 	DirtyElse    int
+	// Stopped: the audit stopped at the first dirty page of no index
+	// (VACUUM is then certain), so the counts are of the pages before it
+	// and that page.
+	Stopped bool
 	// StalePointers counts the bytes of stale 2-byte cell pointers found
 	// directly past pages' cell pointer arrays (see btree): structure that
 	// SQLite never clears, not record content.
@@ -82,8 +86,12 @@ func (f FreeSpace) String() string {
 	case f.Undecided != "":
 		return "free-space audit undecided: " + f.Undecided
 	case f.NonZero > 0:
-		return fmt.Sprintf("free-space audit of %d pages: %d unused bytes on %d pages are not zero (%d pages of %d indexes, %d pages of tables, sqlite_master or the freelist)",
+		s := fmt.Sprintf("free-space audit of %d pages: %d unused bytes on %d pages are not zero (%d pages of %d indexes, %d pages of tables, sqlite_master or the freelist)",
 			f.Pages, f.NonZero, f.DirtyPages, f.DirtyPages-f.DirtyElse, len(f.DirtyIndexes), f.DirtyElse)
+		if f.Stopped {
+			s += " (the audit stops at the first such page of no index)"
+		}
+		return s
 	}
 	s := fmt.Sprintf("free-space audit of %d pages (%d on the freelist): every unused byte is zero", f.Pages, f.Freelist)
 	if f.StalePointers > 0 {
@@ -167,7 +175,7 @@ func AuditFreeSpace(ctx context.Context, conn *sql.Conn, path string) (FreeSpace
 	if fi, err := os.Stat(path + "-wal"); err == nil && fi.Size() > 0 {
 		return FreeSpace{Pages: int(pages), Undecided: "the WAL was written after the checkpoint: the database file is not the whole database"}, nil
 	}
-	fs, dirty, err := auditFile(path, pages, roots, rowid)
+	fs, dirty, err := auditFile(path, pages, roots, rowid, indexes)
 	for root := range dirty {
 		if name, ok := indexes[root]; ok {
 			fs.DirtyIndexes = append(fs.DirtyIndexes, name)
@@ -190,14 +198,17 @@ func AuditFreeSpace(ctx context.Context, conn *sql.Conn, path string) (FreeSpace
 // besides the counts, the dirty pages of each b-tree by its root page (0:
 // pages of no b-tree, the freelist's). rowid holds the length of the
 // longest rowid varint of each rowid table by root page.
-func auditFile(path string, pages int64, roots []uint32, rowid map[uint32]int) (FreeSpace, map[uint32]int, error) {
+func auditFile(path string, pages int64, roots []uint32, rowid map[uint32]int, indexes map[uint32]string) (FreeSpace, map[uint32]int, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return FreeSpace{}, nil, err
 	}
 	defer f.Close()
-	a := &auditor{f: f, fs: FreeSpace{Pages: int(pages)}, dirtyIn: map[uint32]int{}, rowid: rowid}
+	a := &auditor{f: f, fs: FreeSpace{Pages: int(pages)}, dirtyIn: map[uint32]int{}, rowid: rowid, indexes: indexes}
 	err = a.run(pages, roots)
+	if errors.Is(err, errStop) {
+		a.fs.Stopped, err = true, nil
+	}
 	return a.fs, a.dirtyIn, err
 }
 
@@ -213,7 +224,12 @@ type auditor struct {
 	tree     uint32         // root page of the b-tree being audited; 0 outside b-trees
 	dirtyIn  map[uint32]int // dirty pages by tree
 	rowid    map[uint32]int // longest rowid varint by table root (staleCells)
+	indexes  map[uint32]string
 }
+
+// errStop stops the audit at the first dirty page of no index: only VACUUM
+// can clean it, so reading further would not change what Reclaim does.
+var errStop = errors.New("a dirty page of no index")
 
 func (a *auditor) run(pages int64, roots []uint32) error {
 	hdr := make([]byte, 100)
@@ -323,8 +339,8 @@ func (a *auditor) zero(pg uint32, b []byte) error {
 }
 
 // dirty records n non-zero unused bytes on page pg, of the tree being
-// audited. The audit goes on: which trees are dirty decides what Reclaim
-// rebuilds.
+// audited. On an index's page the audit goes on (which indexes are dirty
+// decides what Reclaim rebuilds); on any other page it stops (errStop).
 func (a *auditor) dirty(pg uint32, n int64) error {
 	if n == 0 {
 		return nil
@@ -335,6 +351,9 @@ func (a *auditor) dirty(pg uint32, n int64) error {
 	a.fs.NonZero += n
 	a.fs.DirtyPages++
 	a.dirtyIn[a.tree]++
+	if _, ok := a.indexes[a.tree]; !ok {
+		return errStop
+	}
 	return nil
 }
 

@@ -182,8 +182,10 @@ func TestAuditFindsOneByte(t *testing.T) {
 				}
 			case c.index && (!fs.OnlyIndexes() || !slices.Equal(fs.DirtyIndexes, []string{"sqlite_autoindex_t_1"}) || fs.DirtyElse != 0):
 				t.Errorf("%s (%+v): want the dirty page told as the index sqlite_autoindex_t_1's", fs, fs)
-			case !c.index && (fs.OnlyIndexes() || len(fs.DirtyIndexes) != 0 || fs.DirtyElse != 1):
-				t.Errorf("%s (%+v): want the dirty page told as no index's", fs, fs)
+			case !c.index && (fs.OnlyIndexes() || len(fs.DirtyIndexes) != 0 || fs.DirtyElse != 1 || !fs.Stopped):
+				t.Errorf("%s (%+v): want the dirty page told as no index's, and the audit stopped there", fs, fs)
+			case c.index && fs.Stopped:
+				t.Errorf("%s: the audit stopped at an index's page", fs)
 			}
 		})
 	}
