@@ -105,11 +105,14 @@ func Reclaim(ctx context.Context, db *sql.DB, path string) (store.ReclaimReport,
 	}
 	why := fs.String()
 	if fs.OnlyIndexes() {
-		again, err := reindex(ctx, conn, &rep, path, fs.DirtyIndexes)
+		again, rebuilt, err := reindex(ctx, conn, &rep, path, fs.DirtyIndexes)
 		if err != nil {
 			return rep, err
 		}
 		did := fmt.Sprintf("%s; REINDEX of %d indexes (%s), wal_checkpoint(TRUNCATE), then ", fs.String(), len(fs.DirtyIndexes), strings.Join(fs.DirtyIndexes, ", "))
+		if !rebuilt {
+			did = fs.String() + "; "
+		}
 		if again.Clean() {
 			rep.Method = head + did + "VACUUM skipped: " + again.String() + skipped
 			rep.Steps = append(rep.Steps, "VACUUM skipped")
@@ -128,27 +131,28 @@ func Reclaim(ctx context.Context, db *sql.DB, path string) (store.ReclaimReport,
 }
 
 // reindex rebuilds the named indexes, checkpoints the WAL and audits the
-// file again. A REINDEX that fails for another reason than a busy database
-// (the index was dropped meanwhile, a collation is missing) is no error: it
-// comes back as an undecided audit, and Reclaim goes on to VACUUM.
-func reindex(ctx context.Context, conn *sql.Conn, rep *store.ReclaimReport, path string, names []string) (FreeSpace, error) {
+// file again; rebuilt says the REINDEXes and the checkpoint were done. A
+// REINDEX that fails for another reason than a busy database (the index
+// was dropped meanwhile, a collation is missing) is no error: it comes back
+// as an undecided audit, not rebuilt, and Reclaim goes on to VACUUM.
+func reindex(ctx context.Context, conn *sql.Conn, rep *store.ReclaimReport, path string, names []string) (fs FreeSpace, rebuilt bool, err error) {
 	for _, name := range names {
 		if err := run(ctx, conn, rep, "REINDEX "+name, "REINDEX "+Quote(name)); err != nil {
 			if errors.Is(err, store.ErrBusy) || ctx.Err() != nil {
-				return FreeSpace{}, err
+				return FreeSpace{}, false, err
 			}
-			return FreeSpace{Undecided: "REINDEX " + name + " failed: " + err.Error()}, nil
+			return FreeSpace{Undecided: "REINDEX " + name + " failed: " + err.Error()}, false, nil
 		}
 	}
 	if err := run(ctx, conn, rep, "wal_checkpoint(TRUNCATE)", "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
-		return FreeSpace{}, err
+		return FreeSpace{}, false, err
 	}
-	fs, err := AuditFreeSpace(ctx, conn, path)
+	fs, err = AuditFreeSpace(ctx, conn, path)
 	if err != nil {
-		return FreeSpace{}, fmt.Errorf("reclaim: %w", err)
+		return FreeSpace{}, false, fmt.Errorf("reclaim: %w", err)
 	}
 	rep.Steps = append(rep.Steps, fs.String())
-	return fs, nil
+	return fs, true, nil
 }
 
 // run runs one reclaim statement and records it as a step. A checkpoint
