@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/mod/sumdb/note"
@@ -54,8 +55,9 @@ kept, new ones added. Certificates carry the cosignatures once re-proved
 against that checkpoint (amnesia audit prove).
 
 With --witness-key (the witnesses' verifier keys, as 'amnesia witness init'
-prints them), every signature line but the log's own must verify under one
-of them, or nothing is stored (exit 16): a line that does not would make
+prints them), every signature line must verify under one of them or under
+the log's own key, and at least one under a witness key, or nothing is
+stored (exit 16): a line that does not would make
 'amnesia verify --witness-key' fail on every certificate re-proved against
 this checkpoint. Without it the lines are stored unchecked, and the command
 says so.`,
@@ -65,16 +67,16 @@ says so.`,
 			if err != nil {
 				return err
 			}
-			if len(witnessKeys) > 0 {
-				if err := checkWitnessLines(data, witnessKeys); err != nil {
-					return err
-				}
-			}
 			a, lg, err := openLog(cmd, g)
 			if err != nil {
 				return err
 			}
 			defer a.Close()
+			if len(witnessKeys) > 0 {
+				if err := checkWitnessLines(data, witnessKeys, lg.Verifiers()); err != nil {
+					return err
+				}
+			}
 			s, err := lg.AddSignatures(cmd.Context(), data)
 			if err != nil {
 				return err
@@ -87,14 +89,15 @@ says so.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringArrayVar(&witnessKeys, "witness-key", nil, "a witness's verifier key (name+hash+base64, as `amnesia witness init` prints), or a file holding one; repeatable: every line but the log's must verify under one")
+	cmd.Flags().StringArrayVar(&witnessKeys, "witness-key", nil, "a witness's verifier key (name+hash+base64, as `amnesia witness init` prints), or a file holding one; repeatable: every line not signed by the log's key must verify under one")
 	return cmd
 }
 
 // checkWitnessLines checks that every signature line of the signed note
-// data, but those under the log's origin (the log's own, which the log
-// checks when it stores them), verifies under one of the witness keys.
-func checkWitnessLines(data []byte, keys []string) error {
+// data verifies under one of the witness keys or one of the log's own keys
+// (logKeys: a line under the log's name but another key is a witness line
+// like any other), and that at least one verifies under a witness key.
+func checkWitnessLines(data []byte, keys []string, logKeys []note.Verifier) error {
 	p, err := certificate.LoadPolicy(certificate.PolicyFiles{WitnessKeys: keys})
 	if errors.Is(err, certificate.ErrPolicy) {
 		return withCode(exitUsage, err)
@@ -106,8 +109,13 @@ func checkWitnessLines(data []byte, keys []string) error {
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
-	origin, _, _ := bytes.Cut(data, []byte("\n"))
-	n, err := note.Open(data, note.VerifierList(opts.Witnesses...))
+	all := append([]note.Verifier(nil), opts.Witnesses...)
+	for _, v := range logKeys {
+		if !slices.ContainsFunc(all, func(w note.Verifier) bool { return w.Name() == v.Name() && w.KeyHash() == v.KeyHash() }) {
+			all = append(all, v) // a --witness-key that is the log's own key is not listed twice
+		}
+	}
+	n, err := note.Open(data, note.VerifierList(all...))
 	var none *note.UnverifiedNoteError
 	switch {
 	case errors.As(err, &none):
@@ -115,15 +123,18 @@ func checkWitnessLines(data []byte, keys []string) error {
 	case err != nil:
 		return withCode(exitWitnesses, fmt.Errorf("the cosigned checkpoint: %w: nothing stored", err))
 	}
-	for _, sig := range n.UnverifiedSigs {
-		if sig.Name != string(origin) {
-			return withCode(exitWitnesses, fmt.Errorf("the signature line by %s (key hash %08x) verifies under no --witness-key given: nothing stored", sig.Name, sig.Hash))
+	if len(n.UnverifiedSigs) > 0 {
+		sig := n.UnverifiedSigs[0]
+		return withCode(exitWitnesses, fmt.Errorf("the signature line by %s (key hash %08x) verifies under no --witness-key given, nor under the log's key: nothing stored", sig.Name, sig.Hash))
+	}
+	for _, sig := range n.Sigs {
+		for _, w := range opts.Witnesses {
+			if w.Name() == sig.Name && w.KeyHash() == sig.Hash {
+				return nil
+			}
 		}
 	}
-	if len(n.Sigs) == 0 {
-		return withCode(exitWitnesses, errors.New("no signature line verifies under a --witness-key given: nothing stored"))
-	}
-	return nil
+	return withCode(exitWitnesses, errors.New("no signature line verifies under a --witness-key given: nothing stored"))
 }
 
 func newAuditProveCommand(g *globalOptions) *cobra.Command {

@@ -65,15 +65,16 @@ const (
 )
 
 const exitCodesHelp = `Exit codes:
-  0   success (forget/erase: every erasable artifact VERIFIED; verify: certificate valid)
+  0   success (forget/erase: the certificate is complete; verify: certificate valid)
   1   error (state missing, store or ledger failure, bad input)
   2   usage error (also: --reason or --scope holding personal data, refused before anything is written)
   3   no lineage recorded for this subject in this scope
   4   every recorded artifact of this subject is already erased
   5   the trace no longer matches the ledger: trace again
   6   aborted at the confirmation prompt
-  7   erasure (or reverify) finished but incomplete: the certificate names UNVERIFIED, RESIDUAL or OUT_OF_SCOPE artifacts,
-      or a configured store was unreachable; fix the cause and run the same command again: a new erasure
+  7   erasure (or reverify) finished but incomplete (complete: false): the certificate names UNVERIFIED, RESIDUAL or
+      OUT_OF_SCOPE artifacts, an artifact of the subject's own left NEEDS_HUMAN as a possible copy, a model not
+      VERIFIED, or a configured store was unreachable; fix the cause and run the same command again: a new erasure
       erases and verifies what was left, and its certificate links to this one
   8   a store of the trace is not ready (see 'amnesia check'); nothing was changed
   9   erasure paused (PENDING): a store whose records are deleted is held by another process or unreachable;
@@ -84,7 +85,8 @@ const exitCodesHelp = `Exit codes:
   13  verify: no transparency log proof, or the inclusion proof does not verify
   14  verify: the checkpoint is malformed or not signed by a trusted key
   15  verify: the timestamp does not verify, or is required and missing
-  16  verify: fewer witness cosignatures than required
+  16  verify: fewer witness cosignatures than required; audit cosign --witness-key: a signature line verifies
+      under no witness key given (nothing stored)
   17  verify: the certificate was issued after its key was retired
   18  audit, witness: the log does not recompute, or is not consistent with a saved or cosigned checkpoint
   19  reverify: the certificate says it is not re-verifiable (reverifiable: false)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
 	"encoding/json"
 	"os"
@@ -91,7 +92,32 @@ func TestWitnessEndToEnd(t *testing.T) {
 	}
 	run("", exitWitnesses, "--state", st, "audit", "cosign", "--witness-key", vkey, write("flipped.cp", string(flipped)))
 	run("", exitUsage, "--state", st, "audit", "cosign", "--witness-key", "not+a+key", cp0)
-	if p, _ := run("", exitOK, "--state", st, "audit", "prove", cert); strings.Contains(p, "witness.test/w1") {
+	// A line under the log's own name but another key is a witness line
+	// like any other: it must verify under a --witness-key too.
+	origin, _, _ := strings.Cut(cosigned0, "\n")
+	impSkey, _, err := note.GenerateKey(rand.Reader, origin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	impSigner, err := note.NewSigner(impSkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _, _ := strings.Cut(cosigned0, "\n\n")
+	impSigned, err := note.Sign(&note.Note{Text: body + "\n"}, impSigner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	impLine := strings.TrimSuffix(string(impSigned), "\n")
+	impLine = impLine[strings.LastIndex(impLine, "\n")+1:]
+	if !strings.HasPrefix(impLine, "— "+origin+" ") {
+		t.Fatalf("impostor line %q", impLine)
+	}
+	_, errOut = run("", exitWitnesses, "--state", st, "audit", "cosign", "--witness-key", vkey, write("impostor.cp", cosigned0+impLine+"\n"))
+	if !strings.Contains(errOut, "nothing stored") || !strings.Contains(errOut, "log's key") {
+		t.Errorf("audit cosign with a line under the log's name and another key: %q", errOut)
+	}
+	if p, _ := run("", exitOK, "--state", st, "audit", "prove", cert); strings.Contains(p, "witness.test/w1") || strings.Contains(p, impLine[strings.LastIndex(impLine, " ")+1:]) {
 		t.Fatal("a refused cosignature was stored")
 	}
 	// Stored in the log, then the certificate re-proved against it.
