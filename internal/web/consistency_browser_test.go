@@ -104,6 +104,11 @@ func TestBrowserRefusesSelfContradiction(t *testing.T) {
 		{"counts", edit(`"verified_logical":1`, `"verified_logical":2`), "consistency", "the counts say 2 verified_logical"},
 		{"complete with an unverified artifact", unverified, "consistency", "says complete"},
 		{"complete in capitals", edit(`"complete":false`, `"complete":false,"Complete":true`), "keys", "the field complete only in case"},
+		{"complete with a tainted model", edit(`"complete":false`, `"complete":true,"models":[{"model":"m","sharded":true,"level":"model","outcome":"TAINTED","reason":"r","method":"x","shards":[]}]`), "consistency", "model 1 is TAINTED"},
+		{"a verified model without shards", edit(`"complete":false`, `"complete":false,"models":[{"model":"m","sharded":false,"level":"model","outcome":"VERIFIED","method":"x","shards":[]}]`), "consistency", "shards or probe do not show it"},
+		{"empty out_of_scope", edit(`"out_of_scope":[{"what":"backups & replicas","reason":"outside the configured stores"},{"what":"derived models","reason":"not traced by amnesia"}]`, `"out_of_scope":[]`), "consistency", "out_of_scope is empty"},
+		{"an unknown via", edit(`"outcome":"NEEDS_HUMAN"`, `"outcome":"NEEDS_HUMAN","via":"import"`), "consistency", "via other than reconcile"},
+		{"a near-duplicate without near", edit(`"id":"art:1b8e906f04e1a51e8cd3677d1c092750","kind":"row"`, `"id":"art:1b8e906f04e1a51e8cd3677d1c092750","kind":"near-duplicate"`), "consistency", "without measurement.near"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -18,8 +18,10 @@
 // payload key differs from a field of the schema only in case, which Go's
 // JSON reader would take for that field) and "consistency" (the
 // certificate's own measurements agree with its outcomes, its counts and
-// its complete flag). Repeated keys are not detected here: JSON.parse keeps
-// the last one without telling.
+// its complete flag; near-duplicate candidates are left to a person; via
+// is reconcile or absent; out_of_scope names something; models meet their
+// outcome and leave complete false unless VERIFIED). Repeated keys are not
+// detected here: JSON.parse keeps the last one without telling.
 
 const enc = new TextEncoder();
 const dec = new TextDecoder("utf-8", { fatal: true });
@@ -149,6 +151,9 @@ export function consistencyProblem(pred) {
     const a = obj(arts[i]);
     const m = obj(a.measurement);
     const at = `artifact ${i + 1}`;
+    if (a.via !== undefined && a.via !== "" && a.via !== "reconcile") return `${at} has a via other than reconcile`;
+    const near = nearProblem(a, m, at);
+    if (near) return near;
     if (a.outcome === "VERIFIED") {
       if (a.level !== "physical" && a.level !== "logical") return `${at} is VERIFIED at no level (physical or logical)`;
       if ((Array.isArray(m.copies) && m.copies.length > 0) || num(m.copies_unlisted) > 0) return `${at} is VERIFIED but its measurement lists copies outside the lineage`;
@@ -178,7 +183,61 @@ export function consistencyProblem(pred) {
   if (pred.complete === true && counts.unverified + counts.residual + counts.out_of_scope > 0) {
     return "the certificate says complete, but an artifact is UNVERIFIED, RESIDUAL or OUT_OF_SCOPE";
   }
+  const oos = Array.isArray(pred.out_of_scope) ? pred.out_of_scope : [];
+  if (oos.length === 0) return "the certificate's out_of_scope is empty: every certificate names what it does not cover";
+  for (let i = 0; i < oos.length; i++) {
+    if (!obj(oos[i]).what) return `out_of_scope entry ${i + 1} names nothing (its what is empty)`;
+  }
+  const models = Array.isArray(pred.models) ? pred.models : [];
+  for (let i = 0; i < models.length; i++) {
+    const md = obj(models[i]);
+    const at = `model ${i + 1}`;
+    if (md.level !== "model") return `${at} is not at level model`;
+    if (md.outcome === "VERIFIED") {
+      if (!modelVerified(md)) return `${at} is VERIFIED but its shards or probe do not show it`;
+    } else if (MODEL_OUTCOMES.includes(md.outcome)) {
+      if (!md.reason) return `${at} is ${md.outcome} without a reason`;
+      if (pred.complete === true) return `the certificate says complete, but ${at} is ${md.outcome}`;
+    } else {
+      return `${at} has an unknown outcome`;
+    }
+  }
   return "";
+}
+
+// nearProblem mirrors certificate/check.go's checkNear: a near-duplicate
+// candidate is left to a person, never deleted, and says how it was found.
+function nearProblem(a, m, at) {
+  const has = m.near !== undefined && m.near !== null;
+  if (!has && a.kind !== "near-duplicate") return "";
+  if (!has) return `${at} is a near-duplicate without measurement.near`;
+  if (a.kind !== "near-duplicate") return `${at} has measurement.near but is not a near-duplicate`;
+  if (a.outcome !== "NEEDS_HUMAN") return `${at} is a near-duplicate but its outcome is not NEEDS_HUMAN`;
+  if (m.deleted === true) return `${at} is a near-duplicate but its measurement says it was deleted`;
+  const n = obj(m.near);
+  if (n.method !== "quote" && n.method !== "paraphrase") return `${at} is a near-duplicate found by neither quote nor paraphrase`;
+  if (!n.of) return `${at} is a near-duplicate of nothing (near.of is empty)`;
+  if (!(typeof n.similarity === "number" && n.similarity > 0 && n.similarity <= 1)) return `${at} is a near-duplicate whose similarity is not more than 0 and at most 1`;
+  return "";
+}
+
+const MODEL_OUTCOMES = ["TAINTED", "UNVERIFIED", "RESIDUAL", "NEEDS_HUMAN"];
+
+// modelVerified mirrors certificate.ModelVerified: every shard retrained
+// without the subject's rows and switched in, no tainted file left, and a
+// probe after that ran and found nothing.
+function modelVerified(md) {
+  const after = md.probe_after;
+  const ran = after !== undefined && after !== null;
+  const pa = obj(after);
+  if (md.sharded !== true || !Array.isArray(md.shards) || md.shards.length === 0) return false;
+  if (ran && (num(pa.extracted) > 0 || num(pa.flagged) > 0 || pa.error)) return false;
+  for (const s0 of md.shards) {
+    const sh = obj(s0);
+    const r = sh.retrained;
+    if (r === undefined || r === null || sh.trained_without !== true || num(obj(r).subject_rows) !== 0 || sh.served !== "switched" || num(sh.tainted_files_left) !== 0) return false;
+  }
+  return true;
 }
 
 // pae is the DSSE pre-authentication encoding.
@@ -360,7 +419,7 @@ export async function verifyBundle(text, pemText, otherPems) {
     const kp = keysProblem(st);
     add("keys", !kp, kp || "every key of the payload is read the same by any JSON reader (case included)");
     const cons = consistencyProblem(pred);
-    add("consistency", !cons, cons || `its ${Array.isArray(pred.artifacts) ? pred.artifacts.length : 0} artifacts' measurements agree with their outcomes, the counts and the complete flag`);
+    add("consistency", !cons, cons || `its ${Array.isArray(pred.artifacts) ? pred.artifacts.length : 0} artifacts' measurements agree with their outcomes, the counts and the complete flag; so do its ${Array.isArray(pred.models) ? pred.models.length : 0} models; out_of_scope names what it does not cover`);
   }
   res.logIndex = p.logEntry.logIndex;
 
