@@ -106,7 +106,7 @@ func TestReportPerfSectionsJudgeTheTargets(t *testing.T) {
 	if !strings.Contains(sc, "Not measured in this file, so not judged: vectors with 10,000 needles.") {
 		t.Errorf("the missing vectors/10,000 row is not named:\n%s", sc)
 	}
-	if !strings.Contains(sc, "urrent: the measured code is unchanged at HEAD") || !strings.Contains(sc, "`bench/results/scanner.json`") {
+	if !strings.Contains(sc, "the measured code is unchanged since it was measured") || !strings.Contains(sc, "`bench/results/scanner.json`") {
 		t.Errorf("no stamp under the scanner heading:\n%s", sc)
 	}
 
@@ -157,7 +157,7 @@ func TestReportPerfSectionsJudgeTheTargets(t *testing.T) {
 	if l := row(t, fc, "| rest:"); !strings.HasSuffix(l, "| 2.00 | 46.00 |") {
 		t.Errorf("rest of the mean: %s", l)
 	}
-	if strings.Count(fc, "urrent: the measured code is unchanged at HEAD") != 2 {
+	if strings.Count(fc, "the measured code is unchanged since it was measured") != 2 {
 		t.Errorf("not one stamp per fixed-cost file:\n%s", fc)
 	}
 
