@@ -59,6 +59,9 @@ type Provenance struct {
 	// server reported them; nil when the run used no server or predates the
 	// field. Set by the benchmark (PostgresSettings), not by Capture.
 	ServerSettings map[string]string `json:"server_settings,omitempty"`
+	// BuildTags are the build tags of the binary that measured ("faiss",
+	// "sqlite_fts5"), "" when none or not known.
+	BuildTags string `json:"build_tags,omitempty"`
 }
 
 // erasureCode is every package an erasure benchmark runs: the stores and
@@ -196,6 +199,13 @@ func Capture(paths []string) Provenance {
 		LoadAvg:       loadAvg(),
 	}
 	p.Machine = fmt.Sprintf("%s/%s, %d CPUs, %s", p.GOOS, p.GOARCH, p.CPUs, p.GoVersion)
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "-tags" {
+				p.BuildTags = s.Value
+			}
+		}
+	}
 	p.Commit = "unknown"
 	if root, err := Toplevel("."); err == nil {
 		if head, err := git(root, nil, "rev-parse", "--verify", "HEAD^{commit}"); err == nil {
@@ -470,6 +480,9 @@ func (p Provenance) Describe() string {
 	}
 	if p.LoadAvg != "" {
 		m += ", load average " + strings.ReplaceAll(p.LoadAvg, " ", "/") + " at start"
+	}
+	if p.BuildTags != "" {
+		m += ", built with -tags " + p.BuildTags
 	}
 	if s := p.ServerSettings; len(s) > 0 {
 		m += "; " + s["server"]
