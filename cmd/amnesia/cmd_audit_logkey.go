@@ -128,6 +128,9 @@ func checkWitnessLines(data []byte, keys []string, logKeys []note.Verifier) erro
 		return withCode(exitWitnesses, fmt.Errorf("the signature line by %s (key hash %08x) verifies under no --witness-key given, nor under the log's key: nothing stored", sig.Name, sig.Hash))
 	}
 	for _, sig := range n.Sigs {
+		if slices.ContainsFunc(logKeys, func(v note.Verifier) bool { return v.Name() == sig.Name && v.KeyHash() == sig.Hash }) {
+			continue // the log's own line, even when its key was also given as a witness key
+		}
 		for _, w := range opts.Witnesses {
 			if w.Name() == sig.Name && w.KeyHash() == sig.Hash {
 				return nil

@@ -176,7 +176,7 @@ func (f *File) Status() string {
 	case f.Fresh.Stale:
 		return fmt.Sprintf("**stale**: %s; re-run `%s`", f.Fresh.Why, f.Rerun())
 	}
-	return fmt.Sprintf("current at %s: the measured code is unchanged since it was measured", f.Fresh.Head)
+	return "current: the measured code is unchanged since it was measured, as of the commit this file was generated at"
 }
 
 // stamp is the line under a section heading: measured on what, and status.
@@ -312,7 +312,7 @@ func (r *Results) Headline() string {
 	}
 	if len(r.Residue) > 0 {
 		s := r.Residue[0]
-		fmt.Fprintf(&b, "\nSeeded synthetic corpora (seed %d), one store at a time; each row names the commit, machine and day it measured, and is marked stale when the code it measured had changed by the commit this table was generated at (or its commit is unknown); a row marked current names that commit in RESULTS.md. Full tables, B1–B5 and scale figures: [RESULTS.md](RESULTS.md).\n", s.Seed)
+		fmt.Fprintf(&b, "\nSeeded synthetic corpora (seed %d), one store at a time; each row names the commit, machine and day it measured, and is marked stale when the code it measured had changed by the commit this table was generated at (or its commit is unknown); `go run ./cmd/amnesia-bench report -stale` checks against today's HEAD. Full tables, B1–B5 and scale figures: [RESULTS.md](RESULTS.md).\n", s.Seed)
 	}
 	if peers {
 		b.WriteString("\nA peer's figure is quoted from its README, not measured by us: the peer ran it on its own hardware and corpus, and its table does not say whether wall/erasure is a median or a mean; amnesia / peer divides amnesia's median by it and says no more than that. Lethe's and vector-forget's READMEs publish no measured figure. The quoted lines: [RESULTS.md](RESULTS.md#peers-published-figures).\n")
@@ -422,7 +422,7 @@ func (r *Results) UpdateReadme(readme []byte) ([]byte, error) {
 // filesTable lists every results file with its commit, machine and status.
 func (r *Results) filesTable() string {
 	var b strings.Builder
-	b.WriteString("## Results files\n\nEach file records the commit it measured (`+dirty`: with uncommitted changes in the measured paths), the machine and the day. A file is stale when `git diff <commit> HEAD -- <measured paths>` shows a change to the code it measured, or when its commit is unknown; its figures then describe older code. HEAD is the commit this file was generated at, named in each current file's status: a commit made after that is not checked here (`go run ./cmd/amnesia-bench report -stale` checks today's).\n\n")
+	b.WriteString("## Results files\n\nEach file records the commit it measured (`+dirty`: with uncommitted changes in the measured paths), the machine and the day. A file is stale when `git diff <commit> HEAD -- <measured paths>` shows a change to the code it measured, or when its commit is unknown; its figures then describe older code. HEAD is the commit this file was generated at: a commit made after that is not checked here (`go run ./cmd/amnesia-bench report -stale` checks today's HEAD).\n\n")
 	b.WriteString("| file | measured on | status |\n|---|---|---|\n")
 	for _, f := range r.Files {
 		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", f.Name, f.MeasuredOn(), f.Status())

@@ -316,7 +316,6 @@ func listHash(root string, env, paths []string) (string, error) {
 // Freshness is report's verdict on one results file.
 type Freshness struct {
 	Commit string // short hash as recorded ("abc1234" or "abc1234+dirty"), or "" when unknown
-	Head   string // short hash of the HEAD it was compared with, or "" when not compared
 	Stale  bool
 	Why    string // why it is stale; empty when current
 }
@@ -363,12 +362,10 @@ func Check(root string, p Provenance, defaults []string) Freshness {
 		f.Stale, f.Why = true, "git is not available here, so whether the measured code changed since cannot be checked"
 		return f
 	}
-	head, err := git(root, nil, "rev-parse", "--verify", "HEAD^{commit}")
-	if err != nil {
+	if _, err := git(root, nil, "rev-parse", "--verify", "HEAD^{commit}"); err != nil {
 		f.Stale, f.Why = true, "no git repository with a HEAD here, so whether the measured code changed since cannot be checked"
 		return f
 	}
-	f.Head = short(head)
 	if _, err := git(root, nil, "cat-file", "-e", commit+"^{commit}"); err != nil {
 		f.Stale, f.Why = true, "its commit is not in this repository, so whether the measured code changed since cannot be checked"
 		return f

@@ -151,7 +151,7 @@ export function consistencyProblem(pred) {
     const a = obj(arts[i]);
     const m = obj(a.measurement);
     const at = `artifact ${i + 1}`;
-    if (a.via !== undefined && a.via !== "" && a.via !== "reconcile") return `${at} has a via other than reconcile`;
+    if (a.via !== undefined && a.via !== null && a.via !== "" && a.via !== "reconcile") return `${at} has a via other than reconcile`;
     const near = nearProblem(a, m, at);
     if (near) return near;
     if (a.outcome === "VERIFIED") {
