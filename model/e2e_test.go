@@ -402,6 +402,18 @@ func TestShardedRetrainForgetsTheCanary(t *testing.T) {
 	if m.Outcome != certificate.Verified || m.Level != certificate.LevelModel || !m.Sharded || len(m.Shards) != 1 {
 		t.Fatalf("model outcome %+v", m)
 	}
+	// Its out_of_scope names the model checked, and does not say that no
+	// model is configured.
+	named := false
+	for _, x := range p.OutOfScope {
+		if strings.Contains(x.Reason, "no training set or model store is configured") {
+			t.Errorf("out_of_scope says no model is configured, next to a models section: %+v", x)
+		}
+		named = named || strings.Contains(x.Reason, "(bot)")
+	}
+	if !named {
+		t.Errorf("out_of_scope does not name the configured model: %+v", p.OutOfScope)
+	}
 	s := m.Shards[0]
 	if s.Shard != ts || s.Retrained == nil || s.Retrained.SubjectRows != 0 || !s.TrainedWithout || s.Served != certificate.ServedSwitched ||
 		s.TaintedFilesLeft != 0 || len(s.Tainted) != 1 || s.Tainted[0].SubjectRows != 4 || s.Retrained.SHA256 != digest(t, w.served[ts]) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/amnesia-dev/amnesia/certificate"
 	"github.com/amnesia-dev/amnesia/lineage"
+	"github.com/amnesia-dev/amnesia/model"
 	"github.com/amnesia-dev/amnesia/store"
 )
 
@@ -20,6 +21,39 @@ var outOfScope = []certificate.Exclusion{
 	{What: "model weights and fine-tuned adapters", Reason: "no training set or model store is configured; data already learned by a model is not removed by deleting records"},
 	{What: "freed file-system blocks and SSD remapped cells", Reason: "the physical probe reads the store's files as the file system presents them; blocks the file system or the drive released earlier are not visible to it"},
 	{What: "application memory and process logs outside amnesia", Reason: "amnesia cannot see what a running process holds or what other programs logged"},
+}
+
+// modelExclusion is the index in outOfScope of the entry about models,
+// which outOfScopeFor words by the installation's models: section.
+const modelExclusion = 3
+
+// outOfScopeFor returns outOfScope as it holds for an installation whose
+// models: section names models (none: outOfScope as it is). An erasure's
+// model leg checks the configured models' recorded training runs, nothing
+// else (model.go); a re-verification looks at no model at all.
+func outOfScopeFor(models []string, reverification bool) []certificate.Exclusion {
+	out := append([]certificate.Exclusion(nil), outOfScope...)
+	if len(models) == 0 {
+		return out
+	}
+	names := strings.Join(models, ", ")
+	if reverification {
+		out[modelExclusion] = certificate.Exclusion{What: "model weights and fine-tuned adapters",
+			Reason: "a re-verification looks records up by id and does not check models; the erasure certificate's models section says what was checked for the configured models (" + names + ")"}
+		return out
+	}
+	out[modelExclusion] = certificate.Exclusion{What: "model weights and fine-tuned adapters other than the configured models' recorded training runs",
+		Reason: "only the models configured in the models: section (" + names + ") and the training runs recorded for them were checked (see models, when the subject's rows were in their datasets); other models, copies of their artifacts, and models merged or distilled from them are not"}
+	return out
+}
+
+// modelNames are the names of the configured models.
+func modelNames(cfgs []model.Config) []string {
+	names := make([]string, 0, len(cfgs))
+	for _, c := range cfgs {
+		names = append(names, c.Name)
+	}
+	return names
 }
 
 func (r *runner) decide(ctx context.Context, res *results) (*certificate.Predicate, error) {
@@ -35,7 +69,7 @@ func (r *runner) decide(ctx context.Context, res *results) (*certificate.Predica
 		ValidUntil:    now.Add(r.Dir.Config.ValidityDuration()).Format(time.RFC3339),
 		Trace:         certificate.TraceRef{ID: t.ID, Artifacts: len(t.Artifacts) + len(t.Mentions)},
 		Artifacts:     []certificate.Artifact{},
-		OutOfScope:    append([]certificate.Exclusion(nil), outOfScope...),
+		OutOfScope:    outOfScopeFor(modelNames(r.Dir.Config.Models), false),
 	}
 	perStore := map[string][]certificate.Artifact{}
 	var marks []lineage.ErasureMark

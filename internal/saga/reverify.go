@@ -376,7 +376,7 @@ func Reverify(ctx context.Context, rv *Reverification) (*Result, error) {
 		ValidUntil:    now.Add(rv.Dir.Config.ValidityDuration()).Format(time.RFC3339),
 		Trace:         op.Trace,
 		Artifacts:     []certificate.Artifact{},
-		OutOfScope:    append([]certificate.Exclusion(nil), outOfScope...),
+		OutOfScope:    outOfScopeFor(modelNames(rv.Dir.Config.Models), true),
 		Reverifies:    link,
 	}
 	perStore := map[string][]certificate.Artifact{}
