@@ -96,6 +96,10 @@ func TestSealedContentIsShreddedWithItsKey(t *testing.T) {
 		j, _ := json.Marshal(sh)
 		t.Fatalf("crypto_shredding = %s; want the key destroyed, physical, 2 sealed artifacts", j)
 	}
+	// Physical only with power: the scan found the key before its destruction.
+	if !strings.Contains(sh.Evidence, "were in the ledger's files before the destruction, none after") {
+		t.Errorf("crypto_shredding evidence does not show the scan's power: %q", sh.Evidence)
+	}
 	for _, a := range st.Predicate.Artifacts {
 		if !a.Sealed || a.Outcome != certificate.Verified {
 			t.Errorf("artifact %+v: want sealed and VERIFIED", a)

@@ -48,6 +48,23 @@ func (r *runner) shredKey(ctx context.Context) (shredResult, error) {
 	case err != nil:
 		return shredResult{}, err
 	}
+	defer clear(wrapped)
+	// The physical level needs power: the same scan must find the wrapped
+	// key's windows in the ledger's files before the destruction, and none
+	// after it.
+	spec := r.Dir.LedgerSpec()
+	pg := lineage.IsPostgresDSN(spec)
+	files := []string{spec, spec + "-wal", spec + "-shm", spec + "-journal"}
+	windows := len(keyNeedles(wrapped))
+	scan := func(when string) (store.ScanReport, error) {
+		ev := map[string]*store.Evidence{"datakey": {Key: "datakey", Needles: keyNeedles(wrapped)}}
+		return store.ScanFiles(ctx, store.NewNeedleSet(ev), "byte scan of the ledger's files "+when, files...)
+	}
+	var before store.ScanReport
+	var beforeErr error
+	if !pg {
+		before, beforeErr = scan("before the key's destruction")
+	}
 	if _, err := kk.DestroyDataKey(ctx, r.Trace.Scope, s, r.id); err != nil {
 		return shredResult{}, fmt.Errorf("destroy the data key: %w", err)
 	}
@@ -56,15 +73,18 @@ func (r *runner) shredKey(ctx context.Context) (shredResult, error) {
 	}
 	res := shredResult{HadKey: true, Destroyed: true, Level: certificate.LevelLogical,
 		Evidence: "the ledger no longer returns the wrapped key and records it as destroyed"}
-	spec := r.Dir.LedgerSpec()
-	if lineage.IsPostgresDSN(spec) {
+	switch {
+	case pg:
 		res.Evidence += "; PostgreSQL ledger: the row was deleted and data_keys rewritten (VACUUM FULL), but pg_wal keeps the insert until the server recycles it, and its files are not read: physical level not claimed"
 		return res, nil
+	case beforeErr != nil:
+		res.Evidence += "; the ledger's files could not be scanned before the destruction (" + beforeErr.Error() + "): physical level not claimed"
+		return res, nil
+	case before.NeedlesFound == 0:
+		res.Evidence += fmt.Sprintf("; a byte scan of the ledger's files before the destruction found none of the wrapped key's %d byte windows (%d files, %d bytes scanned), so a scan after it could not show the key gone: physical level not claimed", windows, before.Files, before.Bytes)
+		return res, nil
 	}
-	ev := map[string]*store.Evidence{"datakey": {Key: "datakey", Needles: keyNeedles(wrapped)}}
-	files := []string{spec, spec + "-wal", spec + "-shm", spec + "-journal"}
-	rep, err := store.ScanFiles(ctx, store.NewNeedleSet(ev), "byte scan of the ledger's files", files...)
-	clear(wrapped)
+	rep, err := scan("after the key's destruction")
 	if err != nil {
 		res.Evidence += "; the ledger's files could not be scanned: " + err.Error()
 		return res, nil
@@ -74,7 +94,7 @@ func (r *runner) shredKey(ctx context.Context) (shredResult, error) {
 		return res, nil
 	}
 	res.Level = certificate.LevelPhysical
-	res.Evidence += fmt.Sprintf("; no byte window of the wrapped key in the ledger's files (%d files, %d bytes scanned)", rep.Files, rep.Bytes)
+	res.Evidence += fmt.Sprintf("; %d of the wrapped key's %d byte windows were in the ledger's files before the destruction, none after (%d files, %d bytes scanned)", before.NeedlesFound, windows, rep.Files, rep.Bytes)
 	return res, nil
 }
 
