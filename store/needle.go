@@ -108,6 +108,18 @@ func (e *Evidence) AddWindows(b []byte) {
 	e.CoveredBytes += covered
 }
 
+// AddUnsearchable is AddWindows for a field the store keeps in a form the
+// byte scan cannot match (compressed, say): its windows are still searched
+// for (a copy of the bytes as written may survive elsewhere), but none of
+// its bytes counts as covered, and UnsearchableBytes says why, so the
+// physical level is not claimed for the record.
+func (e *Evidence) AddUnsearchable(b []byte) {
+	w, _ := Tile(b)
+	e.Needles = append(e.Needles, w...)
+	e.RecordBytes += len(b)
+	e.UnsearchableBytes += len(b)
+}
+
 // Float32LE encodes v as consecutive little-endian IEEE-754 float32 values,
 // the encoding sqlite-vec and pgvector's binary format (per element) use.
 func Float32LE(v []float32) []byte {

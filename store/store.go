@@ -165,6 +165,10 @@ type Evidence struct {
 	// without them amnesia does not claim the physical level.
 	RecordBytes  int `json:"record_bytes,omitempty"`
 	CoveredBytes int `json:"covered_bytes,omitempty"`
+	// UnsearchableBytes are the bytes of RecordBytes in fields the store
+	// keeps in a form the byte scan cannot match (AddUnsearchable): not
+	// covered, whatever their needles.
+	UnsearchableBytes int `json:"unsearchable_bytes,omitempty"`
 }
 
 // LogicalResult is the outcome of a logical probe for one key. A true field

@@ -229,6 +229,9 @@ func whyNotPhysical(pr *probeResult, ev recordEvidence, present bool, st string)
 		return fmt.Sprintf("none of its %d needles was visible in the store's files before deletion, so the scan had no power", ev.Needles)
 	case ev.RecordBytes == 0:
 		return "the evidence does not say how much of the record its needles cover (an adapter that does not count it, or an erasure begun by an earlier version)"
+	case ev.UnsearchableBytes > 0:
+		return fmt.Sprintf("%d of the record's %d bytes are kept by the store in a form the byte scan cannot match (compressed), so a surviving copy of them would not have been found, whatever the scan found of its other fields",
+			ev.UnsearchableBytes, ev.RecordBytes)
 	default:
 		return fmt.Sprintf("the physical probe covered %d of %d bytes of the record (fields shorter than %d bytes are not searched; a longer field is tiled up to %d windows), so a fragment of the rest would not have been found",
 			ev.CoveredBytes, ev.RecordBytes, store.MinNeedle, store.MaxWindows)

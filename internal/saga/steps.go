@@ -44,6 +44,9 @@ type recordEvidence struct {
 	SharedOwner  map[string]int `json:"shared_owner,omitempty"`
 	RecordBytes  int            `json:"record_bytes,omitempty"`
 	CoveredBytes int            `json:"covered_bytes,omitempty"`
+	// UnsearchableBytes: of RecordBytes, those the store keeps in a form
+	// the byte scan cannot match (store.Evidence.UnsearchableBytes).
+	UnsearchableBytes int `json:"unsearchable_bytes,omitempty"`
 }
 
 type evidenceResult struct {
@@ -380,7 +383,7 @@ func (r *runner) readEvidence(ctx context.Context, st string) (any, error) {
 			return nil, err
 		}
 		out.Records[k] = recordEvidence{Needles: len(e.Needles), Shared: e.Shared, FoundBefore: found[k],
-			SharedWith: e.SharedWith, SharedWithMore: e.SharedWithMore, SharedOwner: owners, RecordBytes: e.RecordBytes, CoveredBytes: e.CoveredBytes}
+			SharedWith: e.SharedWith, SharedWithMore: e.SharedWithMore, SharedOwner: owners, RecordBytes: e.RecordBytes, CoveredBytes: e.CoveredBytes, UnsearchableBytes: e.UnsearchableBytes}
 	}
 	if out.Orphans, err = r.probeOrphans(ctx, st, s, ev, "evidence"); err != nil {
 		return nil, err

@@ -38,9 +38,18 @@ func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*st
 			return nil, fmt.Errorf("read evidence: %w", err)
 		}
 		if r != nil {
+			var a pg.Args
+			comp, err := pg.Compressed(ctx, s.db, s.tbl, s.m.Content, s.storage, s.m.Where(&a, []string{k}), a)
+			if err != nil {
+				return nil, fmt.Errorf("read evidence: %w", err)
+			}
 			e := &store.Evidence{Key: k, Filter: map[string]string{"subject": r.Subject}}
-			for _, c := range r.contents {
-				e.AddWindows([]byte(c))
+			for i, c := range r.contents {
+				if i < len(comp) && comp[i] {
+					e.AddUnsearchable([]byte(c))
+				} else {
+					e.AddWindows([]byte(c))
+				}
 			}
 			out[k] = e
 		}

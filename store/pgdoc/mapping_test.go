@@ -140,3 +140,44 @@ func TestCheckMappedTable(t *testing.T) {
 		})
 	}
 }
+
+// A content value PostgreSQL keeps compressed is not in the files as
+// written: the byte scan cannot find it, so its bytes count as
+// unsearchable, not covered, and the record's other field (found by the
+// scan) cannot earn it the physical level.
+func TestCompressedContentIsNotCovered(t *testing.T) {
+	ctx := context.Background()
+	c := appTable(t, "bigint")
+	exec(t, admin(t), `ALTER TABLE `+c.Table+` ALTER COLUMN body SET COMPRESSION pglz`)
+	s, err := pgdoc.Open(ctx, c, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	appPut(t, s, "1", "hmac:aa", 1)
+	long := strings.Repeat(text(5), 10) // about 11 KB that pglz compresses
+	if err := s.Exec(ctx, `INSERT INTO `+s.Table()+` (note_id, attrs, body, summary, thread_id) VALUES ('5', '{"owner": {"tag": "hmac:aa"}}'::jsonb, $1, $2, 'thread-1')`,
+		long, "summary 5: follow-up 7a3f requested by caller 91c2"); err != nil {
+		t.Fatal(err)
+	}
+	ev := evidence(t, s, "1", "5")
+	plain, comp := ev["1"], ev["5"]
+	if plain == nil || comp == nil {
+		t.Fatalf("evidence %v", ev)
+	}
+	if plain.UnsearchableBytes != 0 || plain.CoveredBytes != plain.RecordBytes {
+		t.Fatalf("an uncompressed row: %d unsearchable bytes, %d of %d covered", plain.UnsearchableBytes, plain.CoveredBytes, plain.RecordBytes)
+	}
+	if comp.UnsearchableBytes != len(long) || comp.CoveredBytes >= comp.RecordBytes {
+		t.Fatalf("a row with a compressed body: %d unsearchable bytes (want %d), %d of %d covered", comp.UnsearchableBytes, len(long), comp.CoveredBytes, comp.RecordBytes)
+	}
+	// What the rule is for: the scan finds the row's summary but not its
+	// compressed body.
+	body := map[string]*store.Evidence{"b": {Key: "b", Needles: store.Windows([]byte(long))}}
+	if f := found(t, s, body); f["b"] != 0 {
+		t.Fatalf("%d windows of the compressed body are in the files: the test's premise does not hold", f["b"])
+	}
+	if f := found(t, s, ev); f["5"] == 0 {
+		t.Fatal("the scan finds nothing of row 5, not even its summary")
+	}
+}

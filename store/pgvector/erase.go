@@ -43,12 +43,21 @@ func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*st
 		if r == nil {
 			continue
 		}
+		var a pg.Args
+		comp, err := pg.Compressed(ctx, s.db, s.tbl, s.lay.Content, s.storage, s.lay.Where(&a, []string{k}), a)
+		if err != nil {
+			return nil, fmt.Errorf("read evidence: %w", err)
+		}
 		e := &store.Evidence{Key: k, Vector: r.Embedding, Filter: map[string]string{}}
 		if len(r.Embedding) > 0 {
 			e.AddWindows(OnDisk(r.Embedding))
 		}
-		for _, c := range r.contents {
-			e.AddWindows([]byte(c))
+		for i, c := range r.contents {
+			if i < len(comp) && comp[i] {
+				e.AddUnsearchable([]byte(c))
+			} else {
+				e.AddWindows([]byte(c))
+			}
 		}
 		if r.Subject != "" {
 			e.Filter["subject"] = r.Subject

@@ -132,3 +132,46 @@ func StorageNote(col string, storage string) string {
 	}
 	return ""
 }
+
+// Compressed reports, for the row of tbl that where (with args) selects,
+// which of the content columns hold a value PostgreSQL keeps compressed
+// (pg_column_compression, PostgreSQL 14 and later; pglz or lz4, inline or
+// in TOAST): those bytes are not in the relation's files as written, so no
+// byte scan finds them. Only columns whose storage allows compression
+// ("x" extended, "m" main) are asked about; the others are never
+// compressed. A row that where does not select reports none.
+func Compressed(ctx context.Context, db *DB, tbl Table, content []string, storage map[string]string, where string, args Args) ([]bool, error) {
+	out := make([]bool, len(content))
+	var exprs []string
+	var idx []int
+	for i, c := range content {
+		if st := storage[c]; st == "x" || st == "m" {
+			exprs = append(exprs, "pg_column_compression("+Quote(c)+") IS NOT NULL")
+			idx = append(idx, i)
+		}
+	}
+	if len(exprs) == 0 {
+		return out, nil
+	}
+	err := db.With(ctx, func(c *pgx.Conn) error {
+		rows, err := c.Query(ctx, `SELECT ARRAY[`+strings.Join(exprs, ", ")+`]::bool[] FROM `+tbl.Ident()+` WHERE `+where+` LIMIT 1`, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var got []bool
+			if err := rows.Scan(&got); err != nil {
+				return err
+			}
+			for j, i := range idx {
+				out[i] = j < len(got) && got[j]
+			}
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ask which content values are stored compressed: %w", err)
+	}
+	return out, nil
+}
