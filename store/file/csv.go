@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 )
 
@@ -39,19 +40,19 @@ func (csvFormat) read(ctx context.Context, b []byte, o *Options) (*table, error)
 	}
 	ki := col(o.Key)
 	if ki < 0 {
-		return nil, fmt.Errorf("the header has no column %q (the key): its columns are %s", o.Key, strings.Join(hdr, ", "))
+		return nil, fmt.Errorf("the header has no column %q (the key): %s", o.Key, headerNames(hdr))
 	}
 	si := -1
 	if o.Subject != "" {
 		if si = col(o.Subject); si < 0 {
-			return nil, fmt.Errorf("the header has no column %q (the subject): its columns are %s", o.Subject, strings.Join(hdr, ", "))
+			return nil, fmt.Errorf("the header has no column %q (the subject): %s", o.Subject, headerNames(hdr))
 		}
 	}
 	ci := map[string]int{}
 	for _, c := range o.Content {
 		i := col(c)
 		if i < 0 {
-			return nil, fmt.Errorf("the header has no column %q (content): its columns are %s", c, strings.Join(hdr, ", "))
+			return nil, fmt.Errorf("the header has no column %q (content): %s", c, headerNames(hdr))
 		}
 		ci[c] = i
 	}
@@ -144,4 +145,22 @@ func csvLine(rec []string) []byte {
 	w.Write(rec)
 	w.Flush()
 	return buf.Bytes()
+}
+
+// columnName is what a header field looks like: a name, not data.
+var columnName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_ .-]{0,63}$`)
+
+// headerNames lists the first line's fields for an error message when
+// every one looks like a column name and none repeats; otherwise the line
+// may be a record (a file without a header) and nothing of it is shown:
+// errors go to the terminal, the log, the journal and certificates.
+func headerNames(hdr []string) string {
+	seen := map[string]bool{}
+	for _, h := range hdr {
+		if !columnName.MatchString(h) || seen[h] {
+			return fmt.Sprintf("its first line has %d fields that do not all look like column names (is the header missing?); they are not shown, as they may be data", len(hdr))
+		}
+		seen[h] = true
+	}
+	return "its columns are " + strings.Join(hdr, ", ")
 }

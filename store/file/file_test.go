@@ -299,6 +299,10 @@ func TestFileCheck(t *testing.T) {
 	os.WriteFile(csvPath, []byte("id,subject,text\n1,t,secret row\n"), 0o600)
 	jsonlPath := filepath.Join(dir, "log.jsonl")
 	os.WriteFile(jsonlPath, []byte("{\"uid\":1,\"text\":\"x\"}\n"), 0o600)
+	// No header: the first line is a person's record, and no message may
+	// repeat it.
+	headless := filepath.Join(dir, "headless.csv")
+	os.WriteFile(headless, []byte("17,alice@example.com,a secret note\n18,bob@example.com,another\n"), 0o600)
 	pqPath := filepath.Join(dir, "d.parquet")
 	writeParquet(t, pqPath, []pqRow{{ID: "1", Text: "x"}})
 	cfg := func(path, key string, content ...string) store.Config {
@@ -317,6 +321,7 @@ func TestFileCheck(t *testing.T) {
 		{cfg(filepath.Join(dir, "x.txt"), "id"), "format"},
 		{cfg(filepath.Join(dir, "none.csv"), "id"), "path"},
 		{cfg(csvPath, ""), "key"},
+		{cfg(headless, "id", "text"), "path"},
 	} {
 		ps := file.Check(ctx, tc.c)
 		if tc.want == "" && len(ps) != 0 {
@@ -326,7 +331,7 @@ func TestFileCheck(t *testing.T) {
 			t.Errorf("check %s key %s: %v, want an error on %s", filepath.Base(tc.c.Path), tc.c.Key, ps, tc.want)
 		}
 		for _, p := range ps {
-			if strings.Contains(p.Message, "secret") {
+			if strings.Contains(p.Message, "secret") || strings.Contains(p.Message, "alice") {
 				t.Errorf("check message leaks a value: %s", p.Message)
 			}
 		}
