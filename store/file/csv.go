@@ -147,8 +147,9 @@ func csvLine(rec []string) []byte {
 	return buf.Bytes()
 }
 
-// columnName is what a header field looks like: a name, not data.
-var columnName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_ .-]{0,63}$`)
+// columnName is what a header field looks like: one word, not data (a
+// header with spaces in its names is not shown either).
+var columnName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]{0,63}$`)
 
 // headerNames lists the first line's fields for an error message when
 // every one looks like a column name and none repeats; otherwise the line
