@@ -192,6 +192,62 @@ func TestBusyReclaimPausesThenFinishes(t *testing.T) {
 	}
 }
 
+// Sealed evidence that went missing while an erasure was paused (a partial
+// restore, a cleanup) fails the store's probe: its artifacts are not
+// probed without their evidence and never VERIFIED, and the certificate is
+// incomplete.
+func TestMissingSealedEvidenceFailsTheProbe(t *testing.T) {
+	f := newFixture(t, 4, 3)
+	tr := f.trace(t, 1)
+	app, err := sql.Open("sqlite3", "file:"+f.dir.Config.StorePath(f.dir.Config.Stores[1])+"?_journal_mode=WAL")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	tx, err := app.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := tx.QueryRow("SELECT count(*) FROM sqlite_master").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.run(t, &saga.Erasure{Stores: f.stores(), Trace: tr, ReclaimWait: time.Second})
+	var pe *saga.PendingError
+	if !errors.As(err, &pe) || pe.Store != "vectors" {
+		t.Fatalf("reclaim under an open read transaction: %v, want a pause on vectors", err)
+	}
+	id := saga.ID(tr.ID)
+	if err := os.Remove(filepath.Join(f.dir.ErasureDir(id), "evidence-vectors.sealed")); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	app.Close()
+	res, err := f.run(t, &saga.Erasure{Stores: f.stores(), Trace: tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := res.Statement.Predicate
+	if p.Complete {
+		t.Fatal("complete without the vector store's evidence")
+	}
+	seen := 0
+	for _, a := range p.Artifacts {
+		if a.Store != "vectors" {
+			continue
+		}
+		seen++
+		if a.Outcome == certificate.Verified || !strings.Contains(a.Reason, "sealed evidence of store vectors is missing") {
+			t.Errorf("vector artifact %s: %s %s (%s), want not VERIFIED, for the missing evidence", a.ID, a.Outcome, a.Level, a.Reason)
+		}
+	}
+	if seen == 0 {
+		t.Fatal("the trace has no vector artifacts: the test proves nothing")
+	}
+}
+
 // Issue #8.8: a configured store that could not be reached is declared as
 // unreachable even when the trace touches nothing in it, and the
 // certificate is incomplete unless the store is declared out of scope.

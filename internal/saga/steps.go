@@ -456,7 +456,15 @@ func (r *runner) evidence(ctx context.Context, st string) (map[string]*store.Evi
 		return nil, err
 	}
 	if !ok {
-		return map[string]*store.Evidence{}, nil // the store had no evidence reader
+		if _, reads := r.Stores[st].(store.EvidenceReader); reads {
+			// Its evidence step sealed what it read (readEvidence), and
+			// publish has not destroyed it: the sealed file or row is gone
+			// (a partial restore, a cleanup). Probing without it would drop
+			// the filter, similarity and byte probes and say the adapter
+			// has none.
+			return nil, fmt.Errorf("the sealed evidence of store %s is missing (a partial restore of the state directory or ledger it was kept in?): its records cannot be probed", st)
+		}
+		return map[string]*store.Evidence{}, nil // the store has no evidence reader
 	}
 	r.ev[st] = ev
 	return ev, nil
