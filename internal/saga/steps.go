@@ -512,7 +512,13 @@ func (r *runner) probe(ctx context.Context, st string) (any, error) {
 	}
 	if pp, ok := physical(s); ok && len(ev) > 0 {
 		rep, err := r.scanPhysical(ctx, st, pp, ev, "probe")
-		if err != nil {
+		switch {
+		case errors.Is(err, store.ErrBusy):
+			// As for the logical probe: a later run can scan the files.
+			return nil, &PendingError{Erasure: r.id, Store: st, Step: "probe", State: "PENDING-store-busy", Cause: err.Error()}
+		case errors.Is(err, store.ErrUnavailable):
+			return nil, &PendingError{Erasure: r.id, Store: st, Step: "probe", State: "PENDING-store-unreachable", Cause: err.Error()}
+		case err != nil:
 			return nil, err
 		}
 		out.Physical, out.Method, out.Files, out.Bytes, out.Found = true, rep.Method, rep.Files, rep.Bytes, rep.Found
