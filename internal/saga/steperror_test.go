@@ -3,6 +3,7 @@ package saga_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/amnesia-dev/amnesia/internal/saga"
@@ -75,5 +76,44 @@ func TestStepErrorsAreTyped(t *testing.T) {
 	res, err = saga.Run(ctx, e)
 	if err != nil || !res.Complete() || res.Err() != nil || !res.Resumed {
 		t.Fatalf("the same erasure after suppress works again: %v, %+v", err, res)
+	}
+}
+
+// scanDown is a real vector store whose byte scan finds the store
+// unreachable on its failAt-th call.
+type scanDown struct {
+	*sqlitevec.Store
+	calls, failAt int
+}
+
+func (s *scanDown) ProbePhysical(ctx context.Context, set *store.NeedleSet) (store.ScanReport, error) {
+	s.calls++
+	if s.calls == s.failAt {
+		return store.ScanReport{}, fmt.Errorf("read the store's files: %w", store.ErrUnavailable)
+	}
+	return s.Store.ProbePhysical(ctx, set)
+}
+
+// A store that becomes unreachable during the probe's byte scan (its
+// volume gone for a moment) pauses the erasure, as it does during the
+// logical probe; the same erasure run again probes it and finishes.
+func TestUnreachableDuringByteScanPauses(t *testing.T) {
+	f := newFixture(t, 4, 3)
+	tr := f.trace(t, 1)
+	vs := &scanDown{Store: f.rawV, failAt: 2} // 1: the evidence step's scan; 2: the probe's
+	stores := map[string]store.Store{"docs": f.rawD, "vectors": vs}
+	_, err := f.erase(t, tr, stores, nil)
+	var pe *saga.PendingError
+	if !errors.As(err, &pe) || pe.Store != "vectors" || pe.Step != "probe" || pe.State != "PENDING-store-unreachable" {
+		t.Fatalf("scan of an unreachable store: %v, want a pause of vectors at probe", err)
+	}
+	res, err := f.erase(t, tr, stores, nil)
+	if err != nil || !res.Complete() {
+		t.Fatalf("the same erasure once the store is back: %v, %+v", err, res)
+	}
+	for _, a := range res.Statement.Predicate.Artifacts {
+		if a.Store == "vectors" && a.Outcome != "VERIFIED" {
+			t.Errorf("vector artifact %s: %s (%s)", a.ID, a.Outcome, a.Reason)
+		}
 	}
 }
