@@ -58,8 +58,11 @@ func Pending(ctx context.Context, d Durable, subjectKey, scope string) (*lineage
 			continue
 		}
 		traceID := plannedTrace(es)
-		if traceID == "" {
-			continue // a journal without a finished plan step has erased nothing
+		if traceID == "" || !doneIn(es, "suppress") {
+			// A journal without a finished plan or suppress step has
+			// changed nothing: a new trace, the same when nothing was
+			// captured since, resumes it (Run checks it first).
+			continue
 		}
 		b, err := d.Trace(ctx, traceID)
 		if errors.Is(err, fs.ErrNotExist) {

@@ -196,12 +196,19 @@ func start(ctx context.Context, e *Erasure) (*runner, error) {
 		return nil, err
 	}
 	r.dir = e.Dir.ErasureDir(r.id)
-	if _, exists, err := r.dur.readJournal(ctx, r.id, mainJournal); err != nil {
+	// The trace is checked against the ledger until the erasure has
+	// changed something: its suppress step is its first effect. A journal
+	// that stops before it (a crash right after it was created) changed
+	// nothing, and the subject may have new records since.
+	if es, exists, err := r.dur.readJournal(ctx, r.id, mainJournal); err != nil {
 		return nil, fmt.Errorf("erase: read journal: %w", err)
-	} else if exists {
-		r.resumed = true
-	} else if err := CheckFresh(ctx, e.Ledger, e.Trace); err != nil {
-		return nil, err
+	} else {
+		r.resumed = exists
+		if !doneIn(es, "suppress") {
+			if err := CheckFresh(ctx, e.Ledger, e.Trace); err != nil {
+				return nil, err
+			}
+		}
 	}
 	j, err := r.dur.openJournal(ctx, r.id, mainJournal, e.Now)
 	if err != nil {

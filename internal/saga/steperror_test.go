@@ -117,3 +117,26 @@ func TestUnreachableDuringByteScanPauses(t *testing.T) {
 		}
 	}
 }
+
+// An erasure that stopped before its suppress step was done changed
+// nothing: run again after the subject got a new record, its trace is
+// stale and it is refused, as a new erasure would be, instead of erasing
+// the old trace and leaving the new record.
+func TestJournalBeforeSuppressChecksTheTrace(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, 4, 3)
+	tr := f.trace(t, 2)
+	l := &failingSuppress{Ledger: f.ledger, fail: true}
+	e := &saga.Erasure{Dir: f.dir, Ledger: l, Stores: map[string]store.Store{"docs": f.rawD, "vectors": f.rawV}, Trace: tr, Reason: "TICKET-3"}
+	if _, err := saga.Run(ctx, e); !errors.Is(err, errBoom) {
+		t.Fatalf("failed suppress: %v", err)
+	}
+	f.put(t, "late-doc", f.corpus.People[2].ID, "A late document of this person, captured after the erasure stopped.", nil)
+	l.fail = false
+	if _, err := saga.Run(ctx, e); !errors.Is(err, saga.ErrStaleTrace) {
+		t.Fatalf("the same erasure after a new capture: %v, want ErrStaleTrace", err)
+	}
+	if r, _ := f.rawD.Get(ctx, tr.Plan[0].Delete[0]); r == nil {
+		t.Error("a refused erasure deleted data")
+	}
+}
