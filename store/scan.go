@@ -85,6 +85,11 @@ type ScanReport struct {
 	Bytes        int64          `json:"bytes"`  // bytes scanned
 	Found        map[string]int `json:"found"`  // per key: distinct needles found (keys with none are absent)
 	NeedlesFound int            `json:"needles_found"`
+	// Partial, when set, says in one line which of the store's files the
+	// scan could not read (PostgreSQL's pg_wal without the right to list
+	// it): a scan that found nothing has not shown the records gone from
+	// the store, and the saga does not claim the physical level on it.
+	Partial string `json:"partial,omitempty"`
 }
 
 // FoundKeys returns the number of keys with at least one needle found.

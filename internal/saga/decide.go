@@ -192,7 +192,7 @@ func (r *runner) outcome(a lineage.TraceArtifact, res *results) certificate.Arti
 		c.Outcome, c.Reason = certificate.Residual, fmt.Sprintf("%d of %d needles still in the store's files", m.Physical.FoundAfter, m.Physical.Needles)+copiesNote(a.Store, ev, m)
 	case len(m.Copies) > 0 || m.CopiesUnlisted > 0:
 		c.Outcome, c.Reason = certificate.NeedsHuman, copiesReason(a.Store, ev, m)
-	case m.Physical != nil && m.Physical.FoundBefore > 0 && m.Physical.Coverage != nil && m.Physical.Coverage.Complete():
+	case m.Physical != nil && m.Physical.FoundBefore > 0 && m.Physical.Coverage != nil && m.Physical.Coverage.Complete() && pr.Partial == "":
 		c.Outcome, c.Level = certificate.Verified, certificate.LevelPhysical
 	default:
 		c.Outcome, c.Level = certificate.Verified, certificate.LevelLogical
@@ -219,6 +219,8 @@ func whyNotPhysical(pr *probeResult, ev recordEvidence, present bool, st string)
 	switch {
 	case !pr.Physical:
 		return "store " + st + " has no physical probe"
+	case pr.Partial != "":
+		return "the byte scan after deletion did not read all of the store's files (" + pr.Partial + "), so bytes of the record there would not have been found"
 	case !present:
 		return "the record was already absent when the erasure began, so there were no bytes to look for"
 	case ev.Needles == 0 && ev.Shared > 0:

@@ -17,11 +17,14 @@ import (
 // query reaches (store.OrphanProber), the evidence step compares the keyed
 // content digest the ledger holds for each such record with the digest of
 // every unreachable record: a match gives the probe power, and the matched
-// bytes become needles (sealed like other evidence). After reclaim the
-// probe step compares again and byte-scans the store's files for those
-// needles. Such a record is VERIFIED(physical) only when it was found
-// before and neither comparison finds it after; otherwise it is
-// UNVERIFIED, or RESIDUAL when its bytes are found after reclaim.
+// bytes become needles (sealed like other evidence), for which the store's
+// files are byte-scanned at once: the unreachable record was read as the
+// store decodes it (a PostgreSQL value decompressed, say), which need not be
+// how its bytes lie in the files. After reclaim the probe step compares
+// again and byte-scans the store's files for those needles. Such a record
+// is VERIFIED(physical) only when both its digest and its bytes were found
+// before, and neither after; otherwise it is UNVERIFIED, or RESIDUAL when
+// its bytes are found after reclaim.
 
 // orphanResult is what the journal keeps of an orphan probe: keys and counts.
 type orphanResult struct {
@@ -31,12 +34,18 @@ type orphanResult struct {
 	Scanned  int            `json:"scanned"`           // unreachable records compared
 	Found    map[string]int `json:"found,omitempty"`   // key -> 1: its digest matched an unreachable record
 	Needles  map[string]int `json:"needles,omitempty"` // evidence step: windows taken from the matched bytes
+	// Evidence step: the byte scan of the store's files for those windows
+	// before reclaim (the scan's power); nil in journals written before it.
+	ScanFoundBefore map[string]int `json:"scan_found_before,omitempty"`
 	// Probe step: the byte scan of the store's files for the needles of the
 	// records found before reclaim.
 	ScanMethod string         `json:"scan_method,omitempty"`
 	ScanFound  map[string]int `json:"scan_found,omitempty"`
 	Files      int            `json:"files,omitempty"`
 	Bytes      int64          `json:"bytes,omitempty"`
+	// ScanPartial: which of the store's files the scan after reclaim could
+	// not read (store.ScanReport.Partial).
+	ScanPartial string `json:"scan_partial,omitempty"`
 }
 
 // orphanName is the name of the sealed evidence of st's orphans (Durable).
@@ -92,6 +101,13 @@ func (r *runner) probeOrphans(ctx context.Context, st string, s store.Store, ev 
 			if err := r.putEvidence(ctx, orphanName(st), sealKey(r.Dir.Keyer, r.id, st+"\x00orphans"), rep.Found); err != nil {
 				return nil, err
 			}
+			if pp, ok := physical(s); ok {
+				sc, err := pp.ProbePhysical(ctx, store.NewNeedleSet(rep.Found))
+				if err != nil {
+					return nil, err
+				}
+				out.ScanFoundBefore = sc.Found
+			}
 		}
 	case "probe":
 		before, err := r.orphanEvidence(ctx, st)
@@ -103,7 +119,7 @@ func (r *runner) probeOrphans(ctx context.Context, st string, s store.Store, ev 
 			if err != nil {
 				return nil, err
 			}
-			out.ScanMethod, out.ScanFound, out.Files, out.Bytes = sc.Method, sc.Found, sc.Files, sc.Bytes
+			out.ScanMethod, out.ScanFound, out.Files, out.Bytes, out.ScanPartial = sc.Method, sc.Found, sc.Files, sc.Bytes, sc.Partial
 		}
 	}
 	return out, nil
@@ -183,7 +199,10 @@ func (r *runner) absentFound(c *certificate.Artifact, a lineage.TraceArtifact, b
 		return
 	}
 	*methods = append(*methods, "orphan probe after reclaim: "+after.Method)
-	ph := &certificate.Physical{Needles: needles, FoundBefore: needles, FoundAfter: after.ScanFound[a.Key], FilesScanned: after.Files, BytesScanned: after.Bytes}
+	// The scan's power: the matched record's windows found in the store's
+	// files before reclaim (none known in a journal from before that scan).
+	power := before.ScanFoundBefore[a.Key]
+	ph := &certificate.Physical{Needles: needles, FoundBefore: power, FoundAfter: after.ScanFound[a.Key], FilesScanned: after.Files, BytesScanned: after.Bytes}
 	if after.ScanMethod != "" {
 		*methods = append(*methods, fmt.Sprintf("physical probe: %s for %d windows of up to %d bytes of the bytes found before reclaim", after.ScanMethod, needles, store.WindowSize))
 		if c.Measurement != nil {
@@ -199,8 +218,12 @@ func (r *runner) absentFound(c *certificate.Artifact, a lineage.TraceArtifact, b
 		c.Outcome, c.Reason = certificate.Residual, fmt.Sprintf("%s; %d of %d windows of its bytes still in the store's files after reclaim", absentReasonPrefix, ph.FoundAfter, needles)
 	case after.ScanMethod == "" || needles == 0:
 		c.Outcome, c.Reason = certificate.Unverified, absentReasonPrefix+"; its bytes were found by keyed content digest in an unreachable record before reclaim and not after, but the store's files could not be byte-scanned for them (no physical probe, or every window is also held by a live record)"
+	case power == 0:
+		c.Outcome, c.Reason = certificate.Unverified, fmt.Sprintf("%s; its bytes were found by keyed content digest in an unreachable record before reclaim and not after, but none of its %d windows was visible in the store's files before reclaim (kept compressed, or in a form the scan cannot match), so the byte scan had no power", absentReasonPrefix, needles)
+	case after.ScanPartial != "":
+		c.Outcome, c.Reason = certificate.Unverified, absentReasonPrefix+"; its bytes were found by keyed content digest in an unreachable record before reclaim and not after, but the byte scan after reclaim did not read all of the store's files ("+after.ScanPartial+")"
 	default:
 		c.Outcome, c.Level = certificate.Verified, certificate.LevelPhysical
-		c.Reason = fmt.Sprintf("%s; its bytes were found by keyed content digest in an unreachable record before reclaim; after reclaim no unreachable record matches and none of its %d windows is in the store's files", absentReasonPrefix, needles)
+		c.Reason = fmt.Sprintf("%s; its bytes were found by keyed content digest in an unreachable record before reclaim (%d of its %d windows in the store's files); after reclaim no unreachable record matches and none of its windows is in the store's files", absentReasonPrefix, power, needles)
 	}
 }

@@ -77,6 +77,9 @@ type probeResult struct {
 	Bytes    int64                          `json:"bytes"`
 	Orphans  *orphanResult                  `json:"orphans,omitempty"` // orphans.go
 	Drift    *driftResult                   `json:"drift,omitempty"`   // nearby.go
+	// Partial: which of the store's files the scan could not read
+	// (store.ScanReport.Partial); the physical level is then not claimed.
+	Partial string `json:"partial,omitempty"`
 }
 
 type certResult struct {
@@ -521,7 +524,7 @@ func (r *runner) probe(ctx context.Context, st string) (any, error) {
 		case err != nil:
 			return nil, err
 		}
-		out.Physical, out.Method, out.Files, out.Bytes, out.Found = true, rep.Method, rep.Files, rep.Bytes, rep.Found
+		out.Physical, out.Method, out.Files, out.Bytes, out.Found, out.Partial = true, rep.Method, rep.Files, rep.Bytes, rep.Found, rep.Partial
 	}
 	if _, ok := s.(store.EvidenceReader); ok {
 		if out.Orphans, err = r.probeOrphans(ctx, st, s, ev, "probe"); err != nil {

@@ -58,7 +58,12 @@ func (t *Target) method() string {
 	if t.Reindex != nil {
 		s += "REINDEX INDEX CONCURRENTLY (vector indexes) only if VACUUM FULL timed out; "
 	}
-	s += "CHECKPOINT; pg_switch_wal + CHECKPOINT until pre-reclaim WAL is recycled; lock_timeout=" + t.Opts.LockTimeout.String()
+	if t.Priv.SwitchWAL {
+		s += "CHECKPOINT; pg_switch_wal + CHECKPOINT until pre-reclaim WAL is recycled; "
+	} else {
+		s += "CHECKPOINT; no pg_switch_wal (not granted: pre-reclaim WAL is not rotated); "
+	}
+	s += "lock_timeout=" + t.Opts.LockTimeout.String()
 	if t.Opts.StatementTimeout > 0 {
 		s += ", statement_timeout=" + t.Opts.StatementTimeout.String()
 	}

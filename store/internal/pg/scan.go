@@ -115,6 +115,9 @@ func (t *Target) Probe(ctx context.Context, set *store.NeedleSet) (store.ScanRep
 		}
 		rep = sc.Report()
 		rep.Method = "CHECKPOINT, then a byte scan (" + how + ") of " + strings.Join(parts, ", ") + "; " + walPart
+		if !listed {
+			rep.Partial = walPart
+		}
 		return nil
 	})
 	return rep, err
