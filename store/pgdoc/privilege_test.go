@@ -141,6 +141,11 @@ func TestOwnerWithoutFileGrants(t *testing.T) {
 	if f := found(t, granted, ev); f["rec-b"] == 0 {
 		t.Fatalf("with the named grants the probe found none of rec-b's needles")
 	}
+	// Without pg_monitor (or a data_dir) the role cannot list pg_wal: the
+	// scan says it is partial, and the saga then claims no physical level.
+	if rep, err := granted.ProbePhysical(ctx, store.NewNeedleSet(ev)); err != nil || !strings.Contains(rep.Partial, "pg_wal not scanned") {
+		t.Errorf("a scan that could not list pg_wal: partial %q, %v; want it to say so", rep.Partial, err)
+	}
 	if rep, err := granted.Reclaim(ctx); err != nil || rep.State != "" {
 		t.Fatalf("Reclaim with the grants = %q %q, %v: want clean", rep.State, rep.Evidence, err)
 	}
