@@ -195,6 +195,11 @@ type ReclaimReport struct {
 	// Empty means the adapter has nothing to add. Evidence says what backs it.
 	State    string `json:"state,omitempty"`
 	Evidence string `json:"evidence,omitempty"`
+	// Unseen says that State names bytes of the deleted records that the
+	// byte scan cannot see (a full-text index's tokens, compressed vector
+	// codes): no record of the store is then claimed at the physical
+	// level, whatever the scan found.
+	Unseen bool `json:"unseen,omitempty"`
 }
 
 // OrphanProber is implemented by adapters that can look for the bytes of

@@ -192,8 +192,12 @@ func (r *runner) outcome(a lineage.TraceArtifact, res *results) certificate.Arti
 		c.Outcome, c.Reason = certificate.Residual, fmt.Sprintf("%d of %d needles still in the store's files", m.Physical.FoundAfter, m.Physical.Needles)+copiesNote(a.Store, ev, m)
 	case len(m.Copies) > 0 || m.CopiesUnlisted > 0:
 		c.Outcome, c.Reason = certificate.NeedsHuman, copiesReason(a.Store, ev, m)
-	case m.Physical != nil && m.Physical.FoundBefore > 0 && m.Physical.Coverage != nil && m.Physical.Coverage.Complete() && pr.Partial == "":
+	case m.Physical != nil && m.Physical.FoundBefore > 0 && m.Physical.Coverage != nil && m.Physical.Coverage.Complete() && pr.Partial == "" && !unseen(res.reclaim[a.Store]):
 		c.Outcome, c.Level = certificate.Verified, certificate.LevelPhysical
+	case unseen(res.reclaim[a.Store]) && m.Physical != nil && m.Physical.FoundBefore > 0:
+		rc := res.reclaim[a.Store]
+		c.Outcome, c.Level = certificate.Verified, certificate.LevelLogical
+		c.Reason = "no query path returns it and the byte scan finds none of its windows; physical level not reached: the store's reclaim reports what the byte scan cannot see (" + rc.State + ": " + rc.Evidence + ")"
 	default:
 		c.Outcome, c.Level = certificate.Verified, certificate.LevelLogical
 		c.Reason = "no query path returns it; physical level not reached: " + whyNotPhysical(pr, ev, present, a.Store)
@@ -214,6 +218,10 @@ func foundBy(l store.LogicalResult) []string {
 	}
 	return out
 }
+
+// unseen reports whether a store's reclaim says bytes of its deleted
+// records remain where the byte scan cannot see them.
+func unseen(rc *reclaimResult) bool { return rc != nil && rc.Unseen }
 
 func whyNotPhysical(pr *probeResult, ev recordEvidence, present bool, st string) string {
 	switch {

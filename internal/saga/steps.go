@@ -66,6 +66,7 @@ type reclaimResult struct {
 	None     string   `json:"none,omitempty"`
 	State    string   `json:"state,omitempty"`
 	Evidence string   `json:"evidence,omitempty"`
+	Unseen   bool     `json:"unseen,omitempty"` // store.ReclaimReport.Unseen
 }
 
 type probeResult struct {
@@ -490,7 +491,7 @@ func (r *runner) reclaim(ctx context.Context, st string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return reclaimResult{Method: rep.Method, Steps: rep.Steps, State: rep.State, Evidence: rep.Evidence}, nil
+	return reclaimResult{Method: rep.Method, Steps: rep.Steps, State: rep.State, Evidence: rep.Evidence, Unseen: rep.Unseen}, nil
 }
 
 func (r *runner) probe(ctx context.Context, st string) (any, error) {

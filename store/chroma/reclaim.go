@@ -116,7 +116,7 @@ func (s *Store) Reclaim(ctx context.Context) (store.ReclaimReport, error) {
 	}
 	if !merged {
 		rep.Method = methodFTSNotMerged
-		rep.State = StateFTSNotMerged
+		rep.State, rep.Unseen = StateFTSNotMerged, true
 		rep.Evidence = "chroma.sqlite3 was VACUUMed with secure_delete on, but Chroma's full-text index (embedding_fulltext_search, FTS5 trigram) could not be merged: " +
 			"the SQLite linked into this amnesia lacks FTS5 (build with -tags sqlite_fts5); trigrams of deleted documents can stay in its older segments, " +
 			"which a byte scan for 32-byte windows cannot see"

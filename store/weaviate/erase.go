@@ -422,7 +422,7 @@ func (s *Store) Reclaim(ctx context.Context) (store.ReclaimReport, error) {
 	rep := store.ReclaimReport{Method: method, Steps: []string{step},
 		Evidence: fmt.Sprintf("after %s no needle of the %d deleted records is in the %d files under %s", waited, len(watch), nfiles, s.ClassDir()) + joinNotes(notes)}
 	if c := cl.compression(); c != "" {
-		rep.State = StateCompressed
+		rep.State, rep.Unseen = StateCompressed, true
 		rep.Evidence += fmt.Sprintf("; the class compresses vectors (%s): the compressed codes (bucket vectors_compressed) cannot be searched for, so they are not measured", c)
 	}
 	return rep, nil
