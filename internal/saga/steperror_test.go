@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/amnesia-dev/amnesia/internal/saga"
@@ -138,5 +139,44 @@ func TestJournalBeforeSuppressChecksTheTrace(t *testing.T) {
 	}
 	if r, _ := f.rawD.Get(ctx, tr.Plan[0].Delete[0]); r == nil {
 		t.Error("a refused erasure deleted data")
+	}
+}
+
+// unseenReclaim is a real vector store whose reclaim reports bytes the
+// byte scan cannot see (as Chroma's unmerged full-text index does).
+type unseenReclaim struct{ *sqlitevec.Store }
+
+func (u unseenReclaim) Reclaim(ctx context.Context) (store.ReclaimReport, error) {
+	rep, err := u.Store.Reclaim(ctx)
+	rep.State, rep.Evidence, rep.Unseen = "UNVERIFIED-test-index", "a test index keeps the records' tokens", true
+	return rep, err
+}
+
+// A store whose reclaim reports unseen bytes gets no VERIFIED(physical)
+// record, though its byte scan finds nothing: the reason names the state.
+// The other store is not affected.
+func TestUnseenResidueLimitsTheLevel(t *testing.T) {
+	f := newFixture(t, 4, 3)
+	tr := f.trace(t, 1)
+	res, err := f.erase(t, tr, map[string]store.Store{"docs": f.rawD, "vectors": unseenReclaim{f.rawV}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docsPhysical, vectors := 0, 0
+	for _, a := range res.Statement.Predicate.Artifacts {
+		switch a.Store {
+		case "vectors":
+			vectors++
+			if a.Level == "physical" || !strings.Contains(a.Reason, "UNVERIFIED-test-index") {
+				t.Errorf("vector artifact %s: %s %s (%s), want no physical level, for the unseen state", a.ID, a.Outcome, a.Level, a.Reason)
+			}
+		case "docs":
+			if a.Level == "physical" {
+				docsPhysical++
+			}
+		}
+	}
+	if vectors == 0 || docsPhysical == 0 {
+		t.Fatalf("%d vector artifacts, %d docs artifacts physical: the test proves nothing", vectors, docsPhysical)
 	}
 }
