@@ -173,7 +173,7 @@ func (s *Store) rebuild(ctx context.Context, scrub bool) ([]string, error) {
 		// Stopped between the renames: tmp is complete (it is renamed only
 		// after its count was checked).
 		if err := s.c.renameCollection(ctx, tmp.ID, name); err != nil {
-			return steps, fmt.Errorf("rebuild: resume: rename %q to %q: %w", tmpName, name, err)
+			return steps, fmt.Errorf("rebuild: resume: rename %q to %q: %w: %w", tmpName, name, store.ErrBusy, err)
 		}
 		steps = append(steps, "resumed an interrupted rebuild: renamed the complete copy to "+name)
 		cur, tmp = tmp, nil
@@ -264,7 +264,10 @@ func (s *Store) rebuild(ctx context.Context, scrub bool) ([]string, error) {
 		return steps, fmt.Errorf("rebuild: rename %q aside: %w", name, err)
 	}
 	if err := s.c.renameCollection(ctx, tmp.ID, name); err != nil {
-		return steps, fmt.Errorf("rebuild: rename the copy to %q (the next reclaim finishes this): %w", name, err)
+		// Held up, not final (store.ErrBusy): the saga retries the reclaim,
+		// whose rebuild finishes the swap, and pauses the erasure if it
+		// cannot yet.
+		return steps, fmt.Errorf("rebuild: rename the copy to %q (the next reclaim finishes this): %w: %w", name, store.ErrBusy, err)
 	}
 	steps = append(steps, "swapped the names")
 	n, err := s.catchUp(ctx, cur, tmp, copied)
@@ -275,7 +278,7 @@ func (s *Store) rebuild(ctx context.Context, scrub bool) ([]string, error) {
 		steps = append(steps, fmt.Sprintf("reconciled %d records written or deleted during the copy", n))
 	}
 	if err := s.c.deleteCollection(ctx, oldName); err != nil && !isNotFound(err) {
-		return steps, fmt.Errorf("rebuild: delete the old collection %q (the next reclaim finishes this): %w", oldName, err)
+		return steps, fmt.Errorf("rebuild: delete the old collection %q (the next reclaim finishes this): %w: %w", oldName, store.ErrBusy, err)
 	}
 	steps = append(steps, "deleted the old collection (its id is gone: applications must get the collection again by name)")
 	return steps, nil

@@ -127,7 +127,9 @@ func (s *Store) Reclaim(ctx context.Context) (store.ReclaimReport, error) {
 			return pending(StateAOFPending, "the AOF rewrite", err)
 		}
 		if st := p["aof_last_bgrewrite_status"]; st != "ok" {
-			return store.ReclaimReport{}, fmt.Errorf("reclaim at %s: the AOF rewrite failed (aof_last_bgrewrite_status:%s): see the server's log, then run the erasure again", s.loc, st)
+			// Held up, not final: the saga retries it and pauses the
+			// erasure, whose rerun rewrites again (the needles are kept).
+			return store.ReclaimReport{}, fmt.Errorf("reclaim at %s: %w: the AOF rewrite failed (aof_last_bgrewrite_status:%s): see the server's log, then run the erasure again", s.loc, store.ErrBusy, st)
 		}
 		rep.Steps = append(rep.Steps, "BGREWRITEAOF (done, aof_last_bgrewrite_status:ok)")
 		if s.o.DataDir != "" {
@@ -154,7 +156,7 @@ func (s *Store) Reclaim(ctx context.Context) (store.ReclaimReport, error) {
 		return pending(StateRDBPending, "the RDB save", err)
 	}
 	if st := p["rdb_last_bgsave_status"]; st != "ok" {
-		return store.ReclaimReport{}, fmt.Errorf("reclaim at %s: BGSAVE failed (rdb_last_bgsave_status:%s): see the server's log, then run the erasure again", s.loc, st)
+		return store.ReclaimReport{}, fmt.Errorf("reclaim at %s: %w: BGSAVE failed (rdb_last_bgsave_status:%s): see the server's log, then run the erasure again", s.loc, store.ErrBusy, st)
 	}
 	rep.Steps = append(rep.Steps, "BGSAVE (done, rdb_last_bgsave_status:ok)")
 	return s.finish(rep), nil
