@@ -202,6 +202,18 @@ type ReclaimReport struct {
 	Unseen bool `json:"unseen,omitempty"`
 }
 
+// DeleteMarker is implemented by adapters whose Reclaim needs something
+// their Delete learnt: PostgreSQL's, the deleting transaction's id, which
+// tells the transactions that pin the deleted rows from those that began
+// after the delete. The saga journals the mark with the delete step and
+// hands it back before a reclaim that runs in another process (a resumed
+// erasure), whose adapter did not see the delete. A mark holds no
+// personal data; "" means none.
+type DeleteMarker interface {
+	DeleteMark() string
+	SetDeleteMark(mark string) error
+}
+
 // OrphanProber is implemented by adapters that can look for the bytes of
 // records that were already deleted when the erasure began (an application
 // deleted them itself) but that the store may still keep where no query

@@ -146,6 +146,7 @@ type runner struct {
 	resumed bool
 	tlog    *transparency.Log
 	sets    map[string]cachedSet // batchprobe.go
+	marks   map[string]string    // store -> its delete step's mark (store.DeleteMarker)
 }
 
 // Run runs or resumes the erasure. A new erasure (no journal yet) is refused
@@ -187,7 +188,7 @@ func start(ctx context.Context, e *Erasure) (*runner, error) {
 			release()
 		}
 	}()
-	r := &runner{Erasure: e, keys: map[string][]string{}, ev: map[string]map[string]*store.Evidence{}, failed: map[string]string{}, paused: map[string]*PendingError{}}
+	r := &runner{Erasure: e, keys: map[string][]string{}, ev: map[string]map[string]*store.Evidence{}, failed: map[string]string{}, paused: map[string]*PendingError{}, marks: map[string]string{}}
 	if e.Durable == nil {
 		e.Durable = DurableFor(e.Dir, e.Ledger)
 	}

@@ -57,7 +57,8 @@ type evidenceResult struct {
 }
 
 type deleteResult struct {
-	Keys int `json:"keys"`
+	Keys int    `json:"keys"`
+	Mark string `json:"mark,omitempty"` // store.DeleteMarker: what the store's reclaim needs of the delete
 }
 
 type reclaimResult struct {
@@ -166,10 +167,19 @@ func (r *runner) before(ctx context.Context) (*results, error) {
 // deleteAll runs the delete step of every healthy store.
 func (r *runner) deleteAll(ctx context.Context) error {
 	for _, st := range r.stores {
-		if err := r.storeStep("delete", st, nil, func() (any, error) {
-			return deleteResult{Keys: len(r.keys[st])}, r.deleteKeys(ctx, st) // batchprobe.go
+		out := &deleteResult{}
+		if err := r.storeStep("delete", st, out, func() (any, error) {
+			err := r.deleteKeys(ctx, st) // batchprobe.go
+			res := deleteResult{Keys: len(r.keys[st])}
+			if dm, ok := r.Stores[st].(store.DeleteMarker); ok && err == nil {
+				res.Mark = dm.DeleteMark()
+			}
+			return res, err
 		}); err != nil {
 			return err
+		}
+		if out.Mark != "" {
+			r.marks[st] = out.Mark
 		}
 	}
 	return nil
@@ -486,6 +496,12 @@ func (r *runner) reclaim(ctx context.Context, st string) (any, error) {
 	rc, ok := s.(store.Reclaimer)
 	if !ok {
 		return reclaimResult{None: "the adapter cannot force physical reclamation"}, nil
+	}
+	if dm, ok := s.(store.DeleteMarker); ok && r.marks[st] != "" {
+		// A resumed erasure: this process's store did not see the delete.
+		if err := dm.SetDeleteMark(r.marks[st]); err != nil {
+			return nil, err
+		}
 	}
 	rep, err := rc.Reclaim(ctx)
 	if err != nil {

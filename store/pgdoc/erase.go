@@ -169,3 +169,10 @@ func (s *Store) eachContent(ctx context.Context, c *pgx.Conn, fn func(ids []stri
 	})
 	return err
 }
+
+// DeleteMark implements store.DeleteMarker: the newest deleting
+// transaction's id, which a resumed reclaim's pin check needs.
+func (s *Store) DeleteMark() string { return s.t.DeleteMark() }
+
+// SetDeleteMark implements store.DeleteMarker.
+func (s *Store) SetDeleteMark(mark string) error { return s.t.SetDeleteMark(mark) }

@@ -235,3 +235,10 @@ func (s *Store) ProbePhysical(ctx context.Context, set *store.NeedleSet) (store.
 	}
 	return rep, err
 }
+
+// DeleteMark implements store.DeleteMarker: the newest deleting
+// transaction's id, which a resumed reclaim's pin check needs.
+func (s *Store) DeleteMark() string { return s.t.DeleteMark() }
+
+// SetDeleteMark implements store.DeleteMarker.
+func (s *Store) SetDeleteMark(mark string) error { return s.t.SetDeleteMark(mark) }

@@ -181,6 +181,31 @@ func (t *Target) noteDelete(xid uint64) {
 	}
 }
 
+// DeleteMark returns the newest deleting transaction's id (xid8, decimal),
+// or "" when no row was deleted through this Target (store.DeleteMarker).
+func (t *Target) DeleteMark() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.deleteXid == 0 {
+		return ""
+	}
+	return strconv.FormatUint(t.deleteXid, 10)
+}
+
+// SetDeleteMark restores a DeleteMark of an earlier process: Reclaim's pin
+// check then counts only what began before that delete.
+func (t *Target) SetDeleteMark(mark string) error {
+	if mark == "" {
+		return nil
+	}
+	x, err := strconv.ParseUint(mark, 10, 64)
+	if err != nil || x == 0 {
+		return fmt.Errorf("the journaled delete mark %q is not a transaction id", mark)
+	}
+	t.noteDelete(x)
+	return nil
+}
+
 // refXid is the 32-bit form of the newest delete's xid, 0 when unknown.
 func (t *Target) refXid() uint32 {
 	t.mu.Lock()
