@@ -202,6 +202,18 @@ type ReclaimReport struct {
 	Unseen bool `json:"unseen,omitempty"`
 }
 
+// Identifier is implemented by adapters that can name the store they
+// reach without personal data: a file by its device and inode, a
+// PostgreSQL table by the cluster's system identifier and the database's
+// and table's oids. The saga journals the identity with the evidence and
+// stops the store at reclaim when the store it reaches then is another one
+// (a resumed erasure run on another host, or after the configured path or
+// server changed): the scan's power was measured in the first, the
+// records' absence would be measured in the second.
+type Identifier interface {
+	Identity(ctx context.Context) (string, error)
+}
+
 // DeleteMarker is implemented by adapters whose Reclaim needs something
 // their Delete learnt: PostgreSQL's, the deleting transaction's id, which
 // tells the transactions that pin the deleted rows from those that began

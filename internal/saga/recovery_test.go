@@ -15,10 +15,12 @@ import (
 	_ "github.com/mattn/go-sqlite3"
 
 	"github.com/amnesia-dev/amnesia/certificate"
+	"github.com/amnesia-dev/amnesia/internal/demo"
 	"github.com/amnesia-dev/amnesia/internal/saga"
 	"github.com/amnesia-dev/amnesia/internal/state"
 	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/store"
+	"github.com/amnesia-dev/amnesia/store/sqlitevec"
 )
 
 func (f *fixture) stores() map[string]store.Store {
@@ -241,6 +243,71 @@ func TestMissingSealedEvidenceFailsTheProbe(t *testing.T) {
 		seen++
 		if a.Outcome == certificate.Verified || !strings.Contains(a.Reason, "sealed evidence of store vectors is missing") {
 			t.Errorf("vector artifact %s: %s %s (%s), want not VERIFIED, for the missing evidence", a.ID, a.Outcome, a.Level, a.Reason)
+		}
+	}
+	if seen == 0 {
+		t.Fatal("the trace has no vector artifacts: the test proves nothing")
+	}
+}
+
+// An erasure paused after its delete and resumed against another copy of
+// the store (another host's file at the same path, or a changed path):
+// the evidence's power was measured in the first, so the second's clean
+// scan proves nothing about it. The store is stopped at reclaim, its
+// artifacts are not VERIFIED, and the certificate is incomplete.
+func TestResumeOnAnotherStoreIsNotVerified(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, 4, 3)
+	tr := f.trace(t, 1)
+	path := f.dir.Config.StorePath(f.dir.Config.Stores[1])
+	app, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	tx, err := app.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := tx.QueryRow("SELECT count(*) FROM sqlite_master").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.run(t, &saga.Erasure{Stores: f.stores(), Trace: tr, ReclaimWait: time.Second})
+	var pe *saga.PendingError
+	if !errors.As(err, &pe) || pe.Store != "vectors" {
+		t.Fatalf("reclaim under an open read transaction: %v, want a pause on vectors", err)
+	}
+	// Another copy of the vector store, with the records already deleted.
+	other := filepath.Join(t.TempDir(), "other-vectors.db")
+	if _, err := app.Exec(`VACUUM INTO ?`, other); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	app.Close()
+	ov, err := sqlitevec.Open(ctx, "vectors", other, demo.Dim, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ov.Close()
+	res, err := f.run(t, &saga.Erasure{Stores: map[string]store.Store{"docs": f.rawD, "vectors": ov}, Trace: tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := res.Statement.Predicate
+	if p.Complete {
+		t.Fatal("complete, though the vector store probed is not the one its evidence was read from")
+	}
+	seen := 0
+	for _, a := range p.Artifacts {
+		if a.Store != "vectors" {
+			continue
+		}
+		seen++
+		if a.Outcome == certificate.Verified || !strings.Contains(a.Reason, "not the one its evidence was read from") {
+			t.Errorf("vector artifact %s: %s %s (%s), want not VERIFIED, naming the other store", a.ID, a.Outcome, a.Level, a.Reason)
 		}
 	}
 	if seen == 0 {

@@ -52,6 +52,9 @@ type recordEvidence struct {
 type evidenceResult struct {
 	Records  map[string]recordEvidence `json:"records"` // keys present in the store
 	Physical bool                      `json:"physical"`
+	// Identity names the store the evidence was read from
+	// (store.Identifier), "" when the adapter names none.
+	Identity string `json:"identity,omitempty"`
 	Orphans  *orphanResult             `json:"orphans,omitempty"` // keys absent: orphans.go
 	Near     *nearResult               `json:"near,omitempty"`    // nearby.go
 }
@@ -195,6 +198,11 @@ func (r *runner) reclaimAll(ctx context.Context, res *results, do func(context.C
 		if _, bad := r.failed[st]; bad {
 			continue
 		}
+		if err := r.sameStore(ctx, st, res); err != nil {
+			// Not a step's failure: checked again on every run.
+			r.failed[st] = "reclaim: " + err.Error()
+			continue
+		}
 		out := &reclaimResult{}
 		serr, err := r.step("reclaim", st, out, func() (any, error) { return r.reclaimWaiting(ctx, st, do) })
 		var pe *PendingError
@@ -219,6 +227,28 @@ func (r *runner) reclaimAll(ctx context.Context, res *results, do func(context.C
 		res.reclaim[st] = out
 	}
 	return nil
+}
+
+// sameStore returns an error when the store st reaches now is not the one
+// its evidence was read from (store.Identifier; a resumed erasure on
+// another host, or after the configured path or server changed): the
+// scan's power was measured in that one, so absence in this one proves
+// nothing about it. A store that names no identity, or cannot be asked now,
+// is not checked here (its steps meet the error).
+func (r *runner) sameStore(ctx context.Context, st string, res *results) error {
+	ev := res.evidence[st]
+	if ev == nil || ev.Identity == "" {
+		return nil
+	}
+	id, ok := r.Stores[st].(store.Identifier)
+	if !ok {
+		return nil
+	}
+	now, err := id.Identity(ctx)
+	if err != nil || now == ev.Identity {
+		return nil
+	}
+	return fmt.Errorf("the store reached now is not the one its evidence was read from (%s then, %s now: another host's copy, or the configured path or server changed), so its records cannot be shown gone from that one", ev.Identity, now)
 }
 
 // reclaimWaiting runs do until it is no longer held up by another process,
@@ -381,6 +411,11 @@ func (r *runner) readEvidence(ctx context.Context, st string) (any, error) {
 	ev, err := r.readStoreEvidence(ctx, st, er) // batchprobe.go
 	if err != nil {
 		return nil, err
+	}
+	if id, ok := s.(store.Identifier); ok {
+		if out.Identity, err = id.Identity(ctx); err != nil {
+			return nil, err
+		}
 	}
 	var found map[string]int
 	if pp, ok := physical(s); ok {

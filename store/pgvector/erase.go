@@ -242,3 +242,6 @@ func (s *Store) DeleteMark() string { return s.t.DeleteMark() }
 
 // SetDeleteMark implements store.DeleteMarker.
 func (s *Store) SetDeleteMark(mark string) error { return s.t.SetDeleteMark(mark) }
+
+// Identity implements store.Identifier: the server and the table.
+func (s *Store) Identity(ctx context.Context) (string, error) { return s.t.Identity(ctx) }

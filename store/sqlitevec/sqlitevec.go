@@ -339,3 +339,7 @@ func init() {
 		},
 	})
 }
+
+// Identity implements store.Identifier: the database file's device and
+// inode.
+func (s *Store) Identity(ctx context.Context) (string, error) { return sqlitex.FileIdentity(s.path) }

@@ -181,6 +181,30 @@ func (t *Target) noteDelete(xid uint64) {
 	}
 }
 
+// Identity names the server and table (store.Identifier): the cluster's
+// system identifier (where the role may read pg_control_system), the
+// database's oid and the table's.
+func (t *Target) Identity(ctx context.Context) (string, error) {
+	var id string
+	err := t.DB.With(ctx, func(c *pgx.Conn) error {
+		sys := "unknown"
+		var s string
+		if err := c.QueryRow(ctx, `SELECT system_identifier::text FROM pg_control_system()`).Scan(&s); err == nil {
+			sys = s
+		}
+		var db, tbl string
+		if err := c.QueryRow(ctx, `SELECT (SELECT oid FROM pg_database WHERE datname = current_database())::text, $1::text::regclass::oid::text`, t.Table.Ident()).Scan(&db, &tbl); err != nil {
+			return err
+		}
+		id = "postgres system " + sys + " database " + db + " table " + tbl
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("identity of table %s: %w", t.Table, err)
+	}
+	return id, nil
+}
+
 // DeleteMark returns the newest deleting transaction's id (xid8, decimal),
 // or "" when no row was deleted through this Target (store.DeleteMarker).
 func (t *Target) DeleteMark() string {
