@@ -291,16 +291,12 @@ func (s *Store) ProbePhysical(ctx context.Context, set *store.NeedleSet) (store.
 	if s.dataDir == "" {
 		return store.ScanReport{}, errors.New("physical probe: data_dir is not set (the server's PERSISTENCE_DATA_PATH)")
 	}
-	files, err := s.files()
-	if err != nil {
-		return store.ScanReport{}, fmt.Errorf("physical probe: %w", err)
-	}
-	sc := store.NewScanner(set, "every file under the Weaviate class directory (LSM segments and WALs of every bucket, HNSW commit logs), raw; "+
+	sc := store.NewScanner(set, "every file under the Weaviate class directory (LSM segments and WALs of every bucket, HNSW commit logs), raw, listed again until no new file appears; "+
 		"the objects bucket holds the record as written, the inverted-index buckets hold its words one token at a time, which windows do not find")
-	for _, f := range files {
-		if err := sc.ScanFile(ctx, f); err != nil {
-			return store.ScanReport{}, fmt.Errorf("physical probe: %w", err)
-		}
+	// Compaction may write a record's bytes into a new segment while the
+	// old one is read: ScanListed lists again for files that appeared.
+	if err := sc.ScanListed(ctx, s.files); err != nil {
+		return store.ScanReport{}, fmt.Errorf("physical probe: %w", err)
 	}
 	return sc.Report(), nil
 }
