@@ -214,6 +214,15 @@ type Identifier interface {
 	Identity(ctx context.Context) (string, error)
 }
 
+// ReclaimWatcher is implemented by adapters whose Reclaim waits until the
+// store's own compaction has removed the deleted records' bytes (Weaviate
+// has no compaction API). The saga hands it the deleted records' evidence
+// before each reclaim: a resumed erasure's store, in another process, did
+// not read it, and would otherwise have nothing to wait for.
+type ReclaimWatcher interface {
+	WatchDeleted(ev map[string]*Evidence)
+}
+
 // DeleteMarker is implemented by adapters whose Reclaim needs something
 // their Delete learnt: PostgreSQL's, the deleting transaction's id, which
 // tells the transactions that pin the deleted rows from those that began

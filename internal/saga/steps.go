@@ -532,6 +532,15 @@ func (r *runner) reclaim(ctx context.Context, st string) (any, error) {
 	if !ok {
 		return reclaimResult{None: "the adapter cannot force physical reclamation"}, nil
 	}
+	if w, ok := s.(store.ReclaimWatcher); ok {
+		// What to wait for: this process read it, or (a resumed erasure)
+		// it is unsealed now.
+		ev, err := r.evidence(ctx, st)
+		if err != nil {
+			return nil, err
+		}
+		w.WatchDeleted(ev)
+	}
 	if dm, ok := s.(store.DeleteMarker); ok && r.marks[st] != "" {
 		// A resumed erasure: this process's store did not see the delete.
 		if err := dm.SetDeleteMark(r.marks[st]); err != nil {

@@ -163,6 +163,18 @@ func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*st
 	return out, nil
 }
 
+// WatchDeleted implements store.ReclaimWatcher: Reclaim waits for the
+// bytes of these deleted records too (a resumed erasure's evidence, read
+// by another process).
+func (s *Store) WatchDeleted(ev map[string]*store.Evidence) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, e := range ev {
+		s.watch[k] = e
+		s.deleted[KeyUUID(k)] = true
+	}
+}
+
 // each calls fn for every object of the class, with its vector, paging
 // with the REST list's cursor.
 func (s *Store) each(ctx context.Context, fn func(*object) error) error {
