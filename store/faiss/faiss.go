@@ -660,11 +660,16 @@ func (s *Store) Reclaim(ctx context.Context) (store.ReclaimReport, error) {
 	}
 	defer unlock()
 	how := s.lastDel
+	by := "index rewritten by Delete (" + how + ")"
 	if how == "" {
+		// Deleted by another process (a resumed erasure), or nothing to
+		// remove: this Reclaim did not see the rewrite.
 		how = "rebuilt " + l.String() + " from the surviving vectors"
 		if l.sub == "Flat" {
 			how = "remove_ids on " + l.String()
 		}
+		how = "by an earlier Delete, not in this process (" + how + ", when it removed anything)"
+		by = "index rewritten " + how
 	}
 	rep := store.ReclaimReport{
 		Method: "rewrite index file: " + how + "; written to a temp file, fsync, rename over the index, fsync directory; leftover temp files shredded; " + s.coverage(),
@@ -683,7 +688,7 @@ func (s *Store) Reclaim(ctx context.Context) (store.ReclaimReport, error) {
 		}
 	}
 	rep.Steps = []string{
-		"index rewritten by Delete (" + how + ")",
+		by,
 		fmt.Sprintf("shredded %d leftover temp file(s) of interrupted rewrites (zeroed, fsynced, unlinked, directory fsynced)", len(temps)),
 	}
 	return rep, nil

@@ -105,7 +105,7 @@ func (s *Store) Reclaim(ctx context.Context) (store.ReclaimReport, error) {
 		}, nil
 	}
 	deadline := time.Now().Add(s.o.ReclaimWait)
-	rep := store.ReclaimReport{Method: "BGREWRITEAOF and BGSAVE, waited for through INFO persistence"}
+	rep := store.ReclaimReport{Method: "BGREWRITEAOF and BGSAVE where the server keeps an AOF and an RDB, waited for through INFO persistence (the steps say which ran)"}
 	pending := func(state, what string, err error) (store.ReclaimReport, error) {
 		if !errors.Is(err, errTimeout) {
 			return store.ReclaimReport{}, fmt.Errorf("reclaim at %s: %w", s.loc, err)
