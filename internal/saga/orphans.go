@@ -186,13 +186,13 @@ func (r *runner) absentOutcome(c *certificate.Artifact, a lineage.TraceArtifact,
 		c.Outcome, c.Reason = certificate.Unverified, fmt.Sprintf("%s; the orphan probe compared the ledger's keyed content digest with %d unreachable records and matched none, so it had no power: its bytes may be gone, or remain where the probe does not look (free pages, logs)", absentReasonPrefix, before.Scanned)
 	default:
 		methods = append(methods, "orphan probe before reclaim: "+before.Method)
-		r.absentFound(c, a, before, after, &methods)
+		r.absentFound(c, a, before, after, res.reclaim[a.Store], &methods)
 	}
 	c.Method = strings.Join(methods, "; ")
 }
 
 // absentFound decides for a record the orphan probe found before reclaim.
-func (r *runner) absentFound(c *certificate.Artifact, a lineage.TraceArtifact, before, after *orphanResult, methods *[]string) {
+func (r *runner) absentFound(c *certificate.Artifact, a lineage.TraceArtifact, before, after *orphanResult, rc *reclaimResult, methods *[]string) {
 	needles := before.Needles[a.Key]
 	if after == nil {
 		c.Outcome, c.Reason = certificate.Unverified, absentReasonPrefix+"; its bytes were found by keyed content digest in an unreachable record before reclaim, and the probe after reclaim did not run"
@@ -220,6 +220,8 @@ func (r *runner) absentFound(c *certificate.Artifact, a lineage.TraceArtifact, b
 		c.Outcome, c.Reason = certificate.Unverified, absentReasonPrefix+"; its bytes were found by keyed content digest in an unreachable record before reclaim and not after, but the store's files could not be byte-scanned for them (no physical probe, or every window is also held by a live record)"
 	case power == 0:
 		c.Outcome, c.Reason = certificate.Unverified, fmt.Sprintf("%s; its bytes were found by keyed content digest in an unreachable record before reclaim and not after, but none of its %d windows was visible in the store's files before reclaim (kept compressed, or in a form the scan cannot match), so the byte scan had no power", absentReasonPrefix, needles)
+	case unseen(rc):
+		c.Outcome, c.Reason = certificate.Unverified, absentReasonPrefix+"; its bytes were found by keyed content digest in an unreachable record before reclaim and not after, but the store's reclaim reports bytes the byte scan cannot see ("+rc.State+": "+rc.Evidence+")"
 	case after.ScanPartial != "":
 		c.Outcome, c.Reason = certificate.Unverified, absentReasonPrefix+"; its bytes were found by keyed content digest in an unreachable record before reclaim and not after, but the byte scan after reclaim did not read all of the store's files ("+after.ScanPartial+")"
 	default:

@@ -39,7 +39,8 @@ func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*st
 		}
 		if r != nil {
 			var a pg.Args
-			comp, err := pg.Compressed(ctx, s.db, s.tbl, s.m.Content, s.storage, s.m.Where(&a, []string{k}), a)
+			where := s.m.Where(&a, []string{k})
+			comp, err := pg.Compressed(ctx, s.db, s.tbl, s.m.Content, s.storage, s.t.Priv.ServerVersion, where, a)
 			if err != nil {
 				return nil, fmt.Errorf("read evidence: %w", err)
 			}

@@ -44,7 +44,8 @@ func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*st
 			continue
 		}
 		var a pg.Args
-		comp, err := pg.Compressed(ctx, s.db, s.tbl, s.lay.Content, s.storage, s.lay.Where(&a, []string{k}), a)
+		where := s.lay.Where(&a, []string{k})
+		comp, err := pg.Compressed(ctx, s.db, s.tbl, s.lay.Content, s.storage, s.t.Priv.ServerVersion, where, a)
 		if err != nil {
 			return nil, fmt.Errorf("read evidence: %w", err)
 		}

@@ -135,18 +135,25 @@ func StorageNote(col string, storage string) string {
 
 // Compressed reports, for the row of tbl that where (with args) selects,
 // which of the content columns hold a value PostgreSQL keeps compressed
-// (pg_column_compression, PostgreSQL 14 and later; pglz or lz4, inline or
-// in TOAST): those bytes are not in the relation's files as written, so no
-// byte scan finds them. Only columns whose storage allows compression
-// ("x" extended, "m" main) are asked about; the others are never
-// compressed. A row that where does not select reports none.
-func Compressed(ctx context.Context, db *DB, tbl Table, content []string, storage map[string]string, where string, args Args) ([]bool, error) {
+// (pg_column_compression; pglz or lz4, inline or in TOAST): those bytes are
+// not in the relation's files as written, so no byte scan finds them. Only
+// columns whose storage allows compression ("x" extended, "m" main) are
+// asked about; the others are never compressed. Before PostgreSQL 14
+// (serverVersion, as server_version_num) the function does not exist:
+// every such value over MinCompressible bytes is then reported as
+// compressed, which may under-claim, never over-claim. A row that where
+// does not select reports none.
+func Compressed(ctx context.Context, db *DB, tbl Table, content []string, storage map[string]string, serverVersion int, where string, args Args) ([]bool, error) {
 	out := make([]bool, len(content))
 	var exprs []string
 	var idx []int
 	for i, c := range content {
 		if st := storage[c]; st == "x" || st == "m" {
-			exprs = append(exprs, "pg_column_compression("+Quote(c)+") IS NOT NULL")
+			if serverVersion >= 140000 {
+				exprs = append(exprs, "pg_column_compression("+Quote(c)+") IS NOT NULL")
+			} else {
+				exprs = append(exprs, fmt.Sprintf("COALESCE(octet_length(%s::text) > %d, false)", Quote(c), MinCompressible))
+			}
 			idx = append(idx, i)
 		}
 	}
@@ -175,3 +182,10 @@ func Compressed(ctx context.Context, db *DB, tbl Table, content []string, storag
 	}
 	return out, nil
 }
+
+// MinCompressible is the size from which Compressed takes a value of
+// compressible storage as compressed where the server cannot say (before
+// PostgreSQL 14): PostgreSQL compresses a row's values only when the row
+// is over about 2 KB (TOAST_TUPLE_THRESHOLD), and a value under that size
+// may still be compressed in a wider row, so this threshold is below it.
+const MinCompressible = 1024

@@ -181,22 +181,19 @@ func (t *Target) noteDelete(xid uint64) {
 	}
 }
 
-// Identity names the server and table (store.Identifier): the cluster's
-// system identifier (where the role may read pg_control_system), the
-// database's oid and the table's.
+// Identity names the table (store.Identifier) by its database's oid and
+// its own: a table restored or created anew on another server or database
+// has other oids as a rule. (The cluster's system identifier would say
+// more, but reading it needs a grant a role may gain or lose between two
+// runs; a promoted physical standby has the same oids either way.)
 func (t *Target) Identity(ctx context.Context) (string, error) {
 	var id string
 	err := t.DB.With(ctx, func(c *pgx.Conn) error {
-		sys := "unknown"
-		var s string
-		if err := c.QueryRow(ctx, `SELECT system_identifier::text FROM pg_control_system()`).Scan(&s); err == nil {
-			sys = s
-		}
 		var db, tbl string
 		if err := c.QueryRow(ctx, `SELECT (SELECT oid FROM pg_database WHERE datname = current_database())::text, $1::text::regclass::oid::text`, t.Table.Ident()).Scan(&db, &tbl); err != nil {
 			return err
 		}
-		id = "postgres system " + sys + " database " + db + " table " + tbl
+		id = "postgres database " + db + " table " + tbl
 		return nil
 	})
 	if err != nil {
