@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
+
+	"github.com/amnesia-dev/amnesia/store"
 )
 
 // RunBatch runs several erasures as one erasure window: each is journaled
@@ -74,6 +77,18 @@ func RunBatch(ctx context.Context, es []*Erasure) ([]*Result, error) {
 			defer o.mu.Unlock()
 			if o.done {
 				return o.out, o.err
+			}
+			if w, ok := r.Stores[st].(store.ReclaimWatcher); ok {
+				// The other erasures' deleted records too (r.reclaim hands
+				// over r's): a window resumed in a new process read none.
+				for _, other := range runners {
+					if other == r || other.failed[st] != "" || !slices.Contains(other.stores, st) {
+						continue
+					}
+					if ev, err := other.evidence(ctx, st); err == nil {
+						w.WatchDeleted(ev)
+					}
+				}
 			}
 			out, err := r.reclaim(ctx, st)
 			if state, _ := holdUp(out, err); state == "" {

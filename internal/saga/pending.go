@@ -20,13 +20,17 @@ import (
 type PendingError struct {
 	Erasure string
 	Store   string
-	Step    string        // "reclaim" or "probe"
+	Step    string        // "evidence", "reclaim" or "probe"
 	State   string        // the residue state, e.g. PENDING-lock-timeout
 	Cause   string        // what holds it up, in one line without personal data
 	Waited  time.Duration // how long this run retried
 }
 
 func (e *PendingError) Error() string {
+	if e.Step == "evidence" {
+		return fmt.Sprintf("erasure %s is PENDING: the evidence of store %s cannot be read yet (%s: %s; waited %s); nothing was deleted from it yet, and reads through capture already hide the subject's records: run the same command again",
+			e.Erasure, e.Store, e.State, e.Cause, e.Waited.Round(time.Second))
+	}
 	return fmt.Sprintf("erasure %s is PENDING: %s of store %s cannot finish yet (%s: %s; waited %s); the records are deleted and suppressed, and the evidence is kept sealed: run the same command again to finish reclaim and verification",
 		e.Erasure, e.Step, e.Store, e.State, e.Cause, e.Waited.Round(time.Second))
 }

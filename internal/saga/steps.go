@@ -420,6 +420,11 @@ func (r *runner) readEvidence(ctx context.Context, st string) (any, error) {
 	var found map[string]int
 	if pp, ok := physical(s); ok {
 		rep, err := r.scanPhysical(ctx, st, pp, ev, "evidence")
+		if errors.Is(err, store.ErrBusy) {
+			// Files still appearing (compaction, WAL recycling): nothing
+			// is deleted yet, a later run reads the evidence again.
+			return nil, &PendingError{Erasure: r.id, Store: st, Step: "evidence", State: "PENDING-store-busy", Cause: err.Error()}
+		}
 		if err != nil {
 			return nil, err
 		}
