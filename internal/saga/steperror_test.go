@@ -180,3 +180,39 @@ func TestUnseenResidueLimitsTheLevel(t *testing.T) {
 		t.Fatalf("%d vector artifacts, %d docs artifacts physical: the test proves nothing", vectors, docsPhysical)
 	}
 }
+
+// partialScan is a real vector store whose byte scan reports that it could
+// not read part of the store's files (as PostgreSQL's does without the
+// right to list pg_wal).
+type partialScan struct{ *sqlitevec.Store }
+
+func (p partialScan) ProbePhysical(ctx context.Context, set *store.NeedleSet) (store.ScanReport, error) {
+	rep, err := p.Store.ProbePhysical(ctx, set)
+	rep.Partial = "the test's log files not scanned"
+	return rep, err
+}
+
+// A scan that did not read all of the store's files gives no record the
+// physical level, though it found each record's bytes before deletion and
+// none after: the reason names what was not scanned.
+func TestPartialScanIsNotPhysical(t *testing.T) {
+	f := newFixture(t, 4, 3)
+	tr := f.trace(t, 1)
+	res, err := f.erase(t, tr, map[string]store.Store{"docs": f.rawD, "vectors": partialScan{f.rawV}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vectors := 0
+	for _, a := range res.Statement.Predicate.Artifacts {
+		if a.Store != "vectors" {
+			continue
+		}
+		vectors++
+		if a.Level == "physical" || !strings.Contains(a.Reason, "the test's log files not scanned") {
+			t.Errorf("vector artifact %s: %s %s (%s), want no physical level, naming what was not scanned", a.ID, a.Outcome, a.Level, a.Reason)
+		}
+	}
+	if vectors == 0 {
+		t.Fatal("the trace has no vector artifacts: the test proves nothing")
+	}
+}
