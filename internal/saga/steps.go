@@ -54,9 +54,9 @@ type evidenceResult struct {
 	Physical bool                      `json:"physical"`
 	// Identity names the store the evidence was read from
 	// (store.Identifier), "" when the adapter names none.
-	Identity string `json:"identity,omitempty"`
-	Orphans  *orphanResult             `json:"orphans,omitempty"` // keys absent: orphans.go
-	Near     *nearResult               `json:"near,omitempty"`    // nearby.go
+	Identity string        `json:"identity,omitempty"`
+	Orphans  *orphanResult `json:"orphans,omitempty"` // keys absent: orphans.go
+	Near     *nearResult   `json:"near,omitempty"`    // nearby.go
 }
 
 type deleteResult struct {
