@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -132,7 +133,9 @@ func TestResumeAfterPowerLossKeepsEvidence(t *testing.T) {
 		out := map[string]string{}
 		for _, e := range readJournal(t, path) {
 			if strings.HasPrefix(e.Step, "evidence:") && e.Phase == "done" {
-				out[e.Step] = string(e.Result)
+				// The two runs read two copies of the store: the files'
+				// identities differ, as they should.
+				out[e.Step] = regexp.MustCompile(`"identity":"[^"]*"`).ReplaceAllString(string(e.Result), `"identity":"…"`)
 			}
 		}
 		return out

@@ -103,34 +103,15 @@ func (t *Target) Probe(ctx context.Context, set *store.NeedleSet) (store.ScanRep
 		}
 		walPart := "pg_wal not scanned: role " + Display(t.Priv.Role) + " may not list it (needs pg_monitor, superuser, or a readable data_dir)"
 		if listed {
-			// A checkpoint may recycle a segment (rename it to a future
-			// name) between the listing and its read: it then reads as
-			// missing, and its bytes are under a name the listing did not
-			// have. pg_wal is listed again until no segment is new.
-			seen := map[string]bool{}
-			for pass := 0; ; pass++ {
-				fresh := 0
-				for _, f := range wal {
-					if seen[f.Name] {
-						continue
-					}
-					seen[f.Name] = true
-					fresh++
-					if err := t.scanFile(ctx, c, sc, "pg_wal/"+f.Name, f.Size); err != nil {
-						return err
-					}
-				}
-				if fresh == 0 {
-					break
-				}
-				if pass == 3 {
-					return fmt.Errorf("probe physical: %w: new pg_wal segments kept appearing while pg_wal was scanned (4 listings); scan again later", store.ErrBusy)
-				}
-				if wal, _, _, err = t.listWAL(ctx, c); err != nil {
-					return fmt.Errorf("probe physical: %w", err)
+			for _, f := range wal {
+				if err := t.scanFile(ctx, c, sc, "pg_wal/"+f.Name, f.Size); err != nil {
+					return err
 				}
 			}
-			walPart = fmt.Sprintf("pg_wal: %d segment(s) listed by %s, listed again until no segment was new", len(seen), whence)
+			walPart = fmt.Sprintf("pg_wal: %d segment(s) listed by %s", len(wal), whence)
+			if len(wal) > 0 {
+				walPart += fmt.Sprintf(" (%s..%s)", wal[0].Name, wal[len(wal)-1].Name)
+			}
 		}
 		rep = sc.Report()
 		rep.Method = "CHECKPOINT, then a byte scan (" + how + ") of " + strings.Join(parts, ", ") + "; " + walPart
