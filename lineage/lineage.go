@@ -166,6 +166,12 @@ type View struct {
 	Children  map[string][]string  // parent id -> child ids, within the view
 	Erased    map[string]string    // artifact id -> outcome of its latest erasure
 	ErasedBy  map[string]string    // artifact id -> id of its latest erasure
+	// HeadSeq and HeadHash are the ledger's event chain head (Ledger.Head)
+	// read in the same snapshot as the rest, before it (0 and "" when the
+	// backend does not read it): every change to what a view holds appends
+	// an event, so a ledger whose head is still this one gives this view.
+	HeadSeq  int64
+	HeadHash string
 }
 
 // Event is one entry of the ledger's hash chain.

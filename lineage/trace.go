@@ -43,6 +43,11 @@ type Trace struct {
 	Mentions   []TraceArtifact `json:"mentions"`  // third-party: for a person, never erased
 	Erased     int             `json:"already_erased"`
 	Plan       []StorePlan     `json:"plan"`
+	// HeadSeq and HeadHash are the ledger head of the view it was built
+	// from (View.HeadSeq); not part of the trace's content or encoding: a
+	// trace read back from JSON has none, and is checked in full.
+	HeadSeq  int64  `json:"-"`
+	HeadHash string `json:"-"`
 }
 
 // TraceArtifact is one artifact of a trace.
@@ -107,6 +112,7 @@ func BuildTrace(v *View) (*Trace, error) {
 		return nil, err
 	}
 	t.ID = id
+	t.HeadSeq, t.HeadHash = v.HeadSeq, v.HeadHash
 	return t, nil
 }
 

@@ -2,6 +2,7 @@ package saga_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"github.com/amnesia-dev/amnesia/store"
 	"github.com/amnesia-dev/amnesia/store/sqlitedoc"
 	"github.com/amnesia-dev/amnesia/store/sqlitevec"
+	"github.com/amnesia-dev/amnesia/subject"
 )
 
 type fixture struct {
@@ -236,6 +238,53 @@ func TestStaleTraceIsRefused(t *testing.T) {
 	}
 	if r, _ := f.rawD.Get(ctx, tr.Plan[0].Delete[0]); r == nil {
 		t.Errorf("a refused erasure deleted data")
+	}
+}
+
+// viewCounter counts the views read through it.
+type viewCounter struct {
+	lineage.Ledger
+	views int
+}
+
+func (c *viewCounter) View(ctx context.Context, scope string, s subject.Key) (*lineage.View, error) {
+	c.views++
+	return c.Ledger.View(ctx, scope, s)
+}
+
+// CheckFresh takes a trace whose ledger head has not moved as fresh without
+// reading the view again; a moved head (another subject's capture) reads
+// it and compares; a change to the subject's own lineage is refused; a
+// trace read back from JSON (no head) is compared in full.
+func TestCheckFreshByHead(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, 3, 2)
+	tr := f.trace(t, 0)
+	if tr.HeadSeq == 0 || tr.HeadHash == "" {
+		t.Fatalf("a trace of a ledger with events has no head: %d %q", tr.HeadSeq, tr.HeadHash)
+	}
+	c := &viewCounter{Ledger: f.ledger}
+	if err := saga.CheckFresh(ctx, c, tr); err != nil || c.views != 0 {
+		t.Fatalf("unchanged ledger: %v after %d views, want fresh after none", err, c.views)
+	}
+	enc, err := tr.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back lineage.Trace
+	if err := json.Unmarshal(enc, &back); err != nil {
+		t.Fatal(err)
+	}
+	if err := saga.CheckFresh(ctx, c, &back); err != nil || c.views != 1 || back.HeadSeq != 0 {
+		t.Fatalf("a trace read from JSON: %v after %d views (head %d), want fresh after one view", err, c.views, back.HeadSeq)
+	}
+	f.put(t, "other-doc", f.corpus.People[1].ID, "Another person's document, captured after the first person's trace was taken.", nil)
+	if err := saga.CheckFresh(ctx, c, tr); err != nil || c.views != 2 {
+		t.Fatalf("after another subject's capture: %v after %d views, want fresh after one more view", err, c.views)
+	}
+	f.put(t, "late-doc", f.corpus.People[0].ID, "A late document of the first person, captured after the trace was taken.", nil)
+	if err := saga.CheckFresh(ctx, c, tr); !errors.Is(err, saga.ErrStaleTrace) {
+		t.Fatalf("after the subject's own capture: %v, want ErrStaleTrace", err)
 	}
 }
 

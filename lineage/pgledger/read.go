@@ -140,6 +140,15 @@ func viewOn(ctx context.Context, c *pgx.Conn, v *lineage.View, scope string, s s
 	var links []link
 	b := &pgx.Batch{}
 	b.Queue("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+	// The head first: the snapshot is taken by the transaction's first
+	// statement, and every read below sees the same one.
+	b.Queue(`SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1`).QueryRow(func(row pgx.Row) error {
+		err := row.Scan(&v.HeadSeq, &v.HeadHash)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		return err
+	})
 	b.Queue(viewOwned, scope, s.String()).Query(func(rows pgx.Rows) (err error) {
 		v.Owned, err = collectOwned(rows, known, scope, s)
 		return err

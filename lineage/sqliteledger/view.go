@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -121,6 +122,10 @@ func (l *Ledger) View(ctx context.Context, scope string, s subject.Key) (*lineag
 	}
 	defer tx.Rollback()
 	v := &lineage.View{Scope: scope, Subject: s, Artifacts: map[string]*lineage.Artifact{}, Children: map[string][]string{}, Erased: map[string]string{}, ErasedBy: map[string]string{}}
+	// The head first: the transaction's snapshot starts with this read.
+	if err := tx.QueryRowContext(ctx, qHead).Scan(&v.HeadSeq, &v.HeadHash); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("read ledger: %w", err)
+	}
 	known := map[string]*lineage.Artifact{} // read whole already
 	if v.Owned, err = readOwned(ctx, tx.StmtContext(ctx, l.rd.owned), known, scope, s); err != nil {
 		return nil, fmt.Errorf("read ledger: %w", err)
