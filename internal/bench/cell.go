@@ -27,6 +27,7 @@ func runCell(ctx context.Context, tg *target, c *Corpus, dir, id string, subject
 	cell := &Cell{Baseline: id, Subjects: len(subjects)}
 	if id == "B4" || id == "B5" {
 		cell.Outcomes = &Outcomes{}
+		e.steps = newStepClock()
 	}
 	erased := map[int]bool{}
 	for _, s := range subjects {
@@ -132,6 +133,7 @@ func runCell(ctx context.Context, tg *target, c *Corpus, dir, id string, subject
 		cell.LogicalExclusion, cell.PhysicalResidue, cell.ProbePower = float64(hidden)/n, float64(residue)/n, float64(power)/n
 	}
 	cell.walls = walls
+	cell.StepsMs = e.steps.perErasure(len(subjects))
 	cell.WallMedianMs, cell.WallP95Ms = percentile(walls, 0.5), percentile(walls, 0.95)
 	for _, w := range walls {
 		cell.WallTotalMs += w
@@ -169,7 +171,7 @@ func batch(ctx context.Context, c *Corpus, e *env, subjects []int, out *Outcomes
 		if err != nil {
 			return err
 		}
-		es = append(es, &saga.Erasure{Dir: e.dir, Ledger: e.ledger, Stores: stores, Trace: t, Reason: "BENCH-BATCH", Log: quietLog()})
+		es = append(es, &saga.Erasure{Dir: e.dir, Ledger: e.ledger, Stores: stores, Trace: t, Reason: "BENCH-BATCH", Log: quietLog(), Progress: e.progress()})
 	}
 	res, err := saga.RunBatch(ctx, es)
 	if err != nil && res == nil {
@@ -219,7 +221,7 @@ func apply(ctx context.Context, tg *target, c *Corpus, e *env, id string, subjec
 		}
 		return e.ledger.Suppress(ctx, "bench-suppress", ids)
 	}
-	res, err := saga.Run(ctx, &saga.Erasure{Dir: e.dir, Ledger: e.ledger, Stores: map[string]store.Store{e.st.Info().Name: e.st}, Trace: t, Reason: "BENCH", Log: quietLog()})
+	res, err := saga.Run(ctx, &saga.Erasure{Dir: e.dir, Ledger: e.ledger, Stores: map[string]store.Store{e.st.Info().Name: e.st}, Trace: t, Reason: "BENCH", Log: quietLog(), Progress: e.progress()})
 	return out.add(res, err, len(t.Artifacts))
 }
 

@@ -51,6 +51,10 @@ type Cell struct {
 	WallMedianMs     float64  `json:"wall_median_ms"` // per erasure
 	WallP95Ms        float64  `json:"wall_p95_ms"`
 	WallTotalMs      float64  `json:"wall_total_ms"`
+	// StepsMs (B4, B5) is the time each kind of the saga's steps took per
+	// erasure (summed over the cell's erasures, divided by its subjects),
+	// as the saga reports it in its progress; absent from older files.
+	StepsMs map[string]float64 `json:"steps_ms,omitempty"`
 	// Outcomes (B4, B5) is how the erasures ended, as their certificates
 	// say (outcome.go); absent from files written before it was recorded,
 	// when the harness stopped at the first erasure that left an
@@ -132,6 +136,7 @@ type env struct {
 	ledger *sqliteledger.Ledger
 	st     store.Store
 	rec    *capture.Recorder
+	steps  *stepClock // the step times of the erasures run in this env (B4, B5), or nil
 }
 
 func openEnv(ctx context.Context, root string, create bool) (*env, error) {
