@@ -147,6 +147,11 @@ type Ledger interface {
 	// MarkErased appends erasure outcomes. Idempotent per (artifact, erasure).
 	MarkErased(ctx context.Context, marks []ErasureMark) error
 	// View returns the part of the graph a trace of the subject needs.
+	// Every change to what a view holds (artifacts, edges, mentions,
+	// erasure outcomes) appends an event in the same transaction, and a
+	// backend that reads the head sets View.HeadSeq and HeadHash in the
+	// view's snapshot: CheckFresh takes an unchanged head as an unchanged
+	// view.
 	View(ctx context.Context, scope string, s subject.Key) (*View, error)
 	// Head returns the number of events and the hash chain head.
 	Head(ctx context.Context) (seq int64, hash string, err error)

@@ -202,6 +202,7 @@ func compareView(t *testing.T, l lineage.Ledger, m *model, scope string, s subje
 		t.Fatal(err)
 	}
 	want := m.view(scope, s)
+	viewHead(t, l, got)
 	normalise(got)
 	normalise(want)
 	if !reflect.DeepEqual(got, want) {

@@ -98,15 +98,6 @@ func open(ctx context.Context, dsn string, create bool) (*Ledger, error) {
 	if err != nil {
 		return nil, errors.New("open ledger: the PostgreSQL URL does not parse") // the URL may hold a password
 	}
-	// A custom plan for every run of a statement, unless the URL sets
-	// plan_cache_mode: pgx prepares each statement once per connection,
-	// and PostgreSQL switches a prepared statement to a generic plan after
-	// five runs; a generic plan chosen while the ledger's tables were small
-	// (a sequential scan for id = ANY($1)) would stay for the life of the
-	// connection while they grow.
-	if _, ok := cfg.RuntimeParams["plan_cache_mode"]; !ok {
-		cfg.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
-	}
 	l := &Ledger{pool: newPgPool(cfg, 8)}
 	if err := l.initSchema(ctx, create); err != nil {
 		l.Close()

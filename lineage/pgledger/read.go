@@ -331,6 +331,17 @@ func (p *pgPool) acquire(ctx context.Context) (*pgx.Conn, error) {
 		<-p.slots
 		return nil, err
 	}
+	// A custom plan for every run of a statement, unless the URL sets
+	// plan_cache_mode: pgx prepares each statement once per connection,
+	// and PostgreSQL switches a prepared statement to a generic plan after
+	// five runs; a generic plan chosen while the ledger's tables were
+	// small (a sequential scan for id = ANY($1)) would stay for the life of
+	// the connection while they grow. Set after connecting, not as a
+	// startup parameter (PgBouncer refuses unknown ones); a server that
+	// does not know it (before PostgreSQL 12) keeps its default.
+	if _, set := p.cfg.RuntimeParams["plan_cache_mode"]; !set {
+		c.Exec(ctx, "SET plan_cache_mode = force_custom_plan")
+	}
 	return c, nil
 }
 
