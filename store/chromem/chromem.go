@@ -7,13 +7,15 @@
 // unlinks its file. This adapter zeroes the file first (atomicfile.Shred),
 // then deletes through chromem-go, and fsyncs the directory.
 //
-// What it proves: deletion by key; that neither a lookup by id (in memory
-// and on disk: the document's file is gone), a filter on the subject tag,
-// nor a nearest-neighbour search with the record's own vector returns it;
-// and that no window of the record's content, nor of its embedding in the
-// encoding chromem-go writes (gob: each component as a float64, byte
-// reversed, variable-length), is left in any file of the collection's
-// directory, gzip-compressed files read decompressed.
+// What it proves: deletion by key; that in the collection as a process
+// that loads the DB now would hold it (read from the files after the
+// delete), neither a lookup by id (nor the document's file: it is gone), a
+// filter on the subject tag, nor a nearest-neighbour search with the
+// record's own vector returns it; and that no window of the record's
+// content, nor of its embedding in the encoding chromem-go writes (gob:
+// each component as a float64, byte reversed, variable-length), is left in
+// any file of the collection's directory, gzip-compressed files read
+// decompressed.
 //
 // What it cannot prove: chromem-go keeps every document of a DB in the
 // memory of each process that opened it. An application process that
@@ -34,12 +36,15 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"math"
 	"math/bits"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	chromem "github.com/philippgille/chromem-go"
 
@@ -76,8 +81,13 @@ type Store struct {
 	coll     string
 	compress bool
 	db       *chromem.DB
-	c        *chromem.Collection
-	dims     int // embedding size, once known
+	c        *chromem.Collection // this process's copy, which Put and Delete write through
+	dims     int                 // embedding size, once known
+
+	// decoded holds the documents load decoded, by the SHA-256 of the
+	// bytes of the file each was decoded from (load.go).
+	mu      sync.Mutex
+	decoded map[[sha256.Size]byte]*chromem.Document
 }
 
 var (
@@ -125,32 +135,12 @@ func Open(ctx context.Context, name, path, coll string, compress, create bool) (
 	return &Store{name: name, path: path, coll: coll, compress: compress, db: db, c: c}, nil
 }
 
-// reload loads the DB from its files again, as a process that opens it now
-// would: evidence and probes see what is on disk, not what this process
-// loaded earlier.
-func (s *Store) reload() error {
-	db, err := chromem.NewPersistentDB(s.path, s.compress)
-	if err != nil {
-		return fmt.Errorf("reload %s: %w: %v", s.path, store.ErrUnavailable, err)
-	}
-	c := db.GetCollection(s.coll, noEmbed)
-	if c == nil {
-		return fmt.Errorf("reload %s: no collection %q: %w", s.path, s.coll, store.ErrUnavailable)
-	}
-	s.db, s.c = db, c
-	return nil
-}
-
 // Dir returns the collection's directory.
 func (s *Store) Dir() string { return filepath.Join(s.path, hash2hex(s.coll)) }
 
 // DocPath returns the file chromem-go keeps document id in.
 func (s *Store) DocPath(id string) string {
-	p := filepath.Join(s.Dir(), hash2hex(id)+".gob")
-	if s.compress {
-		p += ".gz"
-	}
-	return p
+	return filepath.Join(s.Dir(), hash2hex(id)+s.ext())
 }
 
 // hash2hex is chromem-go's file name for a collection or document: the
@@ -195,7 +185,9 @@ func (s *Store) Put(ctx context.Context, r Record) error {
 	return nil
 }
 
-// Get returns the document with id as this process holds it, or nil.
+// Get returns the document with id as this process holds it (what it
+// loaded when it opened the store, and what it wrote and deleted since),
+// or nil. Evidence and probes read the files instead (load).
 func (s *Store) Get(ctx context.Context, id string) (*Record, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -319,6 +311,7 @@ const metadataFile = "00000000"
 // Delete implements store.Store: zero the document's file, then delete it
 // through chromem-go (memory and file), then fsync the directory.
 func (s *Store) Delete(ctx context.Context, keys []string) error {
+	s.forget(keys) // the cache keeps no copy of a document this process deletes
 	for _, k := range keys {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("delete documents: %w", err)
@@ -355,21 +348,14 @@ func (s *Store) Delete(ctx context.Context, keys []string) error {
 // otherInFile returns the document that k's file holds when it is not k's
 // (see Delete), or nil.
 func (s *Store) otherInFile(k string) (*chromem.Document, error) {
-	b, err := readPlain(s.DocPath(k))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
+	d, err := s.docAt(s.DocPath(k))
+	if err != nil || d == nil || d.ID == k {
 		return nil, err
 	}
-	var d chromem.Document
-	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&d); err != nil {
-		return nil, fmt.Errorf("%s does not decode as a chromem-go document: %v", s.DocPath(k), err)
-	}
-	if d.ID == k {
-		return nil, nil
-	}
-	return &d, nil
+	c := *d // a copy: the cache's document is shared
+	c.Metadata = maps.Clone(d.Metadata)
+	c.Embedding = slices.Clone(d.Embedding)
+	return &c, nil
 }
 
 // GobFloats returns the bytes encoding/gob writes for the elements of a
@@ -398,22 +384,26 @@ func GobFloats(v []float32) []byte {
 // (gob writes a string's bytes as they are) and of the embedding in gob's
 // encoding, the subject tag, and the embedding itself. Windows another live
 // document (outside keys) also holds are counted as Shared: content by the
-// holder's key, embeddings anonymously (see store.DropShared).
+// holder's key, embeddings anonymously (see store.DropShared). It reads
+// the documents from the collection's files as they are now (load), not
+// from this process's copy: a document another process added is read.
 func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*store.Evidence, error) {
-	if err := s.reload(); err != nil {
+	v, err := s.load(ctx)
+	if err != nil {
 		return nil, fmt.Errorf("read evidence: %w", err)
 	}
 	batch := map[string]bool{}
 	out := map[string]*store.Evidence{}
 	for _, k := range keys {
-		batch[k] = true
-		r, err := s.Get(ctx, k)
-		if err != nil {
+		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("read evidence: %w", err)
 		}
-		if r == nil {
+		batch[k] = true
+		d := v.get(k)
+		if d == nil {
 			continue
 		}
+		r := record(d.ID, d.Metadata, slices.Clone(d.Embedding), d.Content)
 		e := &store.Evidence{Key: k, Vector: r.Embedding}
 		if r.Subject != "" {
 			e.Filter = map[string]string{SubjectKey: r.Subject}
@@ -426,18 +416,15 @@ func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*st
 		return out, nil
 	}
 	others := func(fn func(string, []byte) error) error {
-		all, err := s.all(ctx)
-		if err != nil {
-			return err
-		}
-		for _, r := range all {
-			if batch[r.ID] {
+		for _, id := range v.ids() {
+			if batch[id] {
 				continue
 			}
-			if err := fn(r.ID, []byte(r.Content)); err != nil {
+			d := v.docs[id]
+			if err := fn(id, []byte(d.Content)); err != nil {
 				return err
 			}
-			if err := fn("", GobFloats(r.Embedding)); err != nil {
+			if err := fn("", GobFloats(d.Embedding)); err != nil {
 				return err
 			}
 		}
@@ -449,12 +436,15 @@ func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*st
 	return out, nil
 }
 
-// ProbeLogical implements store.Store. It loads the DB from its files
-// again (what an application sees when it reloads), then looks by id (and
-// at the document's file), by the subject tag, and runs a k=10 similarity
-// search with the record's own vector.
+// ProbeLogical implements store.Store. It loads the collection from its
+// files again, after the delete (what an application sees when it reloads
+// the DB: load reads every file now, and decodes again every file whose
+// bytes changed), then looks by id (and at the document's file), by the
+// subject tag, and asks whether a k=10 similarity search with the record's
+// own vector can return it.
 func (s *Store) ProbeLogical(ctx context.Context, keys []string, ev map[string]*store.Evidence) ([]store.LogicalResult, error) {
-	if err := s.reload(); err != nil {
+	v, err := s.load(ctx)
+	if err != nil {
 		return nil, fmt.Errorf("probe: %w", err)
 	}
 	out := make([]store.LogicalResult, 0, len(keys))
@@ -464,11 +454,7 @@ func (s *Store) ProbeLogical(ctx context.Context, keys []string, ev map[string]*
 			return nil, fmt.Errorf("probe: %w", err)
 		}
 		res := store.LogicalResult{Key: k, Methods: []string{"by-id", "by-id:file"}}
-		r, err := s.Get(ctx, k)
-		if err != nil {
-			return nil, fmt.Errorf("probe: %w", err)
-		}
-		res.ByID = r != nil
+		res.ByID = v.get(k) != nil
 		// A reload would bring back the document its file holds (unless
 		// the file holds another id: see Delete).
 		if _, err := os.Stat(s.DocPath(k)); err == nil {
@@ -481,26 +467,17 @@ func (s *Store) ProbeLogical(ctx context.Context, keys []string, ev map[string]*
 		if tag := filterOf(e); tag != "" {
 			res.Methods = append(res.Methods, "by-filter:"+SubjectKey)
 			if _, ok := bySubject[tag]; !ok {
-				ids, err := s.BySubject(ctx, tag)
-				if err != nil {
-					return nil, fmt.Errorf("probe: %w", err)
-				}
-				bySubject[tag] = map[string]bool{}
-				for _, id := range ids {
-					bySubject[tag][id] = true
-				}
+				bySubject[tag] = v.tagged(tag)
 			}
 			res.ByFilter = bySubject[tag][k]
 		}
 		if e != nil && len(e.Vector) > 0 {
 			res.Methods = append(res.Methods, fmt.Sprintf("by-similarity:k=%d", SimilarityK))
-			ns, err := s.Search(ctx, e.Vector, SimilarityK, nil)
+			found, err := v.returned(ctx, e.Vector, k, SimilarityK)
 			if err != nil {
 				return nil, fmt.Errorf("probe: %w", err)
 			}
-			for _, n := range ns {
-				res.BySimilarity = res.BySimilarity || n.ID == k
-			}
+			res.BySimilarity = found
 		}
 		out = append(out, res)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/gob"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -270,4 +271,225 @@ func TestChromemSeesDocumentsAddedAfterOpen(t *testing.T) {
 	if rep.Found["rec-a"] != 0 || res[0].Found() || !res[1].ByID {
 		t.Fatalf("after delete: scan %v, probe %+v", rep.Found, res)
 	}
+}
+
+// Evidence and probes read the files as they are at each call, not what an
+// earlier load (or this process's copy) held: a document another process
+// writes after amnesia's first load is seen by the next evidence read, and
+// one it writes after the evidence read is seen by the probe.
+func TestChromemSeesWritesOfAnotherProcessAfterALoad(t *testing.T) {
+	ctx := context.Background()
+	for _, compress := range []bool{false, true} {
+		t.Run(fmt.Sprintf("compress=%v", compress), func(t *testing.T) {
+			dir := t.TempDir()
+			s := open(t, dir, compress)
+			put(t, s, "rec-b", "tag-2", 2)
+			if _, err := s.ReadEvidence(ctx, []string{"rec-b"}); err != nil { // a first load
+				t.Fatal(err)
+			}
+			app, err := chromem.Open(ctx, "app", dir, "notes", compress, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			put(t, app, "rec-a", "tag-1", 1)
+			ev, err := s.ReadEvidence(ctx, []string{"rec-a"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e := ev["rec-a"]; e == nil || len(e.Needles) == 0 || e.Filter[chromem.SubjectKey] != "tag-1" || len(e.Vector) != dim {
+				t.Fatalf("evidence of a document another process wrote after the first load: %+v", e)
+			}
+			put(t, app, "rec-c", "tag-1", 3)
+			ev["rec-c"] = &store.Evidence{Key: "rec-c", Filter: map[string]string{chromem.SubjectKey: "tag-1"}, Vector: vector(3)}
+			res, err := s.ProbeLogical(ctx, []string{"rec-a", "rec-c"}, ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range res {
+				if !r.ByID || !r.ByFilter || !r.BySimilarity {
+					t.Errorf("probe of %s, which another process wrote: %+v", r.Key, r)
+				}
+			}
+			if r, _ := s.Get(ctx, "rec-c"); r != nil {
+				t.Fatalf("this process's copy holds rec-c: the test does not show that the probe read the files")
+			}
+		})
+	}
+}
+
+// A document the erasure deleted counts as gone only while its file is:
+// written again by another process after the delete, it is found by every
+// path, though amnesia read it before and deleted it itself.
+func TestChromemProbeSeesDocumentWrittenAgainAfterDelete(t *testing.T) {
+	ctx := context.Background()
+	for _, compress := range []bool{false, true} {
+		t.Run(fmt.Sprintf("compress=%v", compress), func(t *testing.T) {
+			dir := t.TempDir()
+			s := open(t, dir, compress)
+			put(t, s, "rec-a", "tag-1", 1)
+			put(t, s, "rec-b", "tag-2", 2)
+			app, err := chromem.Open(ctx, "app", dir, "notes", compress, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev, err := s.ReadEvidence(ctx, []string{"rec-a"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Delete(ctx, []string{"rec-a"}); err != nil {
+				t.Fatal(err)
+			}
+			res, err := s.ProbeLogical(ctx, []string{"rec-a", "rec-b"}, ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res[0].Found() || !res[1].ByID {
+				t.Fatalf("probe after delete: %+v", res)
+			}
+			put(t, app, "rec-a", "tag-1", 1) // the application writes it again
+			res, err = s.ProbeLogical(ctx, []string{"rec-a"}, ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := res[0]; !r.ByID || !r.ByFilter || !r.BySimilarity {
+				t.Fatalf("probe of a document written again after the delete: %+v", r)
+			}
+		})
+	}
+}
+
+// A document file rewritten in place with the same size and modification
+// time (what a cache keyed by file metadata would take for unchanged) is
+// read again: evidence and probes see what the file holds now. A file
+// zeroed in place (what a crash inside Shred leaves) fails them as it fails
+// chromem-go's loader, and the error names no record.
+func TestChromemRereadsFileRewrittenWithSameSize(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := open(t, dir, false)
+	put(t, s, "rec-a", "tag-1", 1)
+	old := content(1)
+	ev, err := s.ReadEvidence(ctx, []string{"rec-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hasNeedle(ev["rec-a"], old[:store.WindowSize]) || ev["rec-a"].Filter[chromem.SubjectKey] != "tag-1" {
+		t.Fatalf("evidence before the rewrite: %+v", ev["rec-a"])
+	}
+	p := s.DocPath("rec-a")
+	before, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := chromem.Open(ctx, "app", dir, "notes", false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := strings.ToUpper(old)
+	if err := app.Put(ctx, chromem.Record{ID: "rec-a", Subject: "tag-9", Content: now, Embedding: vector(1)}); err != nil {
+		t.Fatal(err)
+	}
+	sameFile := func() {
+		t.Helper()
+		if err := os.Chtimes(p, before.ModTime(), before.ModTime()); err != nil {
+			t.Fatal(err)
+		}
+		after, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after.Size() != before.Size() || !after.ModTime().Equal(before.ModTime()) || !os.SameFile(before, after) {
+			t.Fatalf("the rewrite changed the file's size, time or identity: the test shows nothing")
+		}
+	}
+	sameFile()
+	ev2, err := s.ReadEvidence(ctx, []string{"rec-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := ev2["rec-a"]
+	if e == nil || hasNeedle(e, old[:store.WindowSize]) || !hasNeedle(e, now[:store.WindowSize]) || e.Filter[chromem.SubjectKey] != "tag-9" {
+		t.Fatalf("evidence after a same-size rewrite was not read from the file as it is now: %+v", e)
+	}
+	// The probe with the evidence read before: the tag is no longer tag-1.
+	res, err := s.ProbeLogical(ctx, []string{"rec-a"}, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := res[0]; !r.ByID || r.ByFilter {
+		t.Fatalf("probe after a same-size rewrite that changed the tag: %+v", r)
+	}
+	if err := os.WriteFile(p, make([]byte, before.Size()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sameFile()
+	_, err = s.ReadEvidence(ctx, []string{"rec-a"})
+	_, perr := s.ProbeLogical(ctx, []string{"rec-a"}, nil)
+	for _, err := range []error{err, perr} {
+		if !errors.Is(err, store.ErrUnavailable) {
+			t.Fatalf("a zeroed document file: %v, want an error wrapping store.ErrUnavailable", err)
+		}
+		if strings.Contains(err.Error(), "rec-a") || strings.Contains(err.Error(), "tag-") {
+			t.Fatalf("the error names the record: %v", err)
+		}
+	}
+}
+
+// The similarity probe answers what chromem-go's own search returns: with
+// more documents than k, a document is found with a query vector exactly
+// when chromem-go's QueryEmbedding ranks it among the k nearest.
+func TestChromemSimilarityProbeMatchesChromemSearch(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, t.TempDir(), false)
+	const n = 3 * chromem.SimilarityK
+	var keys []string
+	for i := 0; i < n; i++ {
+		k := fmt.Sprintf("rec-%d", i)
+		keys = append(keys, k)
+		put(t, s, k, "tag-1", i)
+	}
+	hits, misses := 0, 0
+	for q := n; q < 2*n; q++ {
+		ns, err := s.Search(ctx, vector(q), chromem.SimilarityK, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]bool{}
+		for _, nb := range ns {
+			want[nb.ID] = true
+		}
+		ev := map[string]*store.Evidence{}
+		for _, k := range keys {
+			ev[k] = &store.Evidence{Key: k, Vector: vector(q)}
+		}
+		res, err := s.ProbeLogical(ctx, keys, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res {
+			if r.BySimilarity != want[r.Key] {
+				t.Fatalf("query %d, %s: the probe says found=%v, chromem-go's search %v", q, r.Key, r.BySimilarity, want[r.Key])
+			}
+			if r.BySimilarity {
+				hits++
+			} else {
+				misses++
+			}
+		}
+	}
+	if hits == 0 || misses == 0 {
+		t.Fatalf("%d hits, %d misses: the test shows nothing", hits, misses)
+	}
+}
+
+func hasNeedle(e *store.Evidence, s string) bool {
+	if e == nil {
+		return false
+	}
+	for _, n := range e.Needles {
+		if bytes.Equal(n, []byte(s)) {
+			return true
+		}
+	}
+	return false
 }
