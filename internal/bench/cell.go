@@ -251,6 +251,11 @@ func recallProbes(tg *target, c *Corpus, erased map[int]bool) []probe {
 // recallAt5 is the share of probes whose own record is among the 5 nearest
 // results through the application's read path.
 func recallAt5(ctx context.Context, tg *target, e *env, ps []probe) (float64, error) {
+	if tg.refresh != nil {
+		if err := tg.refresh(ctx, e); err != nil {
+			return 0, err
+		}
+	}
 	hit := 0
 	for _, p := range ps {
 		ok, err := tg.top5(ctx, e, p.key, p.vec)

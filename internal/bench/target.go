@@ -37,6 +37,10 @@ type target struct {
 	query func(d Doc, key string) []float32
 	// top5 reports whether a search with vec returns key among the 5 nearest.
 	top5 func(ctx context.Context, e *env, key string, vec []float32) (bool, error)
+	// refresh, when set, runs before a Recall@5 measurement: a store whose
+	// search reads this process's copy (chromem-go) loads it again, as
+	// the application would.
+	refresh func(ctx context.Context, e *env) error
 	// fresh: each baseline ingests anew instead of copying the template
 	// (for server stores, whose data is not in the template directory).
 	fresh bool

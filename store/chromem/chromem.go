@@ -135,6 +135,26 @@ func Open(ctx context.Context, name, path, coll string, compress, create bool) (
 	return &Store{name: name, path: path, coll: coll, compress: compress, db: db, c: c}, nil
 }
 
+// Reload loads this process's copy of the DB from its files again, as an
+// application does when it restarts: Get, Search and the capture calls
+// then see what other processes wrote. Evidence and probes never need it:
+// they read the files themselves (load.go).
+func (s *Store) Reload(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	db, err := chromem.NewPersistentDB(s.path, s.compress)
+	if err != nil {
+		return fmt.Errorf("reload %s: %w: %v", s.path, store.ErrUnavailable, err)
+	}
+	c := db.GetCollection(s.coll, noEmbed)
+	if c == nil {
+		return fmt.Errorf("reload %s: no collection: %w", s.path, store.ErrUnavailable)
+	}
+	s.db, s.c = db, c
+	return nil
+}
+
 // Dir returns the collection's directory.
 func (s *Store) Dir() string { return filepath.Join(s.path, hash2hex(s.coll)) }
 
@@ -333,6 +353,13 @@ func (s *Store) Delete(ctx context.Context, keys []string) error {
 		if err := s.c.Delete(ctx, nil, nil, k); err != nil {
 			return fmt.Errorf("delete documents: %w", err)
 		}
+		// chromem-go's Delete unlinks the file only when this process's
+		// copy holds the document (another process may have written it
+		// after this one loaded the DB): a zeroed file left behind would
+		// break every later load of the DB.
+		if err := os.Remove(s.DocPath(k)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("delete documents: unlink the zeroed document file: %w", err)
+		}
 		if other != nil {
 			if err := s.c.AddDocument(ctx, *other); err != nil {
 				return fmt.Errorf("delete documents: write back the document that shared the file: %w", err)
@@ -506,7 +533,7 @@ func (s *Store) Reclaim(ctx context.Context) (store.ReclaimReport, error) {
 		Method: "document file zeroed, then chromem-go Delete (memory and unlink), directory fsynced; an application process that loaded this DB keeps deleted documents in memory until it reloads it",
 		Steps:  []string{"fsync " + s.Dir()},
 		State:  StateAppMemory,
-		Evidence: "the collection's files were scanned (gzip files decompressed), this process's copy probed; " +
+		Evidence: "the collection's files were scanned (gzip files decompressed), and loaded again from them and probed by id, tag and similarity; " +
 			"any application process that opened the chromem-go DB before the erasure still holds the deleted documents in memory, " +
 			"and returns them, until it reloads the DB (restart or NewPersistentDB): amnesia cannot measure another process's memory",
 	}, nil
