@@ -74,7 +74,7 @@ func init() {
 				}
 				return err == nil, err
 			},
-			query: func(d Doc, key string) []float32 { return embed(d.Chunks[chunkIndex(d, key)]) },
+			query:   func(d Doc, key string) []float32 { return embed(d.Chunks[chunkIndex(d, key)]) },
 			refresh: func(ctx context.Context, e *env) error { return e.st.(*chromem.Store).Reload(ctx) },
 			top5: func(ctx context.Context, e *env, key string, vec []float32) (bool, error) {
 				ns, err := e.rec.Vectors(e.st.(*chromem.Store)).Search(ctx, vec, 5)
