@@ -111,7 +111,7 @@ func checkWitnessLines(data []byte, keys []string, logKeys []note.Verifier) erro
 	}
 	all := append([]note.Verifier(nil), opts.Witnesses...)
 	for _, v := range logKeys {
-		if !slices.ContainsFunc(all, func(w note.Verifier) bool { return w.Name() == v.Name() && w.KeyHash() == v.KeyHash() }) {
+		if !slices.ContainsFunc(all, sameKey(v.Name(), v.KeyHash())) {
 			all = append(all, v) // a --witness-key that is the log's own key is not listed twice
 		}
 	}
@@ -128,16 +128,20 @@ func checkWitnessLines(data []byte, keys []string, logKeys []note.Verifier) erro
 		return withCode(exitWitnesses, fmt.Errorf("the signature line by %s (key hash %08x) verifies under no --witness-key given, nor under the log's key: nothing stored", sig.Name, sig.Hash))
 	}
 	for _, sig := range n.Sigs {
-		if slices.ContainsFunc(logKeys, func(v note.Verifier) bool { return v.Name() == sig.Name && v.KeyHash() == sig.Hash }) {
+		if slices.ContainsFunc(logKeys, sameKey(sig.Name, sig.Hash)) {
 			continue // the log's own line, even when its key was also given as a witness key
 		}
-		for _, w := range opts.Witnesses {
-			if w.Name() == sig.Name && w.KeyHash() == sig.Hash {
-				return nil
-			}
+		if slices.ContainsFunc(opts.Witnesses, sameKey(sig.Name, sig.Hash)) {
+			return nil
 		}
 	}
 	return withCode(exitWitnesses, errors.New("no signature line verifies under a --witness-key given: nothing stored"))
+}
+
+// sameKey matches a verifier of the key named name with key hash hash (a
+// note's signature line names its key so).
+func sameKey(name string, hash uint32) func(note.Verifier) bool {
+	return func(v note.Verifier) bool { return v.Name() == name && v.KeyHash() == hash }
 }
 
 func newAuditProveCommand(g *globalOptions) *cobra.Command {

@@ -45,17 +45,23 @@ func journalSteps(t *testing.T, dir *state.Dir, id string) map[string]string {
 	return out
 }
 
+// runStoresDown runs the erasure of tr with both of the fixture's stores
+// unreachable when opened.
+func (f *fixture) runStoresDown(t *testing.T, tr *lineage.Trace) (*saga.Result, error) {
+	down := map[string]error{
+		"docs":    fmt.Errorf("open docs: %w: connection refused", store.ErrUnavailable),
+		"vectors": fmt.Errorf("open vectors: %w: no such file", store.ErrUnavailable),
+	}
+	return f.run(t, &saga.Erasure{Stores: map[string]store.Store{}, OpenErr: down, Trace: tr})
+}
+
 // Issue #8.1: when every store fails, the erasure ends incomplete; once the
 // stores are back, running it again is a new erasure that erases and
 // verifies what was left, and whose certificate links to the first.
 func TestEveryStoreFailsThenComesBack(t *testing.T) {
 	f := newFixture(t, 4, 3)
 	tr := f.trace(t, 1)
-	down := map[string]error{
-		"docs":    fmt.Errorf("open docs: %w: connection refused", store.ErrUnavailable),
-		"vectors": fmt.Errorf("open vectors: %w: no such file", store.ErrUnavailable),
-	}
-	first, err := f.run(t, &saga.Erasure{Stores: map[string]store.Store{}, OpenErr: down, Trace: tr})
+	first, err := f.runStoresDown(t, tr)
 	if err != nil {
 		t.Fatal(err)
 	}

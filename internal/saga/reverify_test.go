@@ -399,11 +399,7 @@ func TestReverifyChainOfFollowUp(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, 4, 3)
 	tr := f.trace(t, 1)
-	down := map[string]error{
-		"docs":    fmt.Errorf("open docs: %w: connection refused", store.ErrUnavailable),
-		"vectors": fmt.Errorf("open vectors: %w: no such file", store.ErrUnavailable),
-	}
-	first, err := f.run(t, &saga.Erasure{Stores: map[string]store.Store{}, OpenErr: down, Trace: tr})
+	first, err := f.runStoresDown(t, tr)
 	if err != nil {
 		t.Fatal(err)
 	}
