@@ -12,6 +12,8 @@ import (
 
 	"github.com/amnesia-dev/amnesia/internal/erasure"
 	"github.com/amnesia-dev/amnesia/internal/saga"
+	"github.com/amnesia-dev/amnesia/internal/state"
+	"github.com/amnesia-dev/amnesia/internal/worker"
 	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/subject"
 )
@@ -22,6 +24,7 @@ type forgetOptions struct {
 	yes          bool
 	allowPartial bool
 	verbose      bool
+	host         string
 }
 
 func newForgetCommand(g *globalOptions) *cobra.Command {
@@ -44,6 +47,9 @@ and ends with the same certificate.
 			if err := subject.CheckFreeText("--reason", o.reason); err != nil {
 				return err // before the state directory is opened: nothing is written
 			}
+			if err := checkHostFlag(o.host); err != nil {
+				return err
+			}
 			a, err := openApp(cmd.Context(), g)
 			if err != nil {
 				return err
@@ -63,6 +69,9 @@ and ends with the same certificate.
 			if pending, err := a.pending(cmd.Context(), raw, o.scope); err != nil {
 				return err
 			} else if pending != nil {
+				if err := a.checkHost(pending, o.host); err != nil {
+					return err
+				}
 				fmt.Fprintf(out, "resuming the interrupted erasure %s of %s\n", saga.ID(pending.ID), pending.SubjectRef)
 				skip, err := a.env().Preflight(cmd.Context(), cmd.ErrOrStderr(), pending, o.allowPartial)
 				if err != nil {
@@ -72,6 +81,9 @@ and ends with the same certificate.
 			}
 			t, err := a.trace(cmd.Context(), raw, o.scope, nil)
 			if err != nil {
+				return err
+			}
+			if err := a.checkHost(t, o.host); err != nil {
 				return err
 			}
 			printTrace(out, a.dir, a.env().Durable(), t)
@@ -90,7 +102,42 @@ and ends with the same certificate.
 	cmd.Flags().BoolVar(&o.yes, "yes", false, "do not ask for confirmation")
 	cmd.Flags().BoolVar(&o.allowPartial, "allow-partial", false, allowPartialHelp)
 	cmd.Flags().BoolVar(&o.verbose, "verbose", false, "print one line per artifact and each store's evidence, not only one line per store")
+	cmd.Flags().StringVar(&o.host, "host", "", hostHelp)
 	return cmd
+}
+
+// hostHelp is the help of forget's and erase's --host.
+const hostHelp = "this host's name, when stores in files have owners (owner: in amnesia.yaml): the erasure runs here only if this host holds the trace's stores in files; queue it (erase --queue) for another host's worker"
+
+// checkHostFlag checks the form of --host before anything is opened.
+func checkHostFlag(host string) error {
+	if host != "" && !state.ValidHostName(host) {
+		return withCode(exitUsage, fmt.Errorf("--host %q: want a host name (letters, digits, '.', '-', '_'), as in the stores' owner: keys", host))
+	}
+	return nil
+}
+
+// checkHost refuses to run the erasure of t on this host when its
+// artifacts are in stores in files that another host holds (owner: in
+// amnesia.yaml), or when stores have owners and --host does not say which
+// host this is. The configured path of such a store names a file on its
+// owner's disk: here it may be missing, or another file. Nothing is
+// erased; the message says how to queue the erasure for the owner's
+// worker, which claims only the erasures of the stores its host holds.
+func (a *app) checkHost(t *lineage.Trace, host string) error {
+	owner, err := worker.OwnerOf(a.dir.Config, t)
+	if err != nil {
+		return withCode(exitUsage, fmt.Errorf("%w: nothing was erased", err))
+	}
+	queue := fmt.Sprintf("queue it for that host's worker (amnesia trace, then amnesia erase --trace ID --queue), or run this command there with --host %s: nothing was erased", owner)
+	switch {
+	case owner == "" || owner == host:
+		return nil
+	case host == "":
+		return withCode(exitUsage, fmt.Errorf("the trace's stores in files are held by host %s (owner: in amnesia.yaml) and --host does not say which host this is: %s", owner, queue))
+	default:
+		return withCode(exitUsage, fmt.Errorf("the trace's stores in files are held by host %s (owner: in amnesia.yaml), not by %s: %s", owner, host, queue))
+	}
 }
 
 // pending returns an unfinished erasure of the raw subject, if any.
@@ -122,6 +169,7 @@ type eraseOptions struct {
 	due          string
 	allowPartial bool
 	verbose      bool
+	host         string
 }
 
 func newEraseCommand(g *globalOptions) *cobra.Command {
@@ -142,6 +190,9 @@ a path). A new erasure is refused when the ledger no longer gives the same trace
 			if err := subject.CheckFreeText("--reason", o.reason); err != nil {
 				return err
 			}
+			if err := checkHostFlag(o.host); err != nil {
+				return err
+			}
 			a, err := openApp(cmd.Context(), g)
 			if err != nil {
 				return err
@@ -160,6 +211,9 @@ a path). A new erasure is refused when the ledger no longer gives the same trace
 			if strings.TrimSpace(o.reason) == "" && !a.env().Started(cmd.Context(), t) {
 				return withCode(exitUsage, errors.New("--reason is required for a new erasure"))
 			}
+			if err := a.checkHost(t, o.host); err != nil {
+				return err
+			}
 			skip, err := a.env().Preflight(cmd.Context(), cmd.ErrOrStderr(), t, o.allowPartial)
 			if err != nil {
 				return err
@@ -173,6 +227,7 @@ a path). A new erasure is refused when the ledger no longer gives the same trace
 	cmd.Flags().StringVar(&o.due, "due", "", "with --queue: the erasure's due date (RFC 3339, at most one month away; default: now + erasure.deadline of amnesia.yaml)")
 	cmd.Flags().BoolVar(&o.allowPartial, "allow-partial", false, allowPartialHelp)
 	cmd.Flags().BoolVar(&o.verbose, "verbose", false, "print one line per artifact and each store's evidence, not only one line per store")
+	cmd.Flags().StringVar(&o.host, "host", "", hostHelp)
 	return cmd
 }
 
