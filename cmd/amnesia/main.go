@@ -67,7 +67,8 @@ const (
 const exitCodesHelp = `Exit codes:
   0   success (forget/erase: the certificate is complete; verify: certificate valid)
   1   error (state missing, store or ledger failure, bad input)
-  2   usage error (also: --reason or --scope holding personal data, refused before anything is written)
+  2   usage error (also: --reason or --scope holding personal data, refused before anything is written;
+      forget/erase on a host that does not hold the trace's stores in files, see --host)
   3   no lineage recorded for this subject in this scope
   4   every recorded artifact of this subject is already erased
   5   the trace no longer matches the ledger: trace again
