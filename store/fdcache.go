@@ -79,6 +79,24 @@ func openScan(path string) (f *os.File, size int64, held bool, err error) {
 	return f, fi.Size(), true, nil
 }
 
+// OpenRead opens path for reading outside a scan, with the same care: a
+// file SQLite could have open in this process (see above) is read through
+// the descriptor the scanner holds for it, and done does not close it; any
+// other file is closed by done. An empty file not held already is not
+// opened: f is nil and size 0 (SQLite may hold locks on an empty database
+// file it opened). Callers read with ReadAt and Stat only (the descriptor
+// is shared, its offset is not theirs), and must call done.
+func OpenRead(path string) (f *os.File, size int64, done func(), err error) {
+	f, size, held, err := openScan(path)
+	switch {
+	case err != nil:
+		return nil, 0, nil, err
+	case f == nil || held:
+		return f, size, func() {}, nil
+	}
+	return f, size, func() { f.Close() }, nil
+}
+
 // maybeSQLite reports whether the file at path, open as f, could be a file
 // SQLite opens (see above). A header that cannot be read counts as SQLite's:
 // holding a descriptor too many is safe, closing one of a database is not.

@@ -64,21 +64,18 @@ func TestScanClosesFilesThatAreNotSQLite(t *testing.T) {
 	}
 }
 
-// The scanner must not drop the SQLite locks this process holds: closing any
-// descriptor of a database file releases them all (POSIX advisory locks), and
-// another process could then write under a connection that believes it holds
-// a lock. A connection here holds a write transaction; the scanner reads the
-// database and its journal; a second process must still find it locked.
-func TestScanKeepsSQLiteLocks(t *testing.T) {
-	if os.Getenv("AMNESIA_FDCACHE_CHILD") != "" {
-		return // run by the parent as the other process, see below
-	}
-	path := filepath.Join(t.TempDir(), "app.db")
+// holdWriteLock creates a SQLite database (rollback journal) holding a
+// planted needle, opens a write transaction on it in this process, and
+// returns its path and a check that another process cannot write to it
+// (nil: it found the database locked).
+func holdWriteLock(t *testing.T) (path string, otherWrites func() error) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "app.db")
 	db, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=DELETE")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	t.Cleanup(func() { db.Close() })
 	if _, err := db.Exec(`CREATE TABLE t (v TEXT); INSERT INTO t VALUES ('the planted needle in a database page')`); err != nil {
 		t.Fatal(err)
 	}
@@ -86,12 +83,13 @@ func TestScanKeepsSQLiteLocks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	t.Cleanup(func() { conn.Close() })
 	if _, err := conn.ExecContext(context.Background(), `BEGIN IMMEDIATE; INSERT INTO t VALUES ('more')`); err != nil {
 		t.Fatal(err)
 	}
-	defer conn.ExecContext(context.Background(), `ROLLBACK`)
-	otherWrites := func() error {
+	t.Cleanup(func() { conn.ExecContext(context.Background(), `ROLLBACK`) })
+	otherWrites = func() error {
+		t.Helper()
 		cmd := exec.Command(os.Args[0], "-test.run", "^TestScanKeepsSQLiteLocksChild$", "-test.count=1")
 		cmd.Env = append(os.Environ(), "AMNESIA_FDCACHE_CHILD="+path)
 		out, err := cmd.CombinedOutput()
@@ -104,8 +102,21 @@ func TestScanKeepsSQLiteLocks(t *testing.T) {
 		return fmt.Errorf("another process wrote to the database while this one held a write transaction")
 	}
 	if err := otherWrites(); err != nil {
-		t.Fatalf("before the scan: %v", err)
+		t.Fatalf("before reading the files: %v", err)
 	}
+	return path, otherWrites
+}
+
+// The scanner must not drop the SQLite locks this process holds: closing any
+// descriptor of a database file releases them all (POSIX advisory locks), and
+// another process could then write under a connection that believes it holds
+// a lock. A connection here holds a write transaction; the scanner reads the
+// database and its journal; a second process must still find it locked.
+func TestScanKeepsSQLiteLocks(t *testing.T) {
+	if os.Getenv("AMNESIA_FDCACHE_CHILD") != "" {
+		return // run by the parent as the other process, see below
+	}
+	path, otherWrites := holdWriteLock(t)
 	set := NewNeedleSet(map[string]*Evidence{"k": {Needles: [][]byte{[]byte("the planted needle in a database")}}})
 	rep, err := ScanFiles(context.Background(), set, "t", path, path+"-journal", path+"-wal")
 	if err != nil {
@@ -122,6 +133,50 @@ func TestScanKeepsSQLiteLocks(t *testing.T) {
 	fds.Unlock()
 	if !held {
 		t.Errorf("the database and its journal are not held")
+	}
+}
+
+// OpenRead, used by the SQLite free-space audit, the census and Chroma's
+// check, keeps the locks the same way: reading a database and its journal
+// through it, then calling done, leaves the write transaction locked. (With
+// os.Open and Close, as the audit did before, the other process wrote.)
+func TestOpenReadKeepsSQLiteLocks(t *testing.T) {
+	if os.Getenv("AMNESIA_FDCACHE_CHILD") != "" {
+		return
+	}
+	path, otherWrites := holdWriteLock(t)
+	for _, p := range []string{path, path + "-journal"} {
+		f, size, done, err := OpenRead(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f == nil || size == 0 {
+			t.Fatalf("%s: nothing to read (size %d)", filepath.Base(p), size)
+		}
+		b := make([]byte, 16)
+		if _, err := f.ReadAt(b, 0); err != nil {
+			t.Fatal(err)
+		}
+		if p == path && string(b) != sqliteHeader {
+			t.Errorf("read %q, want SQLite's header", b)
+		}
+		done()
+	}
+	if err := otherWrites(); err != nil {
+		t.Fatalf("after OpenRead and done: %v", err)
+	}
+	// A file that is not SQLite's is closed by done.
+	other := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(other, []byte("plain text, not a database"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, _, done, err := OpenRead(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done()
+	if _, err := f.ReadAt(make([]byte, 1), 0); err == nil {
+		t.Errorf("a file that is not SQLite's stayed open after done")
 	}
 }
 

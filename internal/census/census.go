@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 
@@ -178,20 +177,21 @@ func snapshot(c store.Config) (map[string]fileState, error) {
 }
 
 func fileSum(path string) (fileState, error) {
-	f, err := os.Open(path)
+	// store.OpenRead, not os.Open: a store of this census may be a SQLite
+	// database this process has open, and closing a descriptor of it would
+	// drop that connection's locks.
+	f, size, done, err := store.OpenRead(path)
 	if err != nil {
 		return fileState{}, err
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return fileState{}, err
-	}
+	defer done()
 	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return fileState{}, err
+	if f != nil {
+		if _, err := io.Copy(h, io.NewSectionReader(f, 0, size)); err != nil {
+			return fileState{}, err
+		}
 	}
-	st := fileState{size: fi.Size()}
+	st := fileState{size: size}
 	copy(st.sum[:], h.Sum(nil))
 	return st, nil
 }

@@ -3,7 +3,6 @@ package chroma
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/amnesia-dev/amnesia/store"
@@ -47,12 +46,15 @@ func Check(ctx context.Context, c store.Config) []store.Problem {
 		out = append(out, store.Problem{Severity: store.SeverityWarning, Key: "data_dir", Message: "data_dir is not set: the physical probe cannot run and the files Chroma leaves behind (old HNSW segments, free SQLite pages) cannot be cleaned; set it to the server's --path when this host can read it"})
 		return out
 	}
-	f, err := os.Open(filepath.Join(c.DataDir, SQLiteFile))
+	// store.OpenRead, not os.Open: this process may hold Chroma's SQLite
+	// file open (reclaim merges its full-text index), and closing another
+	// descriptor of it would drop that connection's locks.
+	_, _, done, err := store.OpenRead(filepath.Join(c.DataDir, SQLiteFile))
 	if err != nil {
 		out = append(out, store.Problem{Severity: store.SeverityError, Key: "data_dir", Message: fmt.Sprintf("%s: %v: data_dir must be the directory given to `chroma run --path`, readable and writable here", c.DataDir, err)})
 		return out
 	}
-	f.Close()
+	done()
 	return out
 }
 

@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"slices"
+
+	"github.com/amnesia-dev/amnesia/store"
 )
 
 // The free-space audit decides whether Reclaim may skip VACUUM. A record's
@@ -199,11 +201,16 @@ func AuditFreeSpace(ctx context.Context, conn *sql.Conn, path string) (FreeSpace
 // pages of no b-tree, the freelist's). rowid holds the length of the
 // longest rowid varint of each rowid table by root page.
 func auditFile(path string, pages int64, roots []uint32, rowid map[uint32]int, indexes map[uint32]string) (FreeSpace, map[uint32]int, error) {
-	f, err := os.Open(path)
+	// Not os.Open: closing a descriptor of the database would drop the
+	// locks this process's connections hold on it (store.OpenRead).
+	f, _, done, err := store.OpenRead(path)
 	if err != nil {
 		return FreeSpace{}, nil, err
 	}
-	defer f.Close()
+	defer done()
+	if f == nil {
+		return FreeSpace{}, nil, undecidedf("the database file is empty")
+	}
 	a := &auditor{f: f, fs: FreeSpace{Pages: int(pages)}, dirtyIn: map[uint32]int{}, rowid: rowid, indexes: indexes}
 	err = a.run(pages, roots)
 	if errors.Is(err, errStop) {
