@@ -97,7 +97,7 @@ func (t *Target) Probe(ctx context.Context, set *store.NeedleSet) (store.ScanRep
 			}
 			parts = append(parts, fmt.Sprintf("%s %s (%d segment(s), %d bytes)", r.Kind, r.Name, nseg, r.Size))
 		}
-		wal, whence, listed, err := t.listWAL(ctx, c)
+		wal, whence, listed, err := t.listWALScan(ctx, c)
 		if err != nil {
 			return fmt.Errorf("probe physical: %w", err)
 		}
