@@ -2,8 +2,11 @@ package pg
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -97,20 +100,18 @@ func (t *Target) Probe(ctx context.Context, set *store.NeedleSet) (store.ScanRep
 			}
 			parts = append(parts, fmt.Sprintf("%s %s (%d segment(s), %d bytes)", r.Kind, r.Name, nseg, r.Size))
 		}
-		wal, whence, listed, err := t.listWALScan(ctx, c)
+		wal, whence, listed, passes, err := t.scanWAL(ctx, c, sc)
 		if err != nil {
-			return fmt.Errorf("probe physical: %w", err)
+			return err
 		}
 		walPart := "pg_wal not scanned: role " + Display(t.Priv.Role) + " may not list it (needs pg_monitor, superuser, or a readable data_dir)"
 		if listed {
-			for _, f := range wal {
-				if err := t.scanFile(ctx, c, sc, "pg_wal/"+f.Name, f.Size); err != nil {
-					return err
-				}
-			}
 			walPart = fmt.Sprintf("pg_wal: %d segment(s) listed by %s", len(wal), whence)
 			if len(wal) > 0 {
 				walPart += fmt.Sprintf(" (%s..%s)", wal[0].Name, wal[len(wal)-1].Name)
+			}
+			if passes > 1 {
+				walPart += fmt.Sprintf(", listed %d times: segment files were recycled or removed while they were read", passes)
 			}
 		}
 		rep = sc.Report()
@@ -126,17 +127,81 @@ func (t *Target) Probe(ctx context.Context, set *store.NeedleSet) (store.ScanRep
 // scanFile scans one file of the data directory, size bytes long (a file
 // that grew meanwhile is read to its end).
 func (t *Target) scanFile(ctx context.Context, c *pgx.Conn, sc *store.Scanner, rel string, size int64) error {
+	_, err := t.scanFileGone(ctx, c, sc, rel, size)
+	return err
+}
+
+// scanFileGone is scanFile, and reports whether the file may have gone
+// (been renamed or removed) before all of it was read: through SQL, fewer
+// bytes were read than listed; under data_dir, the file no longer exists
+// after the scan (whether it went before or after the read cannot be told:
+// counted as gone).
+func (t *Target) scanFileGone(ctx context.Context, c *pgx.Conn, sc *store.Scanner, rel string, size int64) (bool, error) {
 	if t.Priv.DataDir {
-		return sc.ScanFile(ctx, filepath.Join(t.Opts.DataDir, filepath.FromSlash(rel)))
+		path := filepath.Join(t.Opts.DataDir, filepath.FromSlash(rel))
+		if err := sc.ScanFile(ctx, path); err != nil {
+			return false, err
+		}
+		_, err := os.Stat(path)
+		return errors.Is(err, fs.ErrNotExist), nil
 	}
 	if size <= 0 {
-		return nil
+		return false, nil
 	}
 	r := &sqlFile{ctx: ctx, c: c, path: rel}
 	if err := sc.Scan(ctx, r); err != nil {
-		return fmt.Errorf("probe physical: read %s: %w", rel, err)
+		return false, fmt.Errorf("probe physical: read %s: %w", rel, err)
 	}
-	return nil
+	return r.off < size, nil
+}
+
+// maxWALListings bounds how many times scanWAL lists pg_wal.
+const maxWALListings = 4
+
+// walScanned, when set (tests), is called after each pg_wal file scanWAL
+// scans, with its name.
+var walScanned func(name string)
+
+// scanWAL scans every file of pg_wal that listWALScan lists. A checkpoint
+// that runs meanwhile may recycle a segment, renaming it, old bytes and
+// all, to a name the listing did not have, or remove it: when a listed file
+// went before it was read (scanFileGone), pg_wal is listed again and the
+// files not read yet are scanned, until a pass loses none. (Segments that
+// appear without one going, newly written WAL, do not make it list again:
+// a recycled file is always one that went.) Files still going after
+// maxWALListings listings make the scan store.ErrBusy: a later probe can
+// finish. It returns the last listing and how many listings it took.
+func (t *Target) scanWAL(ctx context.Context, c *pgx.Conn, sc *store.Scanner) (wal []walFile, how string, listed bool, passes int, err error) {
+	seen := map[string]bool{}
+	for passes < maxWALListings {
+		wal, how, listed, err = t.listWALScan(ctx, c)
+		if err != nil {
+			return nil, "", false, passes, fmt.Errorf("probe physical: %w", err)
+		}
+		passes++
+		if !listed {
+			return nil, "", false, passes, nil
+		}
+		gone := false
+		for _, f := range wal {
+			if seen[f.Name] {
+				continue
+			}
+			seen[f.Name] = true
+			g, err := t.scanFileGone(ctx, c, sc, "pg_wal/"+f.Name, f.Size)
+			if err != nil {
+				return nil, "", false, passes, err
+			}
+			gone = gone || g
+			if walScanned != nil {
+				walScanned(f.Name)
+			}
+		}
+		if !gone {
+			return wal, how, true, passes, nil
+		}
+	}
+	return nil, "", false, passes, fmt.Errorf("probe physical: %w: pg_wal segment files kept being recycled or removed while they were read (%d listings): scan again later", store.ErrBusy, passes)
 }
 
 // sqlFile reads a file under the data directory through
