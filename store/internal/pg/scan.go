@@ -156,7 +156,7 @@ func (t *Target) scanFileGone(ctx context.Context, c *pgx.Conn, sc *store.Scanne
 }
 
 // maxWALListings bounds how many times scanWAL lists pg_wal.
-const maxWALListings = 4
+const maxWALListings = 8
 
 // walScanned, when set (tests), is called after each pg_wal file scanWAL
 // scans, with its name.
