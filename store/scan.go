@@ -366,24 +366,33 @@ func le32(b []byte) uint32 { return binary.LittleEndian.Uint32(b) }
 // the scan (see fdcache.go for why closing it could corrupt the database);
 // any other file is closed after its scan.
 func (sc *Scanner) ScanFile(ctx context.Context, path string) error {
+	_, err := sc.ScanFileGone(ctx, path)
+	return err
+}
+
+// ScanFileGone is ScanFile, and reports whether the file did not exist
+// when the scan opened it: a caller that listed it knows then that it went
+// (renamed or removed) before it was read. A file opened is read whole,
+// through its descriptor, even if it goes meanwhile.
+func (sc *Scanner) ScanFileGone(ctx context.Context, path string) (gone bool, err error) {
 	f, size, held, err := openScan(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return true, nil
 	}
 	if err != nil {
-		return fmt.Errorf("scan %s: %w", path, err)
+		return false, fmt.Errorf("scan %s: %w", path, err)
 	}
 	if f == nil { // empty: nothing to read
 		sc.rep.Files++
-		return nil
+		return false, nil
 	}
 	if !held {
 		defer f.Close()
 	}
 	if err := sc.Scan(ctx, io.NewSectionReader(f, 0, size)); err != nil {
-		return fmt.Errorf("scan %s: %w", path, err)
+		return false, fmt.Errorf("scan %s: %w", path, err)
 	}
-	return nil
+	return false, nil
 }
 
 // Report finishes the scan, and lets go of held files that were deleted or

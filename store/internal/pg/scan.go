@@ -2,11 +2,8 @@ package pg
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -133,17 +130,11 @@ func (t *Target) scanFile(ctx context.Context, c *pgx.Conn, sc *store.Scanner, r
 
 // scanFileGone is scanFile, and reports whether the file may have gone
 // (been renamed or removed) before all of it was read: through SQL, fewer
-// bytes were read than listed; under data_dir, the file no longer exists
-// after the scan (whether it went before or after the read cannot be told:
-// counted as gone).
+// bytes were read than listed; under data_dir, it did not exist when the
+// scan opened it (store.Scanner.ScanFileGone: once open, it is read whole).
 func (t *Target) scanFileGone(ctx context.Context, c *pgx.Conn, sc *store.Scanner, rel string, size int64) (bool, error) {
 	if t.Priv.DataDir {
-		path := filepath.Join(t.Opts.DataDir, filepath.FromSlash(rel))
-		if err := sc.ScanFile(ctx, path); err != nil {
-			return false, err
-		}
-		_, err := os.Stat(path)
-		return errors.Is(err, fs.ErrNotExist), nil
+		return sc.ScanFileGone(ctx, filepath.Join(t.Opts.DataDir, filepath.FromSlash(rel)))
 	}
 	if size <= 0 {
 		return false, nil
