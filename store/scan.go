@@ -352,6 +352,51 @@ func (sc *Scanner) ScanListed(ctx context.Context, list func() ([]string, error)
 	return fmt.Errorf("%w: new files kept appearing while the store's files were scanned (%d listings): it is compacting or rotating them; scan again later", ErrBusy, maxListPasses)
 }
 
+// maxGonePasses bounds the listings of RescanGone.
+const maxGonePasses = 8
+
+// RescanGone scans the files list names, each with scan (which reports
+// whether the file was gone when it came to be read: renamed or removed
+// since it was listed), then, while a pass found a listed file gone, lists
+// again and scans the files it has not scanned yet. A store that rewrites
+// its files by writing a new one and renaming or removing the old (an
+// append-only file rewrite, a snapshot, a recycled WAL segment) may have
+// moved the bytes of a file it listed into one it did not: the next
+// listing names it. A file opened is read whole, so a file that goes after
+// that loses nothing, and files that appear while none goes hold only
+// newer writes: they do not make it list again (listing until no new file
+// appears would never end on a busy store). Files still going after
+// maxGonePasses listings make it return ErrBusy (a later scan can finish).
+// It returns how many listings it made.
+func RescanGone(ctx context.Context, list func() ([]string, error), scan func(path string) (gone bool, err error)) (int, error) {
+	seen := map[string]bool{}
+	for pass := 1; pass <= maxGonePasses; pass++ {
+		files, err := list()
+		if err != nil {
+			return pass, err
+		}
+		gone := false
+		for _, f := range files {
+			if seen[f] {
+				continue
+			}
+			seen[f] = true
+			g, err := scan(f)
+			if err != nil {
+				return pass, err
+			}
+			gone = gone || g
+		}
+		if !gone {
+			return pass, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return pass, err
+		}
+	}
+	return maxGonePasses, fmt.Errorf("%w: files kept being replaced or removed while they were read (%d listings): the store is rewriting them; scan again later", ErrBusy, maxGonePasses)
+}
+
 // unhit forgets that needle i was found (DropShared looks for it again in
 // the next record).
 func (sc *Scanner) unhit(i int) { sc.hit[i>>6] &^= 1 << (i & 63) }

@@ -417,3 +417,67 @@ func TestScanListedFindsFilesThatAppear(t *testing.T) {
 		t.Fatalf("files that keep appearing: %v, want ErrBusy", err)
 	}
 }
+
+// RescanGone lists again only when a listed file went before it was read:
+// b's bytes were moved to c (a rewrite renames a new file over an old one,
+// or writes a new one and removes the old) after the first listing, and the
+// second listing names c. Files that appear while none goes are not a
+// reason to list again; files that keep going make it ErrBusy.
+func TestRescanGoneFollowsMovedBytes(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	content := []byte("a record's bytes, moved by a rewrite into a file the first listing did not name")
+	a, b, c := filepath.Join(dir, "a"), filepath.Join(dir, "b"), filepath.Join(dir, "c")
+	if err := os.WriteFile(a, []byte("nothing of the record here"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(b, append([]byte("old file "), content...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ev := map[string]*Evidence{"k": {Key: "k", Needles: Windows(content)}}
+	sc := NewScanner(NewNeedleSet(ev), "test")
+	calls := 0
+	list := func() ([]string, error) {
+		calls++
+		if calls == 1 {
+			return []string{a, b}, nil
+		}
+		return []string{a, c}, nil
+	}
+	scan := func(p string) (bool, error) {
+		if p == a && calls == 1 {
+			// The rewrite runs now, after a was read, before b is.
+			if err := os.Rename(b, c); err != nil {
+				return false, err
+			}
+		}
+		return sc.ScanFileGone(ctx, p)
+	}
+	n, err := RescanGone(ctx, list, scan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := sc.Report(); rep.Found["k"] == 0 || n != 2 || calls != 2 {
+		t.Fatalf("found %v after %d listings (%d calls), want the record found after 2", rep.Found, n, calls)
+	}
+	// New files appearing, none going: one listing.
+	grow := 0
+	appear := func() ([]string, error) {
+		grow++
+		p := filepath.Join(dir, fmt.Sprintf("new-%d", grow))
+		return []string{a, p}, os.WriteFile(p, []byte("a newer write"), 0o600)
+	}
+	sc2 := NewScanner(NewNeedleSet(ev), "test")
+	if n, err := RescanGone(ctx, appear, func(p string) (bool, error) { return sc2.ScanFileGone(ctx, p) }); err != nil || n != 1 {
+		t.Fatalf("new files, none gone: %d listings, %v; want 1, nil", n, err)
+	}
+	// A listed file gone at every pass: ErrBusy.
+	k := 0
+	going := func() ([]string, error) {
+		k++
+		return []string{filepath.Join(dir, fmt.Sprintf("gone-%d", k))}, nil
+	}
+	if _, err := RescanGone(ctx, going, func(p string) (bool, error) { return sc2.ScanFileGone(ctx, p) }); !errors.Is(err, ErrBusy) {
+		t.Fatalf("files that keep going: %v, want ErrBusy", err)
+	}
+}

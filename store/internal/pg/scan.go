@@ -146,53 +146,45 @@ func (t *Target) scanFileGone(ctx context.Context, c *pgx.Conn, sc *store.Scanne
 	return r.off < size, nil
 }
 
-// maxWALListings bounds how many times scanWAL lists pg_wal.
-const maxWALListings = 8
-
 // walScanned, when set (tests), is called after each pg_wal file scanWAL
 // scans, with its name.
 var walScanned func(name string)
 
 // scanWAL scans every file of pg_wal that listWALScan lists. A checkpoint
 // that runs meanwhile may recycle a segment, renaming it, old bytes and
-// all, to a name the listing did not have, or remove it: when a listed file
-// went before it was read (scanFileGone), pg_wal is listed again and the
-// files not read yet are scanned, until a pass loses none. (Segments that
-// appear without one going, newly written WAL, do not make it list again:
-// a recycled file is always one that went.) Files still going after
-// maxWALListings listings make the scan store.ErrBusy: a later probe can
-// finish. It returns the last listing and how many listings it took.
+// all, to a name the listing did not have, or remove it: when a listed
+// file went before it was read (scanFileGone), pg_wal is listed again and
+// the files not read yet are scanned, until a pass loses none
+// (store.RescanGone; segments that appear while none goes, newly written
+// WAL, do not make it list again). It returns the last listing and how
+// many listings it took.
 func (t *Target) scanWAL(ctx context.Context, c *pgx.Conn, sc *store.Scanner) (wal []walFile, how string, listed bool, passes int, err error) {
-	seen := map[string]bool{}
-	for passes < maxWALListings {
-		wal, how, listed, err = t.listWALScan(ctx, c)
+	sizes := map[string]int64{}
+	list := func() ([]string, error) {
+		files, h, ok, err := t.listWALScan(ctx, c)
 		if err != nil {
-			return nil, "", false, passes, fmt.Errorf("probe physical: %w", err)
+			return nil, err
 		}
-		passes++
-		if !listed {
-			return nil, "", false, passes, nil
+		wal, how, listed = files, h, ok
+		names := make([]string, len(files))
+		for i, f := range files {
+			names[i] = f.Name
+			sizes[f.Name] = f.Size
 		}
-		gone := false
-		for _, f := range wal {
-			if seen[f.Name] {
-				continue
-			}
-			seen[f.Name] = true
-			g, err := t.scanFileGone(ctx, c, sc, "pg_wal/"+f.Name, f.Size)
-			if err != nil {
-				return nil, "", false, passes, err
-			}
-			gone = gone || g
-			if walScanned != nil {
-				walScanned(f.Name)
-			}
-		}
-		if !gone {
-			return wal, how, true, passes, nil
-		}
+		return names, nil
 	}
-	return nil, "", false, passes, fmt.Errorf("probe physical: %w: pg_wal segment files kept being recycled or removed while they were read (%d listings): scan again later", store.ErrBusy, passes)
+	scan := func(name string) (bool, error) {
+		gone, err := t.scanFileGone(ctx, c, sc, "pg_wal/"+name, sizes[name])
+		if err == nil && walScanned != nil {
+			walScanned(name)
+		}
+		return gone, err
+	}
+	passes, err = store.RescanGone(ctx, list, scan)
+	if err != nil {
+		return nil, "", false, passes, fmt.Errorf("probe physical: pg_wal: %w", err)
+	}
+	return wal, how, listed, passes, nil
 }
 
 // sqlFile reads a file under the data directory through
