@@ -315,43 +315,6 @@ func (sc *Scanner) search(b []byte, limit int, track bool) {
 	}
 }
 
-// maxListPasses bounds the listings of ScanListed.
-const maxListPasses = 4
-
-// ScanListed scans every file list names, then lists again and scans the
-// files that appeared meanwhile, until a listing names no file it has not
-// scanned. A store that compacts or recycles its files while they are read
-// (Weaviate's LSM segments, PostgreSQL's pg_wal) can move a record's bytes
-// out of a file not read yet, which then no longer exists (ScanFile skips
-// it), into a file the first listing did not name: the next listing does.
-// Files that still keep appearing after maxListPasses listings make the
-// scan store.ErrBusy (a later scan can finish): the scan is then not
-// reported as complete.
-func (sc *Scanner) ScanListed(ctx context.Context, list func() ([]string, error)) error {
-	seen := map[string]bool{}
-	for pass := 0; pass < maxListPasses; pass++ {
-		files, err := list()
-		if err != nil {
-			return err
-		}
-		fresh := 0
-		for _, f := range files {
-			if seen[f] {
-				continue
-			}
-			seen[f] = true
-			fresh++
-			if err := sc.ScanFile(ctx, f); err != nil {
-				return err
-			}
-		}
-		if fresh == 0 {
-			return nil
-		}
-	}
-	return fmt.Errorf("%w: new files kept appearing while the store's files were scanned (%d listings): it is compacting or rotating them; scan again later", ErrBusy, maxListPasses)
-}
-
 // maxGonePasses bounds the listings of RescanGone.
 const maxGonePasses = 8
 

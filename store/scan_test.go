@@ -374,50 +374,6 @@ func BenchmarkScanTiled(b *testing.B) {
 	}
 }
 
-// A file listed, then compacted away before it is read, moved its bytes
-// into a file the listing did not name: ScanListed lists again and finds
-// them there. Files that keep appearing make the scan ErrBusy, not a
-// complete scan.
-func TestScanListedFindsFilesThatAppear(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	content := []byte("a record's bytes, moved by compaction into a segment the first listing did not name")
-	a := filepath.Join(dir, "a.db")
-	if err := os.WriteFile(a, []byte("nothing of the record here"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	gone, c := filepath.Join(dir, "b.db"), filepath.Join(dir, "c.db")
-	calls := 0
-	list := func() ([]string, error) {
-		calls++
-		if calls == 1 {
-			// Compaction runs now: b's bytes go to c, and b is gone.
-			if err := os.WriteFile(c, append([]byte("segment header "), content...), 0o600); err != nil {
-				return nil, err
-			}
-			return []string{a, gone}, nil
-		}
-		return []string{a, c}, nil
-	}
-	ev := map[string]*Evidence{"k": {Key: "k", Needles: Windows(content)}}
-	sc := NewScanner(NewNeedleSet(ev), "test")
-	if err := sc.ScanListed(ctx, list); err != nil {
-		t.Fatal(err)
-	}
-	if rep := sc.Report(); rep.Found["k"] == 0 || calls != 3 {
-		t.Fatalf("found %v after %d listings, want the record found and 3 listings", rep.Found, calls)
-	}
-	n := 0
-	busy := func() ([]string, error) {
-		n++
-		p := filepath.Join(dir, fmt.Sprintf("new-%d.db", n))
-		return []string{p}, os.WriteFile(p, []byte("another new segment"), 0o600)
-	}
-	if err := NewScanner(NewNeedleSet(ev), "test").ScanListed(ctx, busy); !errors.Is(err, ErrBusy) {
-		t.Fatalf("files that keep appearing: %v, want ErrBusy", err)
-	}
-}
-
 // RescanGone lists again only when a listed file went before it was read:
 // b's bytes were moved to c (a rewrite renames a new file over an old one,
 // or writes a new one and removes the old) after the first listing, and the
