@@ -379,9 +379,10 @@ func (sc *Scanner) ScanFile(ctx context.Context, path string) error {
 }
 
 // ScanFileGone is ScanFile, and reports whether the file did not exist
-// when the scan opened it: a caller that listed it knows then that it went
-// (renamed or removed) before it was read. A file opened is read whole,
-// through its descriptor, even if it goes meanwhile.
+// when the scan opened it, or shrank while it was read: a caller that
+// listed it knows then that it went (renamed, removed or truncated) before
+// it was read. A file opened is read whole, through its descriptor, even if
+// it is renamed or removed meanwhile.
 func (sc *Scanner) ScanFileGone(ctx context.Context, path string) (gone bool, err error) {
 	f, size, held, err := openScan(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -399,6 +400,11 @@ func (sc *Scanner) ScanFileGone(ctx context.Context, path string) (gone bool, er
 	}
 	if err := sc.Scan(ctx, io.NewSectionReader(f, 0, size)); err != nil {
 		return false, fmt.Errorf("scan %s: %w", path, err)
+	}
+	if fi, err := f.Stat(); err == nil && fi.Size() < size {
+		// Truncated while it was read: what it held past its new end
+		// may be in a file the listing did not name.
+		return true, nil
 	}
 	return false, nil
 }
