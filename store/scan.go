@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"runtime"
 	"sort"
 	"sync"
 	"sync/atomic"
+	"syscall"
 )
 
 // NeedleSet indexes the needles of many records for one pass over a store's
@@ -318,21 +320,27 @@ func (sc *Scanner) search(b []byte, limit int, track bool) {
 // maxGonePasses bounds the listings of RescanGone.
 const maxGonePasses = 8
 
-// RescanGone scans the files list names, each with scan (which reports
-// whether the file was gone when it came to be read: renamed or removed
-// since it was listed), then, while a pass found a listed file gone, lists
-// again and scans the files it has not scanned yet. A store that rewrites
-// its files by writing a new one and renaming or removing the old (an
-// append-only file rewrite, a snapshot, a recycled WAL segment) may have
-// moved the bytes of a file it listed into one it did not: the next
-// listing names it. A file opened is read whole, so a file that goes after
-// that loses nothing, and files that appear while none goes hold only
-// newer writes: they do not make it list again (listing until no new file
-// appears would never end on a busy store). Files still going after
-// maxGonePasses listings make it return ErrBusy (a later scan can finish).
-// It returns how many listings it made.
-func RescanGone(ctx context.Context, list func() ([]string, error), scan func(path string) (gone bool, err error)) (int, error) {
-	seen := map[string]bool{}
+// RescanGone scans the files list names, each with scan, which reports
+// whether the file was gone when it came to be read (renamed or removed
+// since it was listed, or shrunk while read) and the identity of the file
+// it read (FileIdent; "" when it has none to give). While a pass found a
+// file gone, RescanGone lists again and scans what it has not read: a path
+// it never read, and a path it read that now names another file (a store
+// that renames a new file onto a path already read, as a snapshot or an
+// append-only file rewrite does, may have moved there the bytes of a file
+// that went). A store that rewrites its files by writing new ones and
+// renaming or removing the old may have moved the bytes of a listed file
+// into one the listing did not name: the next listing names it. A file
+// opened is read whole, so a file that goes after that loses nothing, and
+// files that appear while none goes hold only newer writes: they do not
+// make it list again (listing until no new file appears would never end on
+// a busy store). A path read once that no longer exists is not a file gone:
+// it was read; a file that was not there when it came to be read is
+// looked for again at the next listing. Files still going after maxGonePasses listings make it
+// return ErrBusy (a later scan can finish). It returns how many listings it
+// made.
+func RescanGone(ctx context.Context, list func() ([]string, error), scan func(path string) (gone bool, ident string, err error)) (int, error) {
+	read := map[string]string{} // path -> identity of the file read there
 	for pass := 1; pass <= maxGonePasses; pass++ {
 		files, err := list()
 		if err != nil {
@@ -340,15 +348,23 @@ func RescanGone(ctx context.Context, list func() ([]string, error), scan func(pa
 		}
 		gone := false
 		for _, f := range files {
-			if seen[f] {
-				continue
+			if id, ok := read[f]; ok {
+				if id == "" {
+					continue // no identity to compare: read once
+				}
+				now, err := pathIdent(f)
+				if err != nil || now == id {
+					continue // gone since it was read, or the file read
+				}
 			}
-			seen[f] = true
-			g, err := scan(f)
+			g, id, err := scan(f)
 			if err != nil {
 				return pass, err
 			}
 			gone = gone || g
+			if !g {
+				read[f] = id
+			}
 		}
 		if !gone {
 			return pass, nil
@@ -358,6 +374,25 @@ func RescanGone(ctx context.Context, list func() ([]string, error), scan func(pa
 		}
 	}
 	return maxGonePasses, fmt.Errorf("%w: files kept being replaced or removed while they were read (%d listings): the store is rewriting them; scan again later", ErrBusy, maxGonePasses)
+}
+
+// FileIdent is the identity of the file fi describes: its device and
+// inode, "" where the system gives none.
+func FileIdent(fi fs.FileInfo) string {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("%d:%d", st.Dev, st.Ino)
+}
+
+// pathIdent is the identity of the file at path now.
+func pathIdent(path string) (string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	return FileIdent(fi), nil
 }
 
 // unhit forgets that needle i was found (DropShared looks for it again in
@@ -374,7 +409,7 @@ func le32(b []byte) uint32 { return binary.LittleEndian.Uint32(b) }
 // the scan (see fdcache.go for why closing it could corrupt the database);
 // any other file is closed after its scan.
 func (sc *Scanner) ScanFile(ctx context.Context, path string) error {
-	_, err := sc.ScanFileGone(ctx, path)
+	_, _, err := sc.ScanFileGone(ctx, path)
 	return err
 }
 
@@ -382,31 +417,37 @@ func (sc *Scanner) ScanFile(ctx context.Context, path string) error {
 // when the scan opened it, or shrank while it was read: a caller that
 // listed it knows then that it went (renamed, removed or truncated) before
 // it was read. A file opened is read whole, through its descriptor, even if
-// it is renamed or removed meanwhile.
-func (sc *Scanner) ScanFileGone(ctx context.Context, path string) (gone bool, err error) {
+// it is renamed or removed meanwhile. ident is the identity of the file
+// read (FileIdent), for RescanGone.
+func (sc *Scanner) ScanFileGone(ctx context.Context, path string) (gone bool, ident string, err error) {
 	f, size, held, err := openScan(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return true, nil
+		return true, "", nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("scan %s: %w", path, err)
+		return false, "", fmt.Errorf("scan %s: %w", path, err)
 	}
 	if f == nil { // empty: nothing to read
 		sc.rep.Files++
-		return false, nil
+		id, _ := pathIdent(path)
+		return false, id, nil
 	}
 	if !held {
 		defer f.Close()
 	}
-	if err := sc.Scan(ctx, io.NewSectionReader(f, 0, size)); err != nil {
-		return false, fmt.Errorf("scan %s: %w", path, err)
+	fi, err := f.Stat()
+	if err != nil {
+		return false, "", fmt.Errorf("scan %s: %w", path, err)
 	}
-	if fi, err := f.Stat(); err == nil && fi.Size() < size {
+	if err := sc.Scan(ctx, io.NewSectionReader(f, 0, size)); err != nil {
+		return false, "", fmt.Errorf("scan %s: %w", path, err)
+	}
+	if after, err := f.Stat(); err == nil && after.Size() < size {
 		// Truncated while it was read: what it held past its new end
 		// may be in a file the listing did not name.
-		return true, nil
+		return true, "", nil
 	}
-	return false, nil
+	return false, FileIdent(fi), nil
 }
 
 // Report finishes the scan, and lets go of held files that were deleted or

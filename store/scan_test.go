@@ -400,11 +400,11 @@ func TestRescanGoneFollowsMovedBytes(t *testing.T) {
 		}
 		return []string{a, c}, nil
 	}
-	scan := func(p string) (bool, error) {
+	scan := func(p string) (bool, string, error) {
 		if p == a && calls == 1 {
 			// The rewrite runs now, after a was read, before b is.
 			if err := os.Rename(b, c); err != nil {
-				return false, err
+				return false, "", err
 			}
 		}
 		return sc.ScanFileGone(ctx, p)
@@ -424,7 +424,7 @@ func TestRescanGoneFollowsMovedBytes(t *testing.T) {
 		return []string{a, p}, os.WriteFile(p, []byte("a newer write"), 0o600)
 	}
 	sc2 := NewScanner(NewNeedleSet(ev), "test")
-	if n, err := RescanGone(ctx, appear, func(p string) (bool, error) { return sc2.ScanFileGone(ctx, p) }); err != nil || n != 1 {
+	if n, err := RescanGone(ctx, appear, func(p string) (bool, string, error) { return sc2.ScanFileGone(ctx, p) }); err != nil || n != 1 {
 		t.Fatalf("new files, none gone: %d listings, %v; want 1, nil", n, err)
 	}
 	// A listed file gone at every pass: ErrBusy.
@@ -433,7 +433,57 @@ func TestRescanGoneFollowsMovedBytes(t *testing.T) {
 		k++
 		return []string{filepath.Join(dir, fmt.Sprintf("gone-%d", k))}, nil
 	}
-	if _, err := RescanGone(ctx, going, func(p string) (bool, error) { return sc2.ScanFileGone(ctx, p) }); !errors.Is(err, ErrBusy) {
+	if _, err := RescanGone(ctx, going, func(p string) (bool, string, error) { return sc2.ScanFileGone(ctx, p) }); !errors.Is(err, ErrBusy) {
 		t.Fatalf("files that keep going: %v, want ErrBusy", err)
+	}
+}
+
+// A save renames its temporary file onto a path already read (Redis:
+// temp-<pid>.rdb onto dump.rdb): the temporary file is gone when it comes
+// to be read, and the next listing names only the path read before, now
+// another file, holding the bytes. RescanGone reads it again.
+func TestRescanGoneRereadsAPathRenamedOnto(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	content := []byte("a record's bytes, written by a save into its temporary file, then renamed onto the dump")
+	dump, temp := filepath.Join(dir, "dump.rdb"), filepath.Join(dir, "temp-1.rdb")
+	if err := os.WriteFile(dump, []byte("the old dump: nothing of the record"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(temp, append([]byte("new dump "), content...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ev := map[string]*Evidence{"k": {Key: "k", Needles: Windows(content)}}
+	sc := NewScanner(NewNeedleSet(ev), "test")
+	listings := 0
+	list := func() ([]string, error) {
+		listings++
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return nil, err
+		}
+		var out []string
+		for _, e := range ents {
+			out = append(out, filepath.Join(dir, e.Name())) // sorted: dump.rdb before temp-1.rdb
+		}
+		return out, nil
+	}
+	renamed := false
+	scan := func(p string) (bool, string, error) {
+		g, id, err := sc.ScanFileGone(ctx, p)
+		if p == dump && !renamed {
+			renamed = true // the save ends now, after the old dump was read, before its temporary file is
+			if err := os.Rename(temp, dump); err != nil {
+				return false, "", err
+			}
+		}
+		return g, id, err
+	}
+	n, err := RescanGone(ctx, list, scan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := sc.Report(); rep.Found["k"] == 0 || n != 2 {
+		t.Fatalf("found %v after %d listings, want the record found in the new dump after 2", rep.Found, n)
 	}
 }

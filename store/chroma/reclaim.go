@@ -573,7 +573,7 @@ func (s *Store) ProbePhysical(ctx context.Context, set *store.NeedleSet) (store.
 		}
 		return out, nil
 	}
-	if _, err := store.RescanGone(ctx, existing, func(f string) (bool, error) { return sc.ScanFileGone(ctx, f) }); err != nil {
+	if _, err := store.RescanGone(ctx, existing, func(f string) (bool, string, error) { return sc.ScanFileGone(ctx, f) }); err != nil {
 		return store.ScanReport{}, fmt.Errorf("physical probe: %w", err)
 	}
 	return sc.Report(), nil

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -43,7 +44,7 @@ func (s *Store) ProbePhysical(ctx context.Context, set *store.NeedleSet) (store.
 	// A rewrite (BGREWRITEAOF) or a save (BGSAVE) may rename a new file
 	// over one listed, or remove one, while the files are read: the
 	// directories are listed again then (store.RescanGone).
-	if _, err := store.RescanGone(ctx, func() ([]string, error) { return s.files(ctx) }, func(f string) (bool, error) { return scanFile(ctx, sc, f) }); err != nil {
+	if _, err := store.RescanGone(ctx, func() ([]string, error) { return s.files(ctx) }, func(f string) (bool, string, error) { return scanFile(ctx, sc, f) }); err != nil {
 		return store.ScanReport{}, fmt.Errorf("physical probe: %w", err)
 	}
 	return sc.Report(), nil
@@ -52,24 +53,35 @@ func (s *Store) ProbePhysical(ctx context.Context, set *store.NeedleSet) (store.
 // scanFile reads the file at path once and scans its bytes raw and, when
 // it is an RDB image, its LZF-compressed strings decompressed (from the
 // same bytes: a file renamed over it meanwhile is not mixed in). gone: the
-// file did not exist any more.
-func scanFile(ctx context.Context, sc *store.Scanner, path string) (gone bool, err error) {
-	b, err := os.ReadFile(path)
+// file did not exist any more; ident: the identity of the file read
+// (store.RescanGone reads a path again when another file is renamed onto
+// it, as a save renames its temporary file onto dump.rdb).
+func scanFile(ctx context.Context, sc *store.Scanner, path string) (gone bool, ident string, err error) {
+	f, err := os.Open(path)
 	if isNotExist(err) {
-		return true, nil
+		return true, "", nil
 	}
 	if err != nil {
-		return false, err
+		return false, "", err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return false, "", err
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return false, "", err
 	}
 	if err := sc.Scan(ctx, bytes.NewReader(b)); err != nil {
-		return false, fmt.Errorf("scan %s: %w", path, err)
+		return false, "", fmt.Errorf("scan %s: %w", path, err)
 	}
 	if plain := rdbPlainOf(b); plain != nil {
 		if err := sc.Scan(ctx, bytes.NewReader(plain)); err != nil {
-			return false, fmt.Errorf("scan %s (decompressed strings): %w", path, err)
+			return false, "", fmt.Errorf("scan %s (decompressed strings): %w", path, err)
 		}
 	}
-	return false, nil
+	return false, store.FileIdent(fi), nil
 }
 
 // files lists the regular files of data_dir and of its AOF directory.

@@ -309,7 +309,7 @@ func (s *Store) ProbePhysical(ctx context.Context, set *store.NeedleSet) (store.
 	// remove the old one: when a listed file went before it was read, the
 	// class directory is listed again (store.RescanGone). A file opened is
 	// read whole; files that only appear hold newer writes.
-	if _, err := store.RescanGone(ctx, s.files, func(f string) (bool, error) { return sc.ScanFileGone(ctx, f) }); err != nil {
+	if _, err := store.RescanGone(ctx, s.files, func(f string) (bool, string, error) { return sc.ScanFileGone(ctx, f) }); err != nil {
 		return store.ScanReport{}, fmt.Errorf("physical probe: %w", err)
 	}
 	return sc.Report(), nil

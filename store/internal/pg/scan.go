@@ -124,7 +124,7 @@ func (t *Target) Probe(ctx context.Context, set *store.NeedleSet) (store.ScanRep
 // scanFile scans one file of the data directory, size bytes long (a file
 // that grew meanwhile is read to its end).
 func (t *Target) scanFile(ctx context.Context, c *pgx.Conn, sc *store.Scanner, rel string, size int64) error {
-	_, err := t.scanFileGone(ctx, c, sc, rel, size)
+	_, _, err := t.scanFileGone(ctx, c, sc, rel, size)
 	return err
 }
 
@@ -132,18 +132,20 @@ func (t *Target) scanFile(ctx context.Context, c *pgx.Conn, sc *store.Scanner, r
 // (been renamed or removed) before all of it was read: through SQL, fewer
 // bytes were read than listed; under data_dir, it did not exist when the
 // scan opened it (store.Scanner.ScanFileGone: once open, it is read whole).
-func (t *Target) scanFileGone(ctx context.Context, c *pgx.Conn, sc *store.Scanner, rel string, size int64) (bool, error) {
+// ident is the file's identity under data_dir, "" through SQL (a segment
+// is recycled under a name no file had: a path read is not read again).
+func (t *Target) scanFileGone(ctx context.Context, c *pgx.Conn, sc *store.Scanner, rel string, size int64) (gone bool, ident string, err error) {
 	if t.Priv.DataDir {
 		return sc.ScanFileGone(ctx, filepath.Join(t.Opts.DataDir, filepath.FromSlash(rel)))
 	}
 	if size <= 0 {
-		return false, nil
+		return false, "", nil
 	}
 	r := &sqlFile{ctx: ctx, c: c, path: rel}
 	if err := sc.Scan(ctx, r); err != nil {
-		return false, fmt.Errorf("probe physical: read %s: %w", rel, err)
+		return false, "", fmt.Errorf("probe physical: read %s: %w", rel, err)
 	}
-	return r.off < size, nil
+	return r.off < size, "", nil
 }
 
 // walScanned, when set (tests), is called after each pg_wal file scanWAL
@@ -173,12 +175,12 @@ func (t *Target) scanWAL(ctx context.Context, c *pgx.Conn, sc *store.Scanner) (w
 		}
 		return names, nil
 	}
-	scan := func(name string) (bool, error) {
-		gone, err := t.scanFileGone(ctx, c, sc, "pg_wal/"+name, sizes[name])
+	scan := func(name string) (bool, string, error) {
+		gone, id, err := t.scanFileGone(ctx, c, sc, "pg_wal/"+name, sizes[name])
 		if err == nil && walScanned != nil {
 			walScanned(name)
 		}
-		return gone, err
+		return gone, id, err
 	}
 	passes, err = store.RescanGone(ctx, list, scan)
 	if err != nil {
