@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"runtime"
 	"sort"
 	"sync"
 	"sync/atomic"
+	"syscall"
 )
 
 // NeedleSet indexes the needles of many records for one pass over a store's
@@ -315,41 +317,82 @@ func (sc *Scanner) search(b []byte, limit int, track bool) {
 	}
 }
 
-// maxListPasses bounds the listings of ScanListed.
-const maxListPasses = 4
+// maxGonePasses bounds the listings of RescanGone.
+const maxGonePasses = 8
 
-// ScanListed scans every file list names, then lists again and scans the
-// files that appeared meanwhile, until a listing names no file it has not
-// scanned. A store that compacts or recycles its files while they are read
-// (Weaviate's LSM segments, PostgreSQL's pg_wal) can move a record's bytes
-// out of a file not read yet, which then no longer exists (ScanFile skips
-// it), into a file the first listing did not name: the next listing does.
-// Files that still keep appearing after maxListPasses listings make the
-// scan store.ErrBusy (a later scan can finish): the scan is then not
-// reported as complete.
-func (sc *Scanner) ScanListed(ctx context.Context, list func() ([]string, error)) error {
-	seen := map[string]bool{}
-	for pass := 0; pass < maxListPasses; pass++ {
+// RescanGone scans the files list names, each with scan, which reports
+// whether the file was gone when it came to be read (renamed or removed
+// since it was listed, or shrunk while read) and the identity of the file
+// it read (FileIdent; "" when it has none to give). While a pass found a
+// file gone, RescanGone lists again and scans what it has not read: a path
+// it never read, and a path it read that now names another file (a store
+// that renames a new file onto a path already read, as a snapshot or an
+// append-only file rewrite does, may have moved there the bytes of a file
+// that went). A store that rewrites its files by writing new ones and
+// renaming or removing the old may have moved the bytes of a listed file
+// into one the listing did not name: the next listing names it. A file
+// opened is read whole, so a file that goes after that loses nothing, and
+// files that appear while none goes hold only newer writes: they do not
+// make it list again (listing until no new file appears would never end on
+// a busy store). A path read once that no longer exists is not a file gone:
+// it was read; a file that was not there when it came to be read is
+// looked for again at the next listing. Files still going after maxGonePasses listings make it
+// return ErrBusy (a later scan can finish). It returns how many listings it
+// made.
+func RescanGone(ctx context.Context, list func() ([]string, error), scan func(path string) (gone bool, ident string, err error)) (int, error) {
+	read := map[string]string{} // path -> identity of the file read there
+	for pass := 1; pass <= maxGonePasses; pass++ {
 		files, err := list()
 		if err != nil {
-			return err
+			return pass, err
 		}
-		fresh := 0
+		gone := false
 		for _, f := range files {
-			if seen[f] {
-				continue
+			if id, ok := read[f]; ok {
+				if id == "" {
+					continue // no identity to compare: read once
+				}
+				now, err := pathIdent(f)
+				if err != nil || now == id {
+					continue // gone since it was read, or the file read
+				}
 			}
-			seen[f] = true
-			fresh++
-			if err := sc.ScanFile(ctx, f); err != nil {
-				return err
+			g, id, err := scan(f)
+			if err != nil {
+				return pass, err
+			}
+			gone = gone || g
+			if !g {
+				read[f] = id
 			}
 		}
-		if fresh == 0 {
-			return nil
+		if !gone {
+			return pass, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return pass, err
 		}
 	}
-	return fmt.Errorf("%w: new files kept appearing while the store's files were scanned (%d listings): it is compacting or rotating them; scan again later", ErrBusy, maxListPasses)
+	return maxGonePasses, fmt.Errorf("%w: files kept being replaced or removed while they were read (%d listings): the store is rewriting them; scan again later", ErrBusy, maxGonePasses)
+}
+
+// FileIdent is the identity of the file fi describes: its device and
+// inode, "" where the system gives none.
+func FileIdent(fi fs.FileInfo) string {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("%d:%d", st.Dev, st.Ino)
+}
+
+// pathIdent is the identity of the file at path now.
+func pathIdent(path string) (string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	return FileIdent(fi), nil
 }
 
 // unhit forgets that needle i was found (DropShared looks for it again in
@@ -366,24 +409,45 @@ func le32(b []byte) uint32 { return binary.LittleEndian.Uint32(b) }
 // the scan (see fdcache.go for why closing it could corrupt the database);
 // any other file is closed after its scan.
 func (sc *Scanner) ScanFile(ctx context.Context, path string) error {
+	_, _, err := sc.ScanFileGone(ctx, path)
+	return err
+}
+
+// ScanFileGone is ScanFile, and reports whether the file did not exist
+// when the scan opened it, or shrank while it was read: a caller that
+// listed it knows then that it went (renamed, removed or truncated) before
+// it was read. A file opened is read whole, through its descriptor, even if
+// it is renamed or removed meanwhile. ident is the identity of the file
+// read (FileIdent), for RescanGone.
+func (sc *Scanner) ScanFileGone(ctx context.Context, path string) (gone bool, ident string, err error) {
 	f, size, held, err := openScan(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return true, "", nil
 	}
 	if err != nil {
-		return fmt.Errorf("scan %s: %w", path, err)
+		return false, "", fmt.Errorf("scan %s: %w", path, err)
 	}
 	if f == nil { // empty: nothing to read
 		sc.rep.Files++
-		return nil
+		id, _ := pathIdent(path)
+		return false, id, nil
 	}
 	if !held {
 		defer f.Close()
 	}
-	if err := sc.Scan(ctx, io.NewSectionReader(f, 0, size)); err != nil {
-		return fmt.Errorf("scan %s: %w", path, err)
+	fi, err := f.Stat()
+	if err != nil {
+		return false, "", fmt.Errorf("scan %s: %w", path, err)
 	}
-	return nil
+	if err := sc.Scan(ctx, io.NewSectionReader(f, 0, size)); err != nil {
+		return false, "", fmt.Errorf("scan %s: %w", path, err)
+	}
+	if after, err := f.Stat(); err == nil && after.Size() < size {
+		// Truncated while it was read: what it held past its new end
+		// may be in a file the listing did not name.
+		return true, "", nil
+	}
+	return false, FileIdent(fi), nil
 }
 
 // Report finishes the scan, and lets go of held files that were deleted or

@@ -374,46 +374,116 @@ func BenchmarkScanTiled(b *testing.B) {
 	}
 }
 
-// A file listed, then compacted away before it is read, moved its bytes
-// into a file the listing did not name: ScanListed lists again and finds
-// them there. Files that keep appearing make the scan ErrBusy, not a
-// complete scan.
-func TestScanListedFindsFilesThatAppear(t *testing.T) {
+// RescanGone lists again only when a listed file went before it was read:
+// b's bytes were moved to c (a rewrite renames a new file over an old one,
+// or writes a new one and removes the old) after the first listing, and the
+// second listing names c. Files that appear while none goes are not a
+// reason to list again; files that keep going make it ErrBusy.
+func TestRescanGoneFollowsMovedBytes(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	content := []byte("a record's bytes, moved by compaction into a segment the first listing did not name")
-	a := filepath.Join(dir, "a.db")
+	content := []byte("a record's bytes, moved by a rewrite into a file the first listing did not name")
+	a, b, c := filepath.Join(dir, "a"), filepath.Join(dir, "b"), filepath.Join(dir, "c")
 	if err := os.WriteFile(a, []byte("nothing of the record here"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	gone, c := filepath.Join(dir, "b.db"), filepath.Join(dir, "c.db")
+	if err := os.WriteFile(b, append([]byte("old file "), content...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ev := map[string]*Evidence{"k": {Key: "k", Needles: Windows(content)}}
+	sc := NewScanner(NewNeedleSet(ev), "test")
 	calls := 0
 	list := func() ([]string, error) {
 		calls++
 		if calls == 1 {
-			// Compaction runs now: b's bytes go to c, and b is gone.
-			if err := os.WriteFile(c, append([]byte("segment header "), content...), 0o600); err != nil {
-				return nil, err
-			}
-			return []string{a, gone}, nil
+			return []string{a, b}, nil
 		}
 		return []string{a, c}, nil
 	}
-	ev := map[string]*Evidence{"k": {Key: "k", Needles: Windows(content)}}
-	sc := NewScanner(NewNeedleSet(ev), "test")
-	if err := sc.ScanListed(ctx, list); err != nil {
+	scan := func(p string) (bool, string, error) {
+		if p == a && calls == 1 {
+			// The rewrite runs now, after a was read, before b is.
+			if err := os.Rename(b, c); err != nil {
+				return false, "", err
+			}
+		}
+		return sc.ScanFileGone(ctx, p)
+	}
+	n, err := RescanGone(ctx, list, scan)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if rep := sc.Report(); rep.Found["k"] == 0 || calls != 3 {
-		t.Fatalf("found %v after %d listings, want the record found and 3 listings", rep.Found, calls)
+	if rep := sc.Report(); rep.Found["k"] == 0 || n != 2 || calls != 2 {
+		t.Fatalf("found %v after %d listings (%d calls), want the record found after 2", rep.Found, n, calls)
 	}
-	n := 0
-	busy := func() ([]string, error) {
-		n++
-		p := filepath.Join(dir, fmt.Sprintf("new-%d.db", n))
-		return []string{p}, os.WriteFile(p, []byte("another new segment"), 0o600)
+	// New files appearing, none going: one listing.
+	grow := 0
+	appear := func() ([]string, error) {
+		grow++
+		p := filepath.Join(dir, fmt.Sprintf("new-%d", grow))
+		return []string{a, p}, os.WriteFile(p, []byte("a newer write"), 0o600)
 	}
-	if err := NewScanner(NewNeedleSet(ev), "test").ScanListed(ctx, busy); !errors.Is(err, ErrBusy) {
-		t.Fatalf("files that keep appearing: %v, want ErrBusy", err)
+	sc2 := NewScanner(NewNeedleSet(ev), "test")
+	if n, err := RescanGone(ctx, appear, func(p string) (bool, string, error) { return sc2.ScanFileGone(ctx, p) }); err != nil || n != 1 {
+		t.Fatalf("new files, none gone: %d listings, %v; want 1, nil", n, err)
+	}
+	// A listed file gone at every pass: ErrBusy.
+	k := 0
+	going := func() ([]string, error) {
+		k++
+		return []string{filepath.Join(dir, fmt.Sprintf("gone-%d", k))}, nil
+	}
+	if _, err := RescanGone(ctx, going, func(p string) (bool, string, error) { return sc2.ScanFileGone(ctx, p) }); !errors.Is(err, ErrBusy) {
+		t.Fatalf("files that keep going: %v, want ErrBusy", err)
+	}
+}
+
+// A save renames its temporary file onto a path already read (Redis:
+// temp-<pid>.rdb onto dump.rdb): the temporary file is gone when it comes
+// to be read, and the next listing names only the path read before, now
+// another file, holding the bytes. RescanGone reads it again.
+func TestRescanGoneRereadsAPathRenamedOnto(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	content := []byte("a record's bytes, written by a save into its temporary file, then renamed onto the dump")
+	dump, temp := filepath.Join(dir, "dump.rdb"), filepath.Join(dir, "temp-1.rdb")
+	if err := os.WriteFile(dump, []byte("the old dump: nothing of the record"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(temp, append([]byte("new dump "), content...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ev := map[string]*Evidence{"k": {Key: "k", Needles: Windows(content)}}
+	sc := NewScanner(NewNeedleSet(ev), "test")
+	listings := 0
+	list := func() ([]string, error) {
+		listings++
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return nil, err
+		}
+		var out []string
+		for _, e := range ents {
+			out = append(out, filepath.Join(dir, e.Name())) // sorted: dump.rdb before temp-1.rdb
+		}
+		return out, nil
+	}
+	renamed := false
+	scan := func(p string) (bool, string, error) {
+		g, id, err := sc.ScanFileGone(ctx, p)
+		if p == dump && !renamed {
+			renamed = true // the save ends now, after the old dump was read, before its temporary file is
+			if err := os.Rename(temp, dump); err != nil {
+				return false, "", err
+			}
+		}
+		return g, id, err
+	}
+	n, err := RescanGone(ctx, list, scan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := sc.Report(); rep.Found["k"] == 0 || n != 2 {
+		t.Fatalf("found %v after %d listings, want the record found in the new dump after 2", rep.Found, n)
 	}
 }

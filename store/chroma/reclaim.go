@@ -554,9 +554,27 @@ func (s *Store) ProbePhysical(ctx context.Context, set *store.NeedleSet) (store.
 	if !exists(filepath.Join(s.opt.DataDir, SQLiteFile)) {
 		return store.ScanReport{}, fmt.Errorf("physical probe: %s: %w: no %s (is data_dir the server's --path?)", s.opt.DataDir, store.ErrUnavailable, SQLiteFile)
 	}
-	files, err := s.Files()
-	if err != nil {
+	// Files a listing names may be replaced or removed before they are
+	// read (a rollback journal, a segment directory rewritten): the persist
+	// directory is listed again then (store.RescanGone). SQLite's journal,
+	// WAL and shm files are named whether they exist or not: only those that
+	// exist at the listing count.
+	sc := store.NewScanner(set, "byte scan of chroma.sqlite3 (+ -journal, -wal, -shm) and every file of every HNSW segment directory of the persist directory, listed again when a listed file went before it was read")
+	existing := func() ([]string, error) {
+		files, err := s.Files()
+		if err != nil {
+			return nil, err
+		}
+		out := files[:0]
+		for _, f := range files {
+			if exists(f) {
+				out = append(out, f)
+			}
+		}
+		return out, nil
+	}
+	if _, err := store.RescanGone(ctx, existing, func(f string) (bool, string, error) { return sc.ScanFileGone(ctx, f) }); err != nil {
 		return store.ScanReport{}, fmt.Errorf("physical probe: %w", err)
 	}
-	return store.ScanFiles(ctx, set, "byte scan of chroma.sqlite3 (+ -journal, -wal, -shm) and every file of every HNSW segment directory of the persist directory", files...)
+	return sc.Report(), nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -39,26 +40,48 @@ func (s *Store) ProbePhysical(ctx context.Context, set *store.NeedleSet) (store.
 		}
 		method += "; the server's AOF buffer was not empty when the files were read"
 	}
-	files, err := s.files(ctx)
-	if err != nil {
+	sc := store.NewScanner(set, method)
+	// A rewrite (BGREWRITEAOF) or a save (BGSAVE) may rename a new file
+	// over one listed, or remove one, while the files are read: the
+	// directories are listed again then (store.RescanGone).
+	if _, err := store.RescanGone(ctx, func() ([]string, error) { return s.files(ctx) }, func(f string) (bool, string, error) { return scanFile(ctx, sc, f) }); err != nil {
 		return store.ScanReport{}, fmt.Errorf("physical probe: %w", err)
 	}
-	sc := store.NewScanner(set, method)
-	for _, f := range files {
-		if err := sc.ScanFile(ctx, f); err != nil {
-			return store.ScanReport{}, fmt.Errorf("physical probe: %w", err)
-		}
-		plain, err := rdbPlain(f)
-		if err != nil {
-			return store.ScanReport{}, fmt.Errorf("physical probe: %w", err)
-		}
-		if plain != nil {
-			if err := sc.Scan(ctx, bytes.NewReader(plain)); err != nil {
-				return store.ScanReport{}, fmt.Errorf("physical probe: %w", err)
-			}
+	return sc.Report(), nil
+}
+
+// scanFile reads the file at path once and scans its bytes raw and, when
+// it is an RDB image, its LZF-compressed strings decompressed (from the
+// same bytes: a file renamed over it meanwhile is not mixed in). gone: the
+// file did not exist any more; ident: the identity of the file read
+// (store.RescanGone reads a path again when another file is renamed onto
+// it, as a save renames its temporary file onto dump.rdb).
+func scanFile(ctx context.Context, sc *store.Scanner, path string) (gone bool, ident string, err error) {
+	f, err := os.Open(path)
+	if isNotExist(err) {
+		return true, "", nil
+	}
+	if err != nil {
+		return false, "", err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return false, "", err
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return false, "", err
+	}
+	if err := sc.Scan(ctx, bytes.NewReader(b)); err != nil {
+		return false, "", fmt.Errorf("scan %s: %w", path, err)
+	}
+	if plain := rdbPlainOf(b); plain != nil {
+		if err := sc.Scan(ctx, bytes.NewReader(plain)); err != nil {
+			return false, "", fmt.Errorf("scan %s (decompressed strings): %w", path, err)
 		}
 	}
-	return sc.Report(), nil
+	return false, store.FileIdent(fi), nil
 }
 
 // files lists the regular files of data_dir and of its AOF directory.
@@ -93,8 +116,13 @@ func rdbPlain(path string) ([]byte, error) {
 		}
 		return nil, err
 	}
+	return rdbPlainOf(b), nil
+}
+
+// rdbPlainOf is rdbPlain of a file's bytes b.
+func rdbPlainOf(b []byte) []byte {
 	if !bytes.HasPrefix(b, []byte("REDIS")) {
-		return nil, nil
+		return nil
 	}
 	var out []byte
 	rdbLZFStrings(b, func(p []byte) {
@@ -104,7 +132,7 @@ func rdbPlain(path string) ([]byte, error) {
 	if out == nil {
 		out = []byte{}
 	}
-	return out, nil
+	return out
 }
 
 func isNotExist(err error) bool { return err != nil && (os.IsNotExist(err) || err == fs.ErrNotExist) }

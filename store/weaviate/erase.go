@@ -303,11 +303,13 @@ func (s *Store) ProbePhysical(ctx context.Context, set *store.NeedleSet) (store.
 	if s.dataDir == "" {
 		return store.ScanReport{}, errors.New("physical probe: data_dir is not set (the server's PERSISTENCE_DATA_PATH)")
 	}
-	sc := store.NewScanner(set, "every file under the Weaviate class directory (LSM segments and WALs of every bucket, HNSW commit logs), raw, listed again until no new file appears; "+
+	sc := store.NewScanner(set, "every file under the Weaviate class directory (LSM segments and WALs of every bucket, HNSW commit logs), raw, listed again when a listed file went before it was read; "+
 		"the objects bucket holds the record as written, the inverted-index buckets hold its words one token at a time, which windows do not find")
-	// Compaction may write a record's bytes into a new segment while the
-	// old one is read: ScanListed lists again for files that appeared.
-	if err := sc.ScanListed(ctx, s.files); err != nil {
+	// Compaction and flushes write a record's bytes into a new file and
+	// remove the old one: when a listed file went before it was read, the
+	// class directory is listed again (store.RescanGone). A file opened is
+	// read whole; files that only appear hold newer writes.
+	if _, err := store.RescanGone(ctx, s.files, func(f string) (bool, string, error) { return sc.ScanFileGone(ctx, f) }); err != nil {
 		return store.ScanReport{}, fmt.Errorf("physical probe: %w", err)
 	}
 	return sc.Report(), nil

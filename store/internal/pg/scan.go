@@ -97,20 +97,18 @@ func (t *Target) Probe(ctx context.Context, set *store.NeedleSet) (store.ScanRep
 			}
 			parts = append(parts, fmt.Sprintf("%s %s (%d segment(s), %d bytes)", r.Kind, r.Name, nseg, r.Size))
 		}
-		wal, whence, listed, err := t.listWAL(ctx, c)
+		wal, whence, listed, passes, err := t.scanWAL(ctx, c, sc)
 		if err != nil {
-			return fmt.Errorf("probe physical: %w", err)
+			return err
 		}
 		walPart := "pg_wal not scanned: role " + Display(t.Priv.Role) + " may not list it (needs pg_monitor, superuser, or a readable data_dir)"
 		if listed {
-			for _, f := range wal {
-				if err := t.scanFile(ctx, c, sc, "pg_wal/"+f.Name, f.Size); err != nil {
-					return err
-				}
-			}
 			walPart = fmt.Sprintf("pg_wal: %d segment(s) listed by %s", len(wal), whence)
 			if len(wal) > 0 {
 				walPart += fmt.Sprintf(" (%s..%s)", wal[0].Name, wal[len(wal)-1].Name)
+			}
+			if passes > 1 {
+				walPart += fmt.Sprintf(", listed %d times: segment files were recycled or removed while they were read", passes)
 			}
 		}
 		rep = sc.Report()
@@ -126,17 +124,69 @@ func (t *Target) Probe(ctx context.Context, set *store.NeedleSet) (store.ScanRep
 // scanFile scans one file of the data directory, size bytes long (a file
 // that grew meanwhile is read to its end).
 func (t *Target) scanFile(ctx context.Context, c *pgx.Conn, sc *store.Scanner, rel string, size int64) error {
+	_, _, err := t.scanFileGone(ctx, c, sc, rel, size)
+	return err
+}
+
+// scanFileGone is scanFile, and reports whether the file may have gone
+// (been renamed or removed) before all of it was read: through SQL, fewer
+// bytes were read than listed; under data_dir, it did not exist when the
+// scan opened it (store.Scanner.ScanFileGone: once open, it is read whole).
+// ident is the file's identity under data_dir, "" through SQL (a segment
+// is recycled under a name no file had: a path read is not read again).
+func (t *Target) scanFileGone(ctx context.Context, c *pgx.Conn, sc *store.Scanner, rel string, size int64) (gone bool, ident string, err error) {
 	if t.Priv.DataDir {
-		return sc.ScanFile(ctx, filepath.Join(t.Opts.DataDir, filepath.FromSlash(rel)))
+		return sc.ScanFileGone(ctx, filepath.Join(t.Opts.DataDir, filepath.FromSlash(rel)))
 	}
 	if size <= 0 {
-		return nil
+		return false, "", nil
 	}
 	r := &sqlFile{ctx: ctx, c: c, path: rel}
 	if err := sc.Scan(ctx, r); err != nil {
-		return fmt.Errorf("probe physical: read %s: %w", rel, err)
+		return false, "", fmt.Errorf("probe physical: read %s: %w", rel, err)
 	}
-	return nil
+	return r.off < size, "", nil
+}
+
+// walScanned, when set (tests), is called after each pg_wal file scanWAL
+// scans, with its name.
+var walScanned func(name string)
+
+// scanWAL scans every file of pg_wal that listWALScan lists. A checkpoint
+// that runs meanwhile may recycle a segment, renaming it, old bytes and
+// all, to a name the listing did not have, or remove it: when a listed
+// file went before it was read (scanFileGone), pg_wal is listed again and
+// the files not read yet are scanned, until a pass loses none
+// (store.RescanGone; segments that appear while none goes, newly written
+// WAL, do not make it list again). It returns the last listing and how
+// many listings it took.
+func (t *Target) scanWAL(ctx context.Context, c *pgx.Conn, sc *store.Scanner) (wal []walFile, how string, listed bool, passes int, err error) {
+	sizes := map[string]int64{}
+	list := func() ([]string, error) {
+		files, h, ok, err := t.listWALScan(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		wal, how, listed = files, h, ok
+		names := make([]string, len(files))
+		for i, f := range files {
+			names[i] = f.Name
+			sizes[f.Name] = f.Size
+		}
+		return names, nil
+	}
+	scan := func(name string) (bool, string, error) {
+		gone, id, err := t.scanFileGone(ctx, c, sc, "pg_wal/"+name, sizes[name])
+		if err == nil && walScanned != nil {
+			walScanned(name)
+		}
+		return gone, id, err
+	}
+	passes, err = store.RescanGone(ctx, list, scan)
+	if err != nil {
+		return nil, "", false, passes, fmt.Errorf("probe physical: pg_wal: %w", err)
+	}
+	return wal, how, listed, passes, nil
 }
 
 // sqlFile reads a file under the data directory through

@@ -17,6 +17,13 @@ const MaxRotations = 64
 
 var walName = regexp.MustCompile(`^[0-9A-F]{24}$`)
 
+// walScanName also matches a partial segment (NAME.partial): the last,
+// incomplete segment of a timeline that a promotion ended. It holds WAL
+// records like any other and no checkpoint recycles or removes it, so the
+// physical probe reads it; the rotation does not count it (it is never
+// written again).
+var walScanName = regexp.MustCompile(`^[0-9A-F]{24}(\.partial)?$`)
+
 // walFile is one WAL segment file.
 type walFile struct {
 	Name string
@@ -26,6 +33,18 @@ type walFile struct {
 // listWAL lists pg_wal's segment files, sorted, through SQL (pg_ls_waldir)
 // or, failing that, the data directory. ok is false when neither is allowed.
 func (t *Target) listWAL(ctx context.Context, c *pgx.Conn) (files []walFile, how string, ok bool, err error) {
+	return t.listWALMatching(ctx, c, walName)
+}
+
+// listWALScan lists what the physical probe reads in pg_wal: the segment
+// files and the partial segments (walScanName).
+func (t *Target) listWALScan(ctx context.Context, c *pgx.Conn) (files []walFile, how string, ok bool, err error) {
+	return t.listWALMatching(ctx, c, walScanName)
+}
+
+// listWALMatching lists the regular files of pg_wal whose name re matches,
+// sorted by name.
+func (t *Target) listWALMatching(ctx context.Context, c *pgx.Conn, re *regexp.Regexp) (files []walFile, how string, ok bool, err error) {
 	switch {
 	case t.Priv.DataDir:
 		ents, err := os.ReadDir(filepath.Join(t.Opts.DataDir, "pg_wal"))
@@ -33,7 +52,7 @@ func (t *Target) listWAL(ctx context.Context, c *pgx.Conn) (files []walFile, how
 			return nil, "", false, fmt.Errorf("list pg_wal: %w", err)
 		}
 		for _, e := range ents {
-			if !walName.MatchString(e.Name()) || !e.Type().IsRegular() {
+			if !re.MatchString(e.Name()) || !e.Type().IsRegular() {
 				continue
 			}
 			fi, err := e.Info()
@@ -45,7 +64,7 @@ func (t *Target) listWAL(ctx context.Context, c *pgx.Conn) (files []walFile, how
 		sort.Slice(files, func(i, j int) bool { return files[i].Name < files[j].Name })
 		return files, "data_dir", true, nil
 	case t.Priv.ListWAL:
-		rows, err := c.Query(ctx, `SELECT name, size FROM pg_ls_waldir() WHERE name ~ '^[0-9A-F]{24}$' ORDER BY name`)
+		rows, err := c.Query(ctx, `SELECT name, size FROM pg_ls_waldir() WHERE name ~ $1 ORDER BY name`, re.String())
 		if err != nil {
 			return nil, "", false, fmt.Errorf("list pg_wal: %w", err)
 		}
