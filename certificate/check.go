@@ -102,6 +102,9 @@ func checkStatement(st *Statement, keyID string) error {
 	if p.Complete && want.Unverified+want.Residual+want.OutOfScope > 0 {
 		return fmt.Errorf("predicate.complete is true but an artifact is %s, %s or %s", Unverified, Residual, OutOfScope)
 	}
+	if err := checkDeclaredScope(p); err != nil {
+		return err
+	}
 	if err := checkLink("follows", p.Follows, p.CertificateID); err != nil {
 		return err
 	}
@@ -109,6 +112,57 @@ func checkStatement(st *Statement, keyID string) error {
 		return err
 	}
 	return checkReverifies(p)
+}
+
+// Residue states of a declared store (StoreState.Residue) that
+// checkDeclaredScope reads. Adapters report states of their own
+// (PENDING-reclaim-deferred, UNVERIFIED-managed, …): they say why a
+// store's records did not reach the physical level, which complete does
+// not claim, and are not read here.
+const (
+	residueResidual    = "RESIDUAL"                // something was still found in the store
+	residueStoreFailed = "UNVERIFIED-store-failed" // the store failed while its records were erased or probed
+	residueUnreachable = "UNREACHABLE"             // the store could not be opened: nothing in it was checked
+)
+
+// checkDeclaredScope refuses complete: true next to a configured store that
+// was not erased or not checked: one that is RESIDUAL or
+// UNVERIFIED-store-failed, or one that is UNREACHABLE while no out_of_scope
+// entry names it. amnesia names every store it could not reach in
+// out_of_scope ("store NAME (unreachable)") and writes complete: true next
+// to one only when the store is configured out_of_scope: true; a store
+// that is RESIDUAL or UNVERIFIED-store-failed holds an artifact that is
+// RESIDUAL or UNVERIFIED, so amnesia never writes complete: true next to
+// one. Errors name the field, never the store.
+func checkDeclaredScope(p *Predicate) error {
+	if !p.Complete {
+		return nil
+	}
+	for i, s := range p.DeclaredScope {
+		switch s.Residue {
+		case residueResidual, residueStoreFailed:
+			return fmt.Errorf("predicate.complete is true but predicate.declared_scope[%d].residue is %s", i, s.Residue)
+		case residueUnreachable:
+			if !excludesStore(p.OutOfScope, s.Name) {
+				return fmt.Errorf("predicate.complete is true but predicate.declared_scope[%d].residue is %s and no predicate.out_of_scope entry names that store", i, residueUnreachable)
+			}
+		}
+	}
+	return nil
+}
+
+// excludesStore reports whether an out_of_scope entry excludes the whole
+// store name, in the words amnesia writes: "store NAME" (a store it does not
+// have configured) or "store NAME (unreachable)" (a configured store it could
+// not reach). "files of store NAME" excludes only the store's files, not
+// the store.
+func excludesStore(xs []Exclusion, name string) bool {
+	for _, x := range xs {
+		if x.What == "store "+name || x.What == "store "+name+" (unreachable)" {
+			return true
+		}
+	}
+	return false
 }
 
 // checkLink checks the shape of a link to an earlier certificate.

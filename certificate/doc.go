@@ -123,7 +123,12 @@ failure, reporting it with the error named:
  9. predicate.out_of_scope is not empty and each entry names what it
     excludes.
  10. predicate.counts equals the counts recomputed from the artifacts
-    (CountArtifacts).
+    (CountArtifacts). predicate.complete is not true while an artifact is
+    UNVERIFIED, RESIDUAL or OUT_OF_SCOPE, a model is not VERIFIED, or a
+    store of predicate.declared_scope is RESIDUAL or
+    UNVERIFIED-store-failed, or is UNREACHABLE while no out_of_scope entry
+    names it ("store NAME" or "store NAME (unreachable)", as amnesia
+    writes them).
  11. When predicate.reverifies is present (a re-verification certificate):
     its certificate_id is not empty and is not predicate.certificate_id,
     its payload_sha256 is 64 lowercase hex digits and its log_index is not

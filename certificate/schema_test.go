@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"sort"
 	"strings"
@@ -300,5 +301,78 @@ func TestPythonSchemaFieldsMatch(t *testing.T) {
 	sort.Strings(py)
 	if got, want := strings.Join(py, " "), strings.Join(SchemaFields(), " "); got != want {
 		t.Errorf("offline.py SCHEMA_FIELDS differ from certificate.SchemaFields():\n python: %s\n go:     %s", got, want)
+	}
+}
+
+// amnesia-client's offline verifier reads a payload as decodeStatement does
+// (encoding/json into Statement): _GO_TYPES in offline.py gives the Go type
+// of every field, so that it refuses a value of another JSON type and reads
+// null as the zero value, as Verify does. A field added or retyped here and
+// not there would be read differently by the two verifiers.
+func TestPythonGoTypesMatch(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "clients", "python", "amnesia_client", "offline.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(src), "_GO_TYPES: Dict[str, Dict[str, str]] = {")
+	table, _, ok2 := strings.Cut(rest, "\n}\n")
+	if !ok || !ok2 {
+		t.Fatal("offline.py has no _GO_TYPES: Dict[str, Dict[str, str]] = {…} table")
+	}
+	py := map[string]map[string]string{}
+	field := regexp.MustCompile(`"([^"]+)":\s*"([^"]*)"`)
+	for _, m := range regexp.MustCompile(`"(\w+)":\s*\{([^{}]*)\}`).FindAllStringSubmatch(table, -1) {
+		fields := map[string]string{}
+		for _, f := range field.FindAllStringSubmatch(m[2], -1) {
+			fields[f[1]] = f[2]
+		}
+		py[m[1]] = fields
+	}
+	want := map[string]map[string]string{}
+	var typeName func(t reflect.Type) string
+	var walk func(t reflect.Type)
+	typeName = func(t reflect.Type) string {
+		switch t.Kind() {
+		case reflect.String:
+			return "string"
+		case reflect.Bool:
+			return "bool"
+		case reflect.Int, reflect.Int64:
+			return "int"
+		case reflect.Float64:
+			return "float"
+		case reflect.Slice:
+			return "[]" + typeName(t.Elem())
+		case reflect.Pointer:
+			return "*" + typeName(t.Elem())
+		case reflect.Map:
+			return "map[" + typeName(t.Key()) + "]" + typeName(t.Elem())
+		case reflect.Struct:
+			walk(t)
+			return t.Name()
+		}
+		return "unsupported " + t.String()
+	}
+	walk = func(t reflect.Type) {
+		if _, seen := want[t.Name()]; seen {
+			return
+		}
+		fields := map[string]string{}
+		want[t.Name()] = fields
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if !f.IsExported() || name == "-" {
+				continue
+			}
+			if name == "" {
+				name = f.Name
+			}
+			fields[name] = typeName(f.Type)
+		}
+	}
+	walk(reflect.TypeOf(Statement{}))
+	if !reflect.DeepEqual(py, want) {
+		t.Errorf("offline.py _GO_TYPES differ from the Go types of Statement:\n python: %v\n go:     %v", py, want)
 	}
 }

@@ -349,8 +349,9 @@ func noneNeedsHuman(arts []certificate.Artifact) bool {
 
 func (r *runner) storeState(name, typ string, arts []certificate.Artifact, res *results) certificate.StoreState {
 	s := certificate.StoreState{Name: name, Type: typ, Capabilities: []string{}, Artifacts: len(arts), Touched: len(arts) > 0}
-	if st, ok := r.Stores[name]; ok {
-		for _, c := range st.Info().Capabilities {
+	open := r.opened(name)
+	if open {
+		for _, c := range r.Stores[name].Info().Capabilities {
 			s.Capabilities = append(s.Capabilities, string(c))
 		}
 	}
@@ -358,11 +359,15 @@ func (r *runner) storeState(name, typ string, arts []certificate.Artifact, res *
 		s.Reclaim = rc.Method
 	}
 	c := certificate.CountArtifacts(arts)
-	_, open := r.Stores[name]
-	openErr := r.OpenErr[name]
 	switch {
-	case len(arts) == 0 && !open && openErr != nil:
+	case len(arts) == 0 && !open:
+		// Not open in this run, whatever the reason: an open error, or a
+		// caller that left the store out of Stores (or gave it a nil open
+		// error). Nothing in it was checked either way.
 		s.Residue, s.Evidence = stateUnreachable, "the trace holds no artifact of this subject in this store, but the store could not be opened or reached when the erasure ran, so nothing about it was checked"
+		if r.OpenErr[name] == nil {
+			s.Evidence = "the trace holds no artifact of this subject in this store, but the store was not open when the erasure ran (no open error was given for it), so nothing about it was checked"
+		}
 		if sc, err := r.Dir.Config.Store(name); err == nil && sc.OutOfScope {
 			s.Evidence += "; the store is declared out of scope (out_of_scope: true)"
 		}
@@ -403,8 +408,27 @@ func (r *runner) storeState(name, typ string, arts []certificate.Artifact, res *
 }
 
 // stateUnreachable is the residue state of a configured store that could not
-// be opened or reached during the erasure.
+// be opened or reached during the erasure, or was not open in it.
 const stateUnreachable = "UNREACHABLE"
+
+// opened reports whether the configured store name is open in this run: in
+// Stores, and not nil (the steps treat a nil entry as not open too). A
+// configured store that is not open is unreachable, whether or not OpenErr
+// holds an error for it: a caller of Run may leave it out of Stores, and a
+// preflight's Skip may hold a nil error (state.Config.OpenStoresExcept).
+func (r *runner) opened(name string) bool {
+	s, ok := r.Stores[name]
+	return ok && s != nil
+}
+
+// notOpenReason says why a configured store is not open in this run: its
+// open error, or, when none was given, that it was not opened.
+func notOpenReason(openErr error) string {
+	if openErr == nil {
+		return "the store is not open in this run (no open error was given)"
+	}
+	return openErr.Error()
+}
 
 // installationExclusions names what this installation could not cover in
 // this erasure, beyond the generic categories: configured stores that could
@@ -417,10 +441,13 @@ func (r *runner) installationExclusions() []certificate.Exclusion {
 			Reason: "while the erasure ran, the evidence read from the stores (text windows, vector bytes) was kept in the PostgreSQL ledger's erasure_sealed table, sealed with AES-256-GCM under a key derived from the installation pepper and the erasure id; when this certificate is published its rows are deleted and the table rewritten (VACUUM FULL), but pg_wal keeps the ciphertext until the server recycles it, and replicas and backups of the ledger keep their copies"})
 	}
 	for _, sc := range r.Dir.Config.Stores {
-		s, open := r.Stores[sc.Name]
+		s, open := r.Stores[sc.Name], r.opened(sc.Name)
 		switch {
-		case !open && r.OpenErr[sc.Name] != nil:
+		case !open:
 			why := "configured, but it could not be opened or reached when the erasure ran; nothing in it was erased or checked"
+			if r.OpenErr[sc.Name] == nil {
+				why = "configured, but it was not open when the erasure ran (no open error was given for it); nothing in it was erased or checked"
+			}
 			if sc.OutOfScope {
 				why += " (declared out of scope: out_of_scope: true)"
 			}

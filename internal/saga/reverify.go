@@ -300,8 +300,8 @@ func Reverify(ctx context.Context, rv *Reverification) (*Result, error) {
 		}
 		s, ok := rv.Stores[st]
 		switch {
-		case !ok:
-			failed[st] = fmt.Sprintf("open: %v", rv.OpenErr[st])
+		case !ok || s == nil:
+			failed[st] = "open: " + notOpenReason(rv.OpenErr[st])
 		case !s.Info().Has(store.CapProbeByID):
 			failed[st] = "the adapter has no lookup by id"
 		}

@@ -388,8 +388,8 @@ func evidenceName(st string) string { return "evidence-" + st + ".sealed" }
 
 func (r *runner) readEvidence(ctx context.Context, st string) (any, error) {
 	s, ok := r.Stores[st]
-	if !ok {
-		return nil, fmt.Errorf("open store: %v", r.OpenErr[st])
+	if !ok || s == nil {
+		return nil, fmt.Errorf("open store: %s", notOpenReason(r.OpenErr[st]))
 	}
 	out := evidenceResult{Records: map[string]recordEvidence{}}
 	er, ok := s.(store.EvidenceReader)

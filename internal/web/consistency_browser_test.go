@@ -85,6 +85,28 @@ func TestBrowserRefusesSelfContradiction(t *testing.T) {
 		}
 		return bytes.Replace(base, []byte(old), []byte(new), 1)
 	}
+	// edits makes several edits, each as edit does, one after the other.
+	edits := func(rs ...[2]string) []byte {
+		out := base
+		for _, r := range rs {
+			if !bytes.Contains(out, []byte(r[0])) {
+				t.Fatalf("the edited golden payload lacks %q", r[0])
+			}
+			out = bytes.Replace(out, []byte(r[0]), []byte(r[1]), 1)
+		}
+		return out
+	}
+	// A third configured store that could not be opened, declared as the
+	// saga declares it, and out_of_scope entries naming it (or not).
+	const (
+		lastStore     = `"evidence":"logical queries only: by id, by filter, by similarity"}]`
+		lastExclusion = `{"what":"derived models","reason":"not traced by amnesia"}]`
+	)
+	complete := [2]string{`"complete":false`, `"complete":true`}
+	unreachable := [2]string{lastStore, strings.TrimSuffix(lastStore, "]") + `,{"name":"archive","type":"sqlite-doc","capabilities":[],"touched":false,"artifacts":0,"residue":"UNREACHABLE","evidence":"the store could not be opened or reached when the erasure ran, so nothing about it was checked; the store is declared out of scope (out_of_scope: true)"}]`}
+	excluded := func(what string) [2]string {
+		return [2]string{lastExclusion, strings.TrimSuffix(lastExclusion, "]") + `,{"what":"` + what + `","reason":"configured, but it could not be opened or reached when the erasure ran; nothing in it was erased or checked (declared out of scope: out_of_scope: true)"}]`}
+	}
 	// The NEEDS_HUMAN artifact made UNVERIFIED, the counts kept right, and
 	// complete set: only the complete flag is wrong.
 	unverified := edit(`"complete":false`, `"complete":true`)
@@ -109,6 +131,13 @@ func TestBrowserRefusesSelfContradiction(t *testing.T) {
 		{"empty out_of_scope", edit(`"out_of_scope":[{"what":"backups & replicas","reason":"outside the configured stores"},{"what":"derived models","reason":"not traced by amnesia"}]`, `"out_of_scope":[]`), "consistency", "out_of_scope is empty"},
 		{"an unknown via", edit(`"outcome":"NEEDS_HUMAN"`, `"outcome":"NEEDS_HUMAN","via":"import"`), "consistency", "via other than reconcile"},
 		{"a near-duplicate without near", edit(`"id":"art:1b8e906f04e1a51e8cd3677d1c092750","kind":"row"`, `"id":"art:1b8e906f04e1a51e8cd3677d1c092750","kind":"near-duplicate"`), "consistency", "without measurement.near"},
+		{"complete with an unreachable store out_of_scope does not name", edits(complete, unreachable), "consistency", "is UNREACHABLE"},
+		{"complete with an unreachable store whose files only are excluded", edits(complete, unreachable, excluded("files of store archive")), "consistency", "is UNREACHABLE"},
+		{"complete with an unreachable store declared out of scope", edits(complete, unreachable, excluded("store archive (unreachable)")), "", ""},
+		{"incomplete with an unreachable store", edits(unreachable), "", ""},
+		{"complete with a failed store", edits(complete, [2]string{`"residue":"UNVERIFIED-no-physical-probe"`, `"residue":"UNVERIFIED-store-failed"`}), "consistency", "is UNVERIFIED-store-failed"},
+		{"complete with a residual store", edits(complete, [2]string{`"residue":"VERIFIED"`, `"residue":"RESIDUAL"`}), "consistency", "is RESIDUAL"},
+		{"complete with a deferred reclaim", edits(complete, [2]string{`"residue":"VERIFIED"`, `"residue":"PENDING-reclaim-deferred"`}), "", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -3,7 +3,8 @@
 The same checks, in the same order, as ``amnesia verify --public-key KEY``
 (certificate.VerifyBundle of the Go module): the bundle's canonical form, the
 DSSE envelope, the Ed25519 signature by a trusted key, the v1 schema (steps 4
-to 12 of the certificate package documentation), the key's retirement, the
+to 12 of the certificate package documentation, on the payload as Go reads it: its
+JSON types, its RFC 3339 times), the key's retirement, the
 checkpoint's signature by that key under the log's origin, and the RFC 6962
 inclusion proof of the certificate's leaf. Each failure raises a subclass of
 :class:`CertificateInvalid` whose ``exit_code`` is the one ``amnesia verify``
@@ -27,9 +28,10 @@ import base64
 import binascii
 import hashlib
 import json
+import math
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _ed25519
@@ -196,11 +198,11 @@ class Checked:
 
     @property
     def complete(self) -> bool:
-        return bool(self.predicate["complete"])
+        return self.predicate.get("complete") is True
 
     @property
     def counts(self) -> Dict[str, int]:
-        return dict(self.predicate["counts"])
+        return dict(self.predicate.get("counts") or {})
 
     def expired(self, now: Optional[datetime] = None) -> bool:
         """Whether ``now`` is after valid_until (an expired certificate still verifies)."""
@@ -326,20 +328,63 @@ def verify_envelope(envelope: Union[bytes, Dict[str, Any]], key: Union[TrustedKe
 # ------------------------------------------------------------------ schema
 
 
-_RFC3339 = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
+# An RFC 3339 time as Go's time.Parse(time.RFC3339, ...) reads it (amnesia
+# verify's reader): "T" and "Z" in capitals only, a four-digit year, an hour of
+# one or two digits, a fraction after "." or ",", and an offset up to 24:60 (Go's
+# parser admits these, go.dev/issue/54580); the ranges are checked in _go_time.
+_RFC3339 = re.compile(
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{1,2}):([0-9]{2}):([0-9]{2})"
+    r"(?:[.,]([0-9]+))?(?:Z|([+-])([0-9]{2}):([0-9]{2}))"
+)
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def _days_in(month: int, year: int) -> int:
+    if month == 2:
+        return 29 if year % 4 == 0 and (year % 100 != 0 or year % 400 == 0) else 28
+    return 30 if month in (4, 6, 9, 11) else 31
+
+
+def _days_from_civil(y: int, m: int, d: int) -> int:
+    """Days from 1970-01-01 to y-m-d, proleptic Gregorian (year 0 included)."""
+    if m <= 2:
+        y -= 1
+    era = y // 400
+    yoe = y - era * 400
+    doy = (153 * (m - 3 if m > 2 else m + 9) + 2) // 5 + d - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+
+def _go_time(v: Any) -> Optional[int]:
+    """Nanoseconds since 1970-01-01T00:00:00Z of v read as Go's
+    time.Parse(time.RFC3339, v) reads it, or None where Go refuses v."""
+    m = _RFC3339.fullmatch(v) if isinstance(v, str) else None
+    if m is None:
+        return None
+    year, month, day, hour, minute, sec = (int(m.group(i)) for i in range(1, 7))
+    if not (1 <= month <= 12 and 1 <= day <= _days_in(month, year) and hour <= 23 and minute <= 59 and sec <= 59):
+        return None
+    nsec = int((m.group(7) or "")[:9].ljust(9, "0"))
+    offset = 0
+    if m.group(8):
+        oh, om = int(m.group(9)), int(m.group(10))
+        if oh > 24 or om > 60:
+            return None
+        offset = (oh * 60 + om) * 60 * (-1 if m.group(8) == "-" else 1)
+    secs = _days_from_civil(year, month, day) * 86400 + hour * 3600 + minute * 60 + sec - offset
+    return secs * 1_000_000_000 + nsec
 
 
 def _parse_rfc3339(v: Any) -> Optional[datetime]:
-    if not isinstance(v, str) or not _RFC3339.match(v):
+    """v as _go_time reads it, in UTC, to the microsecond (rounded down); None
+    where Go refuses v or a datetime cannot hold it (before year 1)."""
+    ns = _go_time(v)
+    if ns is None:
         return None
-    s = v.upper().replace("Z", "+00:00")
-    if "." in s:  # fromisoformat wants at most 6 fraction digits on 3.9/3.10
-        head, rest = s.split(".", 1)
-        digits = re.match(r"\d+", rest).group(0)  # type: ignore[union-attr]
-        s = head + "." + (digits + "000000")[:6] + rest[len(digits):]
     try:
-        return datetime.fromisoformat(s)
-    except ValueError:
+        return _EPOCH + timedelta(microseconds=ns // 1000)
+    except OverflowError:
         return None
 
 
@@ -450,153 +495,452 @@ def _strict_pairs(pairs: List[Tuple[str, Any]]) -> Dict[str, Any]:
     return out
 
 
+# The Go type of every field of the statement (certificate/predicate.go and
+# certificate/model.go), as encoding/json decodes a payload into
+# certificate.Statement: "string", "bool", "int" (int and int64), "float"
+# (float64), "[]T", "*T", "map[string]string", or a struct of this table.
+# certificate's TestPythonGoTypesMatch compares it with the Go structs.
+_GO_TYPES: Dict[str, Dict[str, str]] = {
+    "Statement": {"_type": "string", "subject": "[]ResourceDescriptor", "predicateType": "string", "predicate": "Predicate"},
+    "ResourceDescriptor": {"name": "string", "digest": "map[string]string"},
+    "Predicate": {
+        "schema_version": "string", "certificate_id": "string", "key_id": "string", "subject_ref": "string",
+        "scope": "string", "reason": "string", "issued_at": "string", "valid_until": "string", "trace": "TraceRef",
+        "complete": "bool", "declared_scope": "[]StoreState", "artifacts": "[]Artifact", "counts": "Counts",
+        "out_of_scope": "[]Exclusion", "journal": "JournalRef", "reverifiable": "bool", "reverify_note": "string",
+        "reverifies": "*ReverifyLink", "follows": "*ReverifyLink", "crypto_shredding": "*Shredding",
+        "models": "[]ModelOutcome", "semantic": "*Semantic",
+    },
+    "ReverifyLink": {"certificate_id": "string", "payload_sha256": "string", "log_index": "int"},
+    "TraceRef": {"id": "string", "artifacts": "int"},
+    "StoreState": {
+        "name": "string", "type": "string", "capabilities": "[]string", "touched": "bool", "artifacts": "int",
+        "residue": "string", "evidence": "string", "reclaim": "string",
+    },
+    "Artifact": {
+        "id": "string", "kind": "string", "store": "string", "outcome": "string", "level": "string",
+        "reason": "string", "method": "string", "measurement": "*Measurement", "sealed": "bool", "via": "string",
+    },
+    "Shredding": {
+        "key_destroyed": "bool", "level": "string", "evidence": "string", "sealed_artifacts": "int",
+        "covers": "string", "does_not_cover": "string",
+    },
+    "Measurement": {
+        "deleted": "bool", "logical": "*Logical", "physical": "*Physical", "copies": "[]Copy",
+        "copies_unlisted": "int", "near": "*Near",
+    },
+    "Logical": {"by_id": "bool", "by_filter": "bool", "by_similarity": "bool", "methods": "[]string"},
+    "Physical": {
+        "needles": "int", "shared": "int", "found_before": "int", "found_after": "int", "files_scanned": "int",
+        "bytes_scanned": "int", "coverage": "*Coverage",
+    },
+    "Coverage": {"record_bytes": "int", "covered_bytes": "int", "window_bytes": "int", "fragment_bytes": "int"},
+    "Copy": {"store": "string", "record": "string", "windows": "int"},
+    "Near": {"method": "string", "of": "string", "similarity": "float", "windows": "int", "of_windows": "int"},
+    "Semantic": {"level": "string", "note": "string", "searches": "[]NearSearch", "drift": "[]Drift"},
+    "NearSearch": {
+        "store": "string", "methods": "[]string", "records": "int", "not_searched": "int", "neighbours": "int",
+        "similarity": "float", "quote_fraction": "float", "candidates": "int", "note": "string",
+    },
+    "Drift": {
+        "store": "string", "queries": "int", "k": "int", "overlap_at_k": "float", "min_overlap_at_k": "float",
+        "erased_neighbours": "int", "overlap_unerased_at_k": "float", "method": "string",
+    },
+    "Counts": {
+        "artifacts": "int", "verified": "int", "verified_physical": "int", "verified_logical": "int",
+        "unverified": "int", "residual": "int", "out_of_scope": "int", "needs_human": "int",
+    },
+    "Exclusion": {"what": "string", "reason": "string"},
+    "JournalRef": {"head": "string", "steps": "int"},
+    "ModelOutcome": {
+        "model": "string", "sharded": "bool", "level": "string", "outcome": "string", "reason": "string",
+        "choices": "[]string", "method": "string", "shards": "[]ModelShard", "probe_before": "*ModelProbe",
+        "probe_after": "*ModelProbe",
+    },
+    "ModelShard": {
+        "shard": "int", "tainted": "[]ModelArtifact", "retrain": "string", "retrained": "*ModelArtifact",
+        "trained_without": "bool", "served": "string", "tainted_files_left": "int", "retrain_millis": "int",
+    },
+    "ModelArtifact": {"run": "string", "sha256": "string", "rows": "int", "subject_rows": "int"},
+    "ModelProbe": {
+        "error": "string", "endpoint": "string", "canaries": "int", "references": "int", "extracted": "int",
+        "flagged": "int", "exposure": "[]float", "fpr_per_canary": "float", "fpr_any": "float", "requests": "int",
+        "millis": "int",
+    },
+}
+
+_INT64 = 1 << 63
+
+
+def _finite(v: Any) -> bool:
+    """Whether the JSON number v fits a float64 (Go's strconv refuses one beyond it)."""
+    try:
+        return math.isfinite(v)
+    except OverflowError:
+        return False
+
+
+def _go_decode(v: Any, typ: str, where: str) -> Any:
+    """v as encoding/json decodes it into a Go value of type typ (_GO_TYPES):
+    a null or absent member is the zero value (None for a pointer, [] for a
+    slice), members the struct does not have are dropped, and a value of
+    another JSON type (a string for a bool, 2.0 or true for an int, a number
+    beyond float64 or int64) is refused, as certificate.Verify refuses it
+    ("payload field ... has the wrong JSON type")."""
+
+    def wrong() -> BadSchema:
+        return BadSchema(f"payload field {where} has the wrong JSON type")
+
+    if typ.startswith("*"):
+        return None if v is None else _go_decode(v, typ[1:], where)
+    if typ.startswith("[]"):
+        if v is None:
+            return []
+        if not isinstance(v, list):
+            raise wrong()
+        return [_go_decode(x, typ[2:], f"{where}[{i}]") for i, x in enumerate(v)]
+    if typ == "map[string]string":
+        if v is None:
+            return {}
+        if not isinstance(v, dict):
+            raise wrong()
+        return {k: _go_decode(x, "string", where) for k, x in v.items()}
+    if typ == "string":
+        if v is None:
+            return ""
+        if not isinstance(v, str):
+            raise wrong()
+        return v
+    if typ == "bool":
+        if v is None:
+            return False
+        if not isinstance(v, bool):
+            raise wrong()
+        return v
+    if typ == "int":
+        if v is None:
+            return 0
+        if isinstance(v, bool) or not isinstance(v, int) or not -_INT64 <= v < _INT64:
+            raise wrong()
+        return v
+    if typ == "float":
+        if v is None:
+            return 0.0
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not _finite(v):
+            raise wrong()
+        return float(v)
+    fields = _GO_TYPES[typ]
+    if v is None:
+        v = {}
+    if not isinstance(v, dict):
+        raise wrong()
+    return {k: _go_decode(v.get(k), t, f"{where}.{k}" if where else k) for k, t in fields.items()}
+
+
+# Digest sizes in bytes of the algorithms the in-toto attestation library
+# checks (HashAlgorithm.HexLength of github.com/in-toto/attestation/go/v1);
+# it leaves the digests of other algorithms unchecked.
+_DIGEST_BYTES = {
+    "md5": 16, "sha1": 20, "gitBlob": 20, "gitCommit": 20, "gitTag": 20, "gitTree": 20,
+    "sha224": 28, "sha512_224": 28, "sha3_224": 28, "sha256": 32, "sha512_256": 32, "sha3_256": 32,
+    "dirHash": 32, "sha384": 48, "sha3_384": 48, "sha512": 64, "sha3_512": 64,
+}
+
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def _no_constant(name: str) -> Any:
+    """json.loads reads NaN, Infinity and -Infinity; JSON (and Go) does not."""
+    raise ValueError("not JSON: " + name)
+
+
+def _proto_bytes_ok(v: Any) -> bool:
+    """Whether protojson reads v as a bytes field: standard base64, or URL-safe
+    when it holds "-" or "_", padded when its length is a multiple of 4 and
+    unpadded otherwise; Go's decoder skips line breaks."""
+    if not isinstance(v, str):
+        return False
+    c = "A-Za-z0-9_-" if ("-" in v or "_" in v) else "A-Za-z0-9+/"
+    t = v.replace("\r", "").replace("\n", "")
+    if len(v) % 4 == 0:
+        return re.fullmatch(f"(?:[{c}]{{4}})*(?:[{c}]{{2}}==|[{c}]{{3}}=)?", t) is not None
+    return re.fullmatch(f"[{c}]*", t) is not None and len(t) % 4 != 1
+
+
+def _check_proto_subject(s: Dict[str, Any]) -> None:
+    """What protojson refuses in a subject (an in-toto ResourceDescriptor): a
+    field given under both its JSON and its proto name, or a field of the
+    wrong type. null is an unset field."""
+    bad = BadSchema("payload is not an in-toto statement")
+    if ("downloadLocation" in s and "download_location" in s) or ("mediaType" in s and "media_type" in s):
+        raise bad
+    for f in ("name", "uri", "downloadLocation", "download_location", "mediaType", "media_type"):
+        if s.get(f) is not None and not isinstance(s[f], str):
+            raise bad
+    d = s.get("digest")
+    if d is not None and (not isinstance(d, dict) or not all(isinstance(x, str) for x in d.values())):
+        raise bad
+    if s.get("content") is not None and not _proto_bytes_ok(s["content"]):
+        raise bad
+    if s.get("annotations") is not None and not isinstance(s["annotations"], dict):
+        raise bad
+
+
+def _proto_values_problem(st: Dict[str, Any]) -> str:
+    """What protojson refuses among the values json.loads read, or "": a
+    string (or member name) holding an unpaired UTF-16 surrogate escape,
+    anywhere (protojson reads unknown members to skip them), and a number
+    beyond float64 in the predicate or a subject's annotations
+    (google.protobuf.Struct, whose numbers are float64)."""
+    # ctx: "statement", "subjects", "subject", "struct" (inside a Struct) or "other".
+    stack: List[Tuple[Any, str]] = [(st, "statement")]
+    while stack:
+        node, ctx = stack.pop()
+        if isinstance(node, str):
+            if _SURROGATE.search(node):
+                return "a string holds an unpaired UTF-16 surrogate"
+        elif isinstance(node, dict):
+            for k, v in node.items():
+                stack.append((k, "other"))
+                if ctx == "statement":
+                    c = "struct" if k == "predicate" else "subjects" if k == "subject" else "other"
+                elif ctx == "subject":
+                    c = "struct" if k == "annotations" else "other"
+                else:
+                    c = "struct" if ctx == "struct" else "other"
+                stack.append((v, c))
+        elif isinstance(node, list):
+            c = "subject" if ctx == "subjects" else "struct" if ctx == "struct" else "other"
+            stack.extend((x, c) for x in node)
+        elif ctx == "struct" and isinstance(node, (int, float)) and not isinstance(node, bool) and not _finite(node):
+            return "a number of the predicate is beyond float64"
+    return ""
+
+
+def _model_verified(m: Dict[str, Any]) -> bool:
+    """certificate.ModelVerified: every shard retrained without the subject's
+    rows and switched in, no tainted file left, and a probe after that (when
+    one ran) that found nothing and did not fail."""
+    after = m["probe_after"]
+    if not m["sharded"] or not m["shards"]:
+        return False
+    if after is not None and (after["extracted"] > 0 or after["flagged"] > 0 or after["error"] != ""):
+        return False
+    for s in m["shards"]:
+        r = s["retrained"]
+        if r is None or not s["trained_without"] or r["subject_rows"] != 0 or s["served"] != "switched" or s["tainted_files_left"] != 0:
+            return False
+    return True
+
+
+def _check_models(p: Dict[str, Any]) -> None:
+    """The model outcomes (certificate/model.go checkModels)."""
+    for i, m in enumerate(p["models"]):
+        if m["level"] != "model":
+            raise BadSchema(f"predicate.models[{i}].level is not model")
+        outcome = m["outcome"]
+        if outcome == "VERIFIED":
+            if not _model_verified(m):
+                raise BadSchema(f"predicate.models[{i}] is VERIFIED but its shards or probe do not show it")
+        elif outcome in ("TAINTED", "UNVERIFIED", "RESIDUAL", "NEEDS_HUMAN"):
+            if not m["reason"]:
+                raise BadSchema(f"predicate.models[{i}].reason is empty")
+            if p["complete"]:
+                raise BadSchema(f"predicate.complete is true but predicate.models[{i}] is {outcome}")
+        else:
+            raise BadSchema(f"predicate.models[{i}].outcome is not a known outcome")
+
+
+def _check_declared_scope(p: Dict[str, Any]) -> None:
+    """complete is not true next to a configured store that was not erased or
+    not checked: one that is RESIDUAL or UNVERIFIED-store-failed, or one that
+    is UNREACHABLE while no out_of_scope entry's what is "store NAME" or
+    "store NAME (unreachable)" (certificate/check.go checkDeclaredScope).
+    Errors name the declared_scope index, never the store."""
+    if not p["complete"]:
+        return
+    for i, s in enumerate(p["declared_scope"]):
+        residue = s["residue"]
+        if residue in ("RESIDUAL", "UNVERIFIED-store-failed"):
+            raise BadSchema(f"predicate.complete is true but predicate.declared_scope[{i}].residue is {residue}")
+        if residue == "UNREACHABLE":
+            names = ("store " + s["name"], "store " + s["name"] + " (unreachable)")
+            if not any(x["what"] in names for x in p["out_of_scope"]):
+                raise BadSchema(f"predicate.complete is true but predicate.declared_scope[{i}].residue is UNREACHABLE and no predicate.out_of_scope entry names that store")
+
+
 def _check_payload(body: bytes, kid: str) -> Dict[str, Any]:
     try:
-        st = json.loads(body.decode("utf-8"), object_pairs_hook=_strict_pairs)
+        st = json.loads(body.decode("utf-8"), object_pairs_hook=_strict_pairs, parse_constant=_no_constant)
     except BadSchema:
         raise
+    except RecursionError:
+        # Python's json reader stops at about 1000 levels, Go's thousands deeper.
+        raise BadSchema("payload nests deeper than this verifier reads") from None
     except (UnicodeDecodeError, ValueError):
         raise BadSchema("payload is not an in-toto statement") from None
     if not isinstance(st, dict):
         raise BadSchema("payload is not an in-toto statement")
+    # The in-toto parse (protojson, unknown members discarded): a field
+    # given under both its JSON and its proto name, or of the wrong type, an
+    # unpaired surrogate escape, a number of the predicate beyond float64.
+    if ("_type" in st and "type" in st) or ("predicateType" in st and "predicate_type" in st):
+        raise BadSchema("payload is not an in-toto statement")
+    for f in ("_type", "type", "predicateType", "predicate_type"):
+        if st.get(f) is not None and not isinstance(st[f], str):
+            raise BadSchema("payload is not an in-toto statement")
+    subjects = st.get("subject")
+    if subjects is not None and not isinstance(subjects, list):
+        raise BadSchema("payload is not an in-toto statement")
+    for s in subjects or []:
+        if not isinstance(s, dict):
+            raise BadSchema("payload is not an in-toto statement")
+        _check_proto_subject(s)
+    if st.get("predicate") is not None and not isinstance(st["predicate"], dict):
+        raise BadSchema("payload is not an in-toto statement")
+    problem = _proto_values_problem(st)
+    if problem:
+        raise BadSchema(f"payload is not an in-toto statement: {problem}")
     # In-toto Statement v1 (what the attestation library's Validate checks).
     if st.get("_type") != STATEMENT_TYPE:
         raise BadSchema("payload is not a valid in-toto v1 statement: wrong statement type")
-    subjects = st.get("subject")
-    if not isinstance(subjects, list) or not subjects:
+    if not subjects:
         raise BadSchema("payload is not a valid in-toto v1 statement: at least one subject required")
     for s in subjects:
-        if not isinstance(s, dict):
-            raise BadSchema("payload is not a valid in-toto v1 statement: invalid subject")
-        d = s.get("digest")
-        if not isinstance(d, dict) or not d:
-            raise BadSchema("payload is not a valid in-toto v1 statement: at least one digest required")
+        d = s.get("digest") or {}
+        if not s.get("name") and not s.get("uri") and not d:
+            raise BadSchema("payload is not a valid in-toto v1 statement: at least one of name, URI, or digest are required")
         for alg, val in d.items():
-            if not isinstance(val, str) or not re.fullmatch(r"[0-9a-fA-F]*", val) or len(val) % 2:
+            size = _DIGEST_BYTES.get(alg)
+            if size is None:
+                continue
+            if len(val) % 2 or not re.fullmatch(r"[0-9a-fA-F]*", val):
                 raise BadSchema("payload is not a valid in-toto v1 statement: digest is not hex")
-            if alg == "sha256" and len(val) != 64:
+            if len(val) != 2 * size:
                 raise BadSchema("payload is not a valid in-toto v1 statement: digest has the wrong length")
+        if not d:
+            raise BadSchema("payload is not a valid in-toto v1 statement: at least one digest required")
     if not st.get("predicateType"):
         raise BadSchema("payload is not a valid in-toto v1 statement: predicate type required")
-    p = st.get("predicate")
-    if not isinstance(p, dict) or not p:
+    if st.get("predicate") is None:
         raise BadSchema("payload is not a valid in-toto v1 statement: predicate required")
 
-    # Steps 5 to 12 (certificate/check.go).
-    if st.get("predicateType") != PREDICATE_TYPE:
+    # Decoded as certificate.Verify decodes it (encoding/json into
+    # certificate.Statement): every field of its Go type, null and absent
+    # members their zero value. The checks below read g; st is returned.
+    g = _go_decode(st, "Statement", "")
+    p = g["predicate"]
+    subjects = g["subject"]
+
+    # Steps 5 to 12 (certificate/check.go checkStatement), in its order.
+    if g["predicateType"] != PREDICATE_TYPE:
         raise BadSchema(f"predicateType is not {PREDICATE_TYPE}")
-    if p.get("schema_version") != SCHEMA_VERSION:
+    if p["schema_version"] != SCHEMA_VERSION:
         raise BadSchema(f"predicate.schema_version is not {SCHEMA_VERSION}")
-    if p.get("key_id") != kid:
+    if p["key_id"] != kid:
         raise BadSchema("predicate.key_id does not match the signing key")
-    cid = p.get("certificate_id")
-    if not cid or not isinstance(cid, str):
+    cid = p["certificate_id"]
+    if not cid:
         raise BadSchema("predicate.certificate_id is empty")
     if len(subjects) != 1:
         raise BadSchema("subject does not hold exactly one entry")
-    if subjects[0].get("name") != SUBJECT_PREFIX + cid:
+    if subjects[0]["name"] != SUBJECT_PREFIX + cid:
         raise BadSchema(f"subject[0].name is not {SUBJECT_PREFIX} followed by predicate.certificate_id")
-    digest = subjects[0]["digest"].get("sha256")
+    digest = subjects[0]["digest"].get("sha256", "")
     if not _is_sha256_hex(digest):
         raise BadSchema("subject[0].digest.sha256 is not 64 lowercase hex digits")
-    if _obj(p.get("trace"), "predicate.trace").get("id") != digest:
+    if p["trace"]["id"] != digest:
         raise BadSchema("predicate.trace.id does not equal subject[0].digest.sha256")
-    issued = _parse_rfc3339(p.get("issued_at"))
+    issued = _go_time(p["issued_at"])
     if issued is None:
         raise BadSchema("predicate.issued_at is not an RFC 3339 time")
-    until = _parse_rfc3339(p.get("valid_until"))
+    until = _go_time(p["valid_until"])
     if until is None:
         raise BadSchema("predicate.valid_until is not an RFC 3339 time")
     if not until > issued:
         raise BadSchema("predicate.valid_until is not after predicate.issued_at")
 
-    arts = p.get("artifacts") or []
-    if not isinstance(arts, list):
-        raise BadSchema("payload field predicate.artifacts has the wrong JSON type")
+    arts = p["artifacts"]
     counts = {k: 0 for k in ("artifacts", "verified", "verified_physical", "verified_logical",
                              "unverified", "residual", "out_of_scope", "needs_human")}
     counts["artifacts"] = len(arts)
     for i, a in enumerate(arts):
-        a = _obj(a, f"predicate.artifacts[{i}]")
-        outcome, level = a.get("outcome"), a.get("level", "")
-        m = _obj(a.get("measurement"), f"predicate.artifacts[{i}].measurement")
-        if a.get("via", "") not in ("", "reconcile"):
+        outcome, level, m = a["outcome"], a["level"], a["measurement"]
+        if a["via"] not in ("", "reconcile"):
             raise BadSchema(f'predicate.artifacts[{i}].via is not "reconcile"')
-        _check_near(i, a, m)
+        _check_near(i, a, m or {})
         if outcome == "VERIFIED":
             if level not in ("physical", "logical"):
                 raise BadSchema(f"predicate.artifacts[{i}].level is not physical or logical")
-            if m.get("copies") or m.get("copies_unlisted", 0) > 0:
+            if m is not None and (m["copies"] or m["copies_unlisted"] > 0):
                 raise BadSchema(f"predicate.artifacts[{i}] is VERIFIED but measurement.copies lists records outside the lineage")
-            lg = _obj(m.get("logical"), "measurement.logical")
-            if lg.get("by_id") or lg.get("by_filter") or lg.get("by_similarity"):
+            lg = m["logical"] if m is not None else None
+            if lg is not None and (lg["by_id"] or lg["by_filter"] or lg["by_similarity"]):
                 raise BadSchema(f"predicate.artifacts[{i}] is VERIFIED but measurement.logical says a query still returns it")
-            ph = m.get("physical")
-            phd = _obj(ph, "measurement.physical")
-            if phd.get("found_after", 0) != 0:
+            ph = m["physical"] if m is not None else None
+            if ph is not None and ph["found_after"] != 0:
                 raise BadSchema(f"predicate.artifacts[{i}] is VERIFIED but measurement.physical.found_after is not 0")
-            cov = _obj(phd.get("coverage"), "coverage")
             if level == "physical":
                 if ph is None:
                     raise BadSchema(f"predicate.artifacts[{i}].level is physical but it has no measurement.physical")
-                if phd.get("needles", 0) <= 0 or phd.get("found_before", 0) <= 0:
+                if ph["needles"] <= 0 or ph["found_before"] <= 0:
                     raise BadSchema(f"predicate.artifacts[{i}].level is physical but measurement.physical found none of its needles before deletion (the probe had no power)")
-                if cov and cov.get("covered_bytes", 0) < cov.get("record_bytes", 0):
+                cov = ph["coverage"]
+                if cov is not None and cov["covered_bytes"] < cov["record_bytes"]:
                     raise BadSchema(f"predicate.artifacts[{i}].level is physical but measurement.physical.coverage.covered_bytes is less than record_bytes")
             counts["verified"] += 1
             counts["verified_" + level] += 1
         elif outcome in OUTCOMES:
-            if not a.get("reason"):
+            if not a["reason"]:
                 raise BadSchema(f"predicate.artifacts[{i}].reason is empty")
             counts[outcome.lower()] += 1
         else:
             raise BadSchema(f"predicate.artifacts[{i}].outcome is not a known outcome")
-    sh = p.get("crypto_shredding")
+    sh = p["crypto_shredding"]
     if sh is not None:
-        sh = _obj(sh, "predicate.crypto_shredding")
-        if sh.get("level") not in ("physical", "logical"):
+        if sh["level"] not in ("physical", "logical"):
             raise BadSchema("predicate.crypto_shredding.level is not physical or logical")
-        if not sh.get("evidence") or not sh.get("covers") or not sh.get("does_not_cover"):
+        if not sh["evidence"] or not sh["covers"] or not sh["does_not_cover"]:
             raise BadSchema("predicate.crypto_shredding needs evidence, covers and does_not_cover")
-        if not sh.get("key_destroyed") and sh.get("level") == "physical":
+        if not sh["key_destroyed"] and sh["level"] == "physical":
             raise BadSchema("predicate.crypto_shredding.level is physical but key_destroyed is false")
-    _check_semantic(p.get("semantic"))
-    oos = p.get("out_of_scope")
-    if not isinstance(oos, list) or not oos:
+    _check_semantic(p["semantic"])
+    if not p["out_of_scope"]:
         raise BadSchema("predicate.out_of_scope is empty")
-    for i, x in enumerate(oos):
-        if not _obj(x, f"predicate.out_of_scope[{i}]").get("what"):
+    for i, x in enumerate(p["out_of_scope"]):
+        if not x["what"]:
             raise BadSchema(f"predicate.out_of_scope[{i}].what is empty")
-    got = _obj(p.get("counts"), "predicate.counts")
+    got = p["counts"]
     for k, want in counts.items():
-        if got.get(k, 0) != want:
+        if got[k] != want:
             raise BadSchema(f"predicate.counts.{k} does not match the artifacts")
-    if p.get("complete") is True and counts["unverified"] + counts["residual"] + counts["out_of_scope"] > 0:
+    if p["complete"] and counts["unverified"] + counts["residual"] + counts["out_of_scope"] > 0:
         raise BadSchema("predicate.complete is true but an artifact is UNVERIFIED, RESIDUAL or OUT_OF_SCOPE")
+    _check_declared_scope(p)
 
     def link(name: str) -> None:
-        ln = p.get(name)
+        ln = p[name]
         if ln is None:
             return
-        ln = _obj(ln, "predicate." + name)
-        if not ln.get("certificate_id"):
+        if not ln["certificate_id"]:
             raise BadSchema(f"predicate.{name}.certificate_id is empty")
-        if ln.get("certificate_id") == cid:
+        if ln["certificate_id"] == cid:
             raise BadSchema(f"predicate.{name}.certificate_id is the certificate's own id")
-        if not _is_sha256_hex(ln.get("payload_sha256")):
+        if not _is_sha256_hex(ln["payload_sha256"]):
             raise BadSchema(f"predicate.{name}.payload_sha256 is not 64 lowercase hex digits")
-        if ln.get("log_index", 0) < 0:
+        if ln["log_index"] < 0:
             raise BadSchema(f"predicate.{name}.log_index is negative")
 
     link("follows")
-    if p.get("reverifies") is not None:
-        if p.get("follows") is not None:
+    _check_models(p)
+    if p["reverifies"] is not None:
+        if p["follows"] is not None:
             raise BadSchema("predicate.follows is set on a re-verification: only erasure certificates continue an earlier erasure")
         link("reverifies")
         for i, a in enumerate(arts):
-            if a.get("level") == "physical":
+            if a["level"] == "physical":
                 raise BadSchema(f"predicate.artifacts[{i}].level is physical in a re-verification")
-            if _obj(a.get("measurement"), "measurement").get("physical") is not None:
+            if a["measurement"] is not None and a["measurement"]["physical"] is not None:
                 raise BadSchema(f"predicate.artifacts[{i}].measurement.physical is present in a re-verification")
     return st
 

@@ -186,6 +186,108 @@ def cases(raw: bytes) -> List[Tuple[str, bytes, int]]:
     case("re-signed, complete repeated", 10, lambda b: resign_raw(b, lambda p: p.replace(b'"complete":false', b'"complete":false,"complete":true', 1)))
     case("re-signed, complete in capitals", 10, lambda b: resign_raw(b, lambda p: p.replace(b'"complete":false', b'"complete":false,"Complete":true', 1)))
     case("re-signed, outcome key in capitals", 10, lambda b: resign_raw(b, lambda p: p.replace(b'"outcome":"NEEDS_HUMAN"', b'"OUTCOME":"NEEDS_HUMAN"', 1)))
+
+    # The rules added for parity with certificate.Verify: each has a case
+    # refused (10) and a case accepted (13: valid, but the re-signed payload
+    # is not the logged one).
+    def signed(change: Callable[[Dict[str, Any]], Any]) -> Callable[[Dict[str, Any]], Any]:
+        return lambda b: resign(b, change)
+
+    def raw_edit(old: bytes, new: bytes) -> Callable[[Dict[str, Any]], Any]:
+        def f(b: Dict[str, Any]) -> Any:
+            def edit(p: bytes) -> bytes:
+                assert old in p, old
+                return p.replace(old, new, 1)
+            return resign_raw(b, edit)
+        return f
+
+    def pred(key: str, value: Any) -> Callable[[Dict[str, Any]], Any]:
+        return signed(lambda st: st["predicate"].__setitem__(key, value))
+
+    # Models (certificate/model.go checkModels).
+    def model(outcome: str = "VERIFIED", level: str = "model", reason: str = "", switched: bool = True,
+              complete: bool = False) -> Callable[[Dict[str, Any]], Any]:
+        def f(st: Dict[str, Any]) -> None:
+            m: Dict[str, Any] = {
+                "model": "ranker", "sharded": True, "level": level, "outcome": outcome, "method": "retrain the shards",
+                "shards": [{"shard": 0, "tainted": [{"run": "r1", "sha256": "a" * 64, "rows": 10, "subject_rows": 2}],
+                            "retrain": "done", "retrained": {"run": "r2", "sha256": "b" * 64, "rows": 8, "subject_rows": 0},
+                            "trained_without": True, "served": "switched" if switched else "operator-must-switch",
+                            "tainted_files_left": 0}]}
+            if reason:
+                m["reason"] = reason
+            st["predicate"]["models"] = [m]
+            if complete:
+                st["predicate"]["complete"] = True
+        return signed(f)
+
+    case("re-signed, model VERIFIED (not in the log)", 13, model())
+    case("re-signed, model VERIFIED next to complete (not in the log)", 13, model(complete=True))
+    case("re-signed, model VERIFIED but not switched in", 10, model(switched=False))
+    case("re-signed, model TAINTED with a reason (not in the log)", 13, model("TAINTED", reason="trained without shards"))
+    case("re-signed, model TAINTED next to complete", 10, model("TAINTED", reason="trained without shards", complete=True))
+    case("re-signed, model TAINTED without a reason", 10, model("TAINTED"))
+    case("re-signed, model at level logical", 10, model(level="logical"))
+    case("re-signed, model OUT_OF_SCOPE (not a model outcome)", 10, model("OUT_OF_SCOPE", reason="not traced"))
+
+    # Declared stores next to complete (certificate/check.go checkDeclaredScope).
+    def unreachable(what: str = "", complete: bool = True) -> Callable[[Dict[str, Any]], Any]:
+        def f(st: Dict[str, Any]) -> None:
+            p = st["predicate"]
+            p["declared_scope"].append({"name": "archive", "type": "sqlite-doc", "capabilities": [], "touched": False,
+                                        "artifacts": 0, "residue": "UNREACHABLE",
+                                        "evidence": "the store could not be opened or reached when the erasure ran, so nothing about it was checked"})
+            if what:
+                p["out_of_scope"].append({"what": what, "reason": "configured, but it could not be opened or reached when the erasure ran"})
+            p["complete"] = complete
+        return signed(f)
+
+    def residue(i: int, state: str, complete: bool = True) -> Callable[[Dict[str, Any]], Any]:
+        def f(st: Dict[str, Any]) -> None:
+            st["predicate"]["declared_scope"][i]["residue"] = state
+            st["predicate"]["complete"] = complete
+        return signed(f)
+
+    case("re-signed, complete, an unreachable store out_of_scope does not name", 10, unreachable())
+    case("re-signed, complete, an unreachable store whose files only are excluded", 10, unreachable("files of store archive"))
+    case("re-signed, complete, an unreachable store declared out of scope (not in the log)", 13, unreachable("store archive (unreachable)"))
+    case("re-signed, complete, an unreachable store excluded as a store (not in the log)", 13, unreachable("store archive"))
+    case("re-signed, incomplete, an unreachable store not excluded (not in the log)", 13, unreachable(complete=False))
+    case("re-signed, complete, a failed store", 10, residue(1, "UNVERIFIED-store-failed"))
+    case("re-signed, incomplete, a failed store (not in the log)", 13, residue(1, "UNVERIFIED-store-failed", complete=False))
+    case("re-signed, complete, a residual store", 10, residue(0, "RESIDUAL"))
+    case("re-signed, complete, a deferred reclaim (not in the log)", 13, residue(0, "PENDING-reclaim-deferred"))
+
+    # JSON types as Go's encoding/json reads the payload into the statement:
+    # null is the zero value, another JSON type is refused.
+    case("re-signed, complete a string", 10, pred("complete", "true"))
+    case("re-signed, a count a float", 10, signed(lambda st: st["predicate"]["counts"].__setitem__("verified", 2.0)))
+    case("re-signed, a count a boolean", 10, signed(lambda st: st["predicate"]["counts"].__setitem__("residual", False)))
+    case("re-signed, a reason a number", 10, signed(art(2, lambda a: a.__setitem__("reason", 7))))
+    case("re-signed, found_after null (not in the log)", 13, signed(art(0, lambda a: a["measurement"]["physical"].__setitem__("found_after", None))))
+    case("re-signed, complete null (not in the log)", 13, pred("complete", None))
+    # What the in-toto parse (protojson) refuses: not JSON (NaN), a number
+    # of the predicate beyond float64, an unpaired surrogate, a field under
+    # both its JSON and proto names or of the wrong type, a known digest
+    # algorithm of the wrong length.
+    case("re-signed, NaN in the predicate", 10, raw_edit(b'"complete":false', b'"complete":false,"x_note":NaN'))
+    case("re-signed, a number of the predicate beyond float64", 10, raw_edit(b'"complete":false', b'"complete":false,"x_note":1e400'))
+    case("re-signed, a large number of the predicate (not in the log)", 13, raw_edit(b'"complete":false', b'"complete":false,"x_note":1e300'))
+    case("re-signed, a number beyond float64 outside the predicate (not in the log)", 13, raw_edit(b'"predicateType":', b'"x_note":1e400,"predicateType":'))
+    case("re-signed, an unpaired surrogate", 10, raw_edit(b'"scope":"tenant/acme"', b'"scope":"tenant/acme\\ud800"'))
+    case("re-signed, a surrogate pair (not in the log)", 13, raw_edit(b'"scope":"tenant/acme"', b'"scope":"tenant/acme\\ud83d\\ude00"'))
+    case("re-signed, _type also given as type", 10, signed(lambda st: st.__setitem__("type", st["_type"])))
+    case("re-signed, a subject uri a number", 10, signed(lambda st: st["subject"][0].__setitem__("uri", 5)))
+    case("re-signed, a subject uri (not in the log)", 13, signed(lambda st: st["subject"][0].__setitem__("uri", "https://example.org/erasure")))
+    case("re-signed, a sha1 digest of the wrong length", 10, signed(lambda st: st["subject"][0]["digest"].__setitem__("sha1", "abcd")))
+    case("re-signed, a sha1 digest (not in the log)", 13, signed(lambda st: st["subject"][0]["digest"].__setitem__("sha1", "ab" * 20)))
+    case("re-signed, a digest of an unknown algorithm, not hex (not in the log)", 13, signed(lambda st: st["subject"][0]["digest"].__setitem__("x-custom", "not hex")))
+    # Times as Go's time.Parse(time.RFC3339, ...) reads them.
+    case("re-signed, issued_at with a lower-case t", 10, pred("issued_at", "2025-03-01t12:00:00Z"))
+    case("re-signed, issued_at at hour 24", 10, pred("issued_at", "2025-03-01T24:00:00Z"))
+    case("re-signed, issued_at with a comma before its fraction (not in the log)", 13, pred("issued_at", "2025-03-01T12:00:00,5Z"))
+    case("re-signed, issued_at with a one-digit hour (not in the log)", 13, pred("issued_at", "2025-03-01T9:00:00Z"))
+    case("re-signed, valid_until at offset +24:00 (not in the log)", 13, pred("valid_until", "2026-03-01T12:00:00+24:00"))
     return out
 
 

@@ -19,8 +19,10 @@
 // JSON reader would take for that field) and "consistency" (the
 // certificate's own measurements agree with its outcomes, its counts and
 // its complete flag; near-duplicate candidates are left to a person; via
-// is reconcile or absent; out_of_scope names something; models meet their
-// outcome and leave complete false unless VERIFIED). Repeated keys are not
+// is reconcile or absent; out_of_scope names something; complete is not set
+// next to a declared store that is RESIDUAL, UNVERIFIED-store-failed, or
+// UNREACHABLE and not named in out_of_scope; models meet their outcome and
+// leave complete false unless VERIFIED). Repeated keys are not
 // detected here: JSON.parse keeps the last one without telling.
 
 const enc = new TextEncoder();
@@ -188,6 +190,8 @@ export function consistencyProblem(pred) {
   for (let i = 0; i < oos.length; i++) {
     if (!obj(oos[i]).what) return `out_of_scope entry ${i + 1} names nothing (its what is empty)`;
   }
+  const scope = declaredScopeProblem(pred, oos);
+  if (scope) return scope;
   const models = Array.isArray(pred.models) ? pred.models : [];
   for (let i = 0; i < models.length; i++) {
     const md = obj(models[i]);
@@ -200,6 +204,32 @@ export function consistencyProblem(pred) {
       if (pred.complete === true) return `the certificate says complete, but ${at} is ${md.outcome}`;
     } else {
       return `${at} has an unknown outcome`;
+    }
+  }
+  return "";
+}
+
+// declaredScopeProblem mirrors certificate/check.go's checkDeclaredScope:
+// complete is not set next to a configured store that was not erased or not
+// checked: one that is RESIDUAL or UNVERIFIED-store-failed, or one that is
+// UNREACHABLE while no out_of_scope entry names it ("store NAME" or
+// "store NAME (unreachable)", as amnesia writes them; "files of store NAME"
+// excludes only its files). Other states say why the physical level was not
+// reached, which complete does not claim. The message names the store by
+// its place in declared_scope, not by its name.
+function declaredScopeProblem(pred, oos) {
+  if (pred.complete !== true) return "";
+  const stores = Array.isArray(pred.declared_scope) ? pred.declared_scope : [];
+  for (let i = 0; i < stores.length; i++) {
+    const s = obj(stores[i]);
+    const at = `store ${i + 1} of declared_scope`;
+    if (s.residue === "RESIDUAL" || s.residue === "UNVERIFIED-store-failed") {
+      return `the certificate says complete, but ${at} is ${s.residue}`;
+    }
+    if (s.residue === "UNREACHABLE") {
+      const name = typeof s.name === "string" ? s.name : "";
+      const named = oos.some((x) => obj(x).what === "store " + name || obj(x).what === "store " + name + " (unreachable)");
+      if (!named) return `the certificate says complete, but ${at} is UNREACHABLE (nothing in it was checked) and no out_of_scope entry names it`;
     }
   }
   return "";
