@@ -30,43 +30,40 @@ func (s *Store) Delete(ctx context.Context, keys []string) error {
 // ReadEvidence implements store.EvidenceReader: windows of the content,
 // and the subject tag. Windows that another live row (outside keys) also
 // holds are counted as Shared, and that row's id is named in SharedWith.
+// The rows of keys are read with one query, and each row of the table is
+// told apart from them by one lookup (pg.KeySet), not one comparison per key.
 func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*store.Evidence, error) {
+	rows, err := s.rowsOf(ctx, keys)
+	if err != nil {
+		return nil, fmt.Errorf("read evidence: %w", err)
+	}
 	out := map[string]*store.Evidence{}
 	for _, k := range keys {
-		r, err := s.get(ctx, k)
+		r := rows[k]
+		if r == nil {
+			continue
+		}
+		var a pg.Args
+		where := s.m.Where(&a, []string{k})
+		comp, err := pg.Compressed(ctx, s.db, s.tbl, s.m.Content, s.storage, s.t.Priv.ServerVersion, where, a)
 		if err != nil {
 			return nil, fmt.Errorf("read evidence: %w", err)
 		}
-		if r != nil {
-			var a pg.Args
-			where := s.m.Where(&a, []string{k})
-			comp, err := pg.Compressed(ctx, s.db, s.tbl, s.m.Content, s.storage, s.t.Priv.ServerVersion, where, a)
-			if err != nil {
-				return nil, fmt.Errorf("read evidence: %w", err)
-			}
-			e := &store.Evidence{Key: k, Filter: map[string]string{"subject": r.Subject}}
-			for i, c := range r.contents {
-				if i < len(comp) && comp[i] {
-					e.AddUnsearchable([]byte(c))
-				} else {
-					e.AddWindows([]byte(c))
-				}
-			}
-			out[k] = e
-		}
-	}
-	inBatch := func(ids []string) bool {
-		for _, k := range keys {
-			if pg.Matches(ids, k) {
-				return true
+		e := &store.Evidence{Key: k, Filter: map[string]string{"subject": r.Subject}}
+		for i, c := range r.contents {
+			if i < len(comp) && comp[i] {
+				e.AddUnsearchable([]byte(c))
+			} else {
+				e.AddWindows([]byte(c))
 			}
 		}
-		return false
+		out[k] = e
 	}
+	batch := pg.NewKeySet(keys)
 	others := func(fn func(key string, b []byte) error) error {
 		return s.db.With(ctx, func(c *pgx.Conn) error {
 			return s.eachContent(ctx, c, func(ids []string, content string) error {
-				if inBatch(ids) {
+				if batch.Holds(ids) {
 					return nil
 				}
 				return fn(ids[len(ids)-1], []byte(content))
@@ -79,26 +76,62 @@ func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*st
 	return out, nil
 }
 
+// rowsOf returns, for each of keys that a row of the mapped collections
+// answers to, one such row (as get returns for one key), read with one
+// query for all of them.
+func (s *Store) rowsOf(ctx context.Context, keys []string) (map[string]*row, error) {
+	out := map[string]*row{}
+	if len(keys) == 0 {
+		return out, nil
+	}
+	var a pg.Args
+	where := `WHERE ` + s.m.Where(&a, keys) // before the call that reads a
+	rs, err := s.query(ctx, where, a)
+	if err != nil {
+		return nil, err
+	}
+	set := pg.NewKeySet(keys)
+	for i := range rs {
+		set.Of(rs[i].ids, func(k string) {
+			if out[k] == nil {
+				out[k] = &rs[i]
+			}
+		})
+	}
+	return out, nil
+}
+
 // ProbeLogical implements store.Store: by id, and by the subject tag the
-// record carried.
+// record carried. The ids are looked up with one query for all keys, and
+// the subject tag's rows with one query per tag.
 func (s *Store) ProbeLogical(ctx context.Context, keys []string, ev map[string]*store.Evidence) ([]store.LogicalResult, error) {
+	rows, err := s.rowsOf(ctx, keys)
+	if err != nil {
+		return nil, fmt.Errorf("probe: %w", err)
+	}
+	byTag := map[string]map[string]bool{} // subject tag -> the ids its rows answer to
 	out := make([]store.LogicalResult, 0, len(keys))
 	for _, k := range keys {
-		res := store.LogicalResult{Key: k, Methods: []string{"by-id"}}
-		r, err := s.Get(ctx, k)
-		if err != nil {
-			return nil, fmt.Errorf("probe: %w", err)
-		}
-		res.ByID = r != nil
+		res := store.LogicalResult{Key: k, Methods: []string{"by-id"}, ByID: rows[k] != nil}
 		if e := ev[k]; e != nil && e.Filter["subject"] != "" {
 			res.Methods = append(res.Methods, "by-filter:"+s.m.Subject.String())
-			rs, err := s.bySubject(ctx, e.Filter["subject"])
-			if err != nil {
-				return nil, fmt.Errorf("probe: %w", err)
+			tag := e.Filter["subject"]
+			ids, ok := byTag[tag]
+			if !ok {
+				rs, err := s.bySubject(ctx, tag)
+				if err != nil {
+					return nil, fmt.Errorf("probe: %w", err)
+				}
+				ids = map[string]bool{}
+				for _, x := range rs {
+					for _, id := range x.ids {
+						ids[id] = true
+					}
+				}
+				byTag[tag] = ids
 			}
-			for _, x := range rs {
-				res.ByFilter = res.ByFilter || pg.Matches(x.ids, k)
-			}
+			u, isUUID := pg.CanonicalUUID(k)
+			res.ByFilter = ids[k] || isUUID && ids[u] // pg.Matches, over every row of the tag
 		}
 		out = append(out, res)
 	}

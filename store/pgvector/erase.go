@@ -65,6 +65,7 @@ func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*st
 		}
 		out[k] = e
 	}
+	batch := pg.NewKeySet(keys)
 	others := func(fn func(key string, b []byte) error) error {
 		return s.db.With(ctx, func(c *pgx.Conn) error {
 			rows, err := c.Query(ctx, `SELECT `+s.selectList()+` FROM `+s.tbl.Ident())
@@ -77,7 +78,7 @@ func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*st
 				if err != nil {
 					return err
 				}
-				if inBatch(x.ids, keys) {
+				if batch.Holds(x.ids) {
 					continue
 				}
 				if len(x.Embedding) > 0 {
@@ -98,15 +99,6 @@ func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*st
 		return nil, fmt.Errorf("read evidence: %w", err)
 	}
 	return out, nil
-}
-
-func inBatch(ids, keys []string) bool {
-	for _, k := range keys {
-		if matches(ids, k) {
-			return true
-		}
-	}
-	return false
 }
 
 // ProbeLogical implements store.Store: by key, by the subject tag, and by

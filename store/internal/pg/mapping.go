@@ -300,6 +300,46 @@ func Matches(ids []string, key string) bool {
 	return false
 }
 
+// KeySet answers Matches for many keys at once, in time independent of
+// how many: it maps each id a row can answer to with one of the keys (the
+// key as written and, for a uuid, the form PostgreSQL prints, as Matches
+// compares them) to those keys. Asking Matches of every key for every row
+// of a table made reading the other rows (ReadEvidence) cost rows × keys.
+type KeySet map[string][]string
+
+// NewKeySet returns the KeySet of keys.
+func NewKeySet(keys []string) KeySet {
+	s := make(KeySet, len(keys))
+	for _, k := range keys {
+		s[k] = append(s[k], k)
+		if u, ok := CanonicalUUID(k); ok && u != k {
+			s[u] = append(s[u], k)
+		}
+	}
+	return s
+}
+
+// Holds reports whether a row answering to ids is one of the set's keys:
+// whether Matches(ids, k) holds for some key k of the set.
+func (s KeySet) Holds(ids []string) bool {
+	for _, id := range ids {
+		if len(s[id]) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Of calls fn with each key k of the set for which Matches(ids, k) holds
+// (a key may come more than once).
+func (s KeySet) Of(ids []string, fn func(key string)) {
+	for _, id := range ids {
+		for _, k := range s[id] {
+			fn(k)
+		}
+	}
+}
+
 // CanonicalUUID returns s as PostgreSQL prints a uuid, when s is one
 // (hyphenated or 32 hex digits, any case).
 func CanonicalUUID(s string) (string, bool) {

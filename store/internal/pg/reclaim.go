@@ -26,8 +26,9 @@ import (
 //     or writers and may be granted where VACUUM FULL's was not;
 //  6. INVALID indexes left: UNVERIFIED-index-not-rebuilt; pgstattuple dead
 //     tuples left: PENDING-<pin> or UNVERIFIED-dead-tuples-remain;
-//  7. CHECKPOINT, then pg_switch_wal + CHECKPOINT until every WAL segment
-//     that existed before is recycled (see RotateWAL).
+//  7. CHECKPOINT, then pg_switch_wal + CHECKPOINT until the write position
+//     has passed every WAL segment file the first switch and checkpoint
+//     left at or ahead of it, recycled ones written again (see rotateWAL).
 //
 // Every statement runs under SET lock_timeout (and statement_timeout when
 // configured); a timeout, after the configured retries, is a residue state
@@ -59,7 +60,7 @@ func (t *Target) method() string {
 		s += "REINDEX INDEX CONCURRENTLY (vector indexes) only if VACUUM FULL timed out; "
 	}
 	if t.Priv.SwitchWAL {
-		s += "CHECKPOINT; pg_switch_wal + CHECKPOINT until pre-reclaim WAL is recycled; "
+		s += "CHECKPOINT; pg_switch_wal + CHECKPOINT until the write position has passed every WAL segment file left at or ahead of it (recycled ones written again); "
 	} else {
 		s += "CHECKPOINT; no pg_switch_wal (not granted: pre-reclaim WAL is not rotated); "
 	}

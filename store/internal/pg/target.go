@@ -135,15 +135,12 @@ func (t *Target) deleteOnce(ctx context.Context, c *pgx.Conn, keys []string, ids
 			return 0, err
 		}
 		matched := map[string]bool{}
+		set := NewKeySet(keys)
 		var oid int64
 		var rowIDs []string
 		_, err = pgx.ForEachRow(rows, []any{&oid, &rowIDs}, func() error {
 			parts[uint32(oid)] = true
-			for _, k := range keys {
-				if Matches(rowIDs, k) {
-					matched[k] = true
-				}
-			}
+			set.Of(rowIDs, func(k string) { matched[k] = true })
 			return nil
 		})
 		if err != nil {

@@ -81,15 +81,43 @@ func (t *Target) listWALMatching(ctx context.Context, c *pgx.Conn, re *regexp.Re
 	return nil, "", false, nil
 }
 
-// rotateWAL makes the server recycle every WAL segment that existed before
-// the reclaim. The WAL records of the rows' insert and delete, and full-page
-// images of their pages, are in those segments; a recycled segment keeps its
-// old bytes under a new name until it is written again, and pg_switch_wal
-// zero-fills the rest of the current segment. So: switch and checkpoint
-// (which recycles segments older than its redo point) once per segment that
-// existed, plus two, at most MaxRotations. Segments the server retains
-// (wal_keep_size, a replication slot's restart_lsn, archiving) stay, and are
-// named in the steps.
+// unlistedRotations is how many switches rotateWAL makes when the role may
+// list pg_wal neither through data_dir nor pg_ls_waldir(): what is left
+// there cannot be checked (the probe then reports its scan partial).
+const unlistedRotations = 4
+
+// rotateWAL makes the server write again, or remove, every WAL segment file
+// that may hold bytes of the deleted rows: the WAL records of their insert,
+// full-page images of their pages (the DELETE's among them), and what the
+// reclaim itself logged before this call (pg_statistic's old sample
+// values). All of that was written before rotateWAL starts, so it lies in
+// the segments up to upTo, the one the WAL is written in then, or in files
+// a checkpoint renamed from them.
+//
+// A checkpoint removes the segments behind its redo point or, with
+// wal_recycle (the default), renames them ahead of the write position, as
+// many as min_wal_size, max_wal_size and its estimate of the WAL up to the
+// next checkpoint allow: a recycled segment keeps its old bytes under its
+// new name until the WAL reaches it and writes it from its start.
+// pg_switch_wal zero-fills the rest of the segment it ends. So:
+//
+//  1. pg_switch_wal + CHECKPOINT: the switch ends upTo (or a later
+//     segment), and the checkpoint, whose redo point is past the switch,
+//     removes or recycles every segment up to upTo that the server does
+//     not retain (wal_keep_size, a replication slot, archiving);
+//  2. pg_wal is listed: every file named after upTo is the segment being
+//     written or one ahead of it, recycled or new; every file named upTo
+//     or before is retained;
+//  3. pg_switch_wal + CHECKPOINT until the write position is past the last
+//     file named after upTo: each of those was then written again from
+//     its start. What these checkpoints recycle meanwhile holds only WAL
+//     written after the reclaim (and zeros), and needs no pass;
+//  4. pg_wal is listed again: when a retained file is gone, the server let
+//     it go and may have recycled it, bytes and all, ahead of the write
+//     position, so 3 and 4 are repeated through the files then listed.
+//
+// At most MaxRotations switches in all. Retained segments are named in the
+// steps; the probe scans every file of pg_wal and measures what is left.
 func (r *run) rotateWAL(ctx context.Context) error {
 	p := r.t.Priv
 	if !p.SwitchWAL {
@@ -97,86 +125,137 @@ func (r *run) rotateWAL(ctx context.Context) error {
 			Display(p.Role) + "; pg_wal keeps the deleted rows' WAL records until the server recycles its segments")
 		return nil
 	}
-	before, _, listed, err := r.t.listWAL(ctx, r.c)
+	upTo, err := r.walSegment(ctx)
 	if err != nil {
 		return err
 	}
-	var cur0 string
-	if err := r.c.QueryRow(ctx, `SELECT pg_walfile_name(pg_current_wal_lsn())`).Scan(&cur0); err != nil {
-		return fmt.Errorf("reclaim: current WAL segment: %w", err)
+	if ok, err := r.rotateOnce(ctx); err != nil || !ok {
+		return err
 	}
-	n := len(before) + 2
-	if !listed {
-		n = 4
-	}
-	n = min(n, MaxRotations)
-	for i := 0; i < n; i++ {
-		if ok, err := r.exec(ctx, "pg_switch_wal", "SELECT pg_switch_wal()"); err != nil || !ok {
-			return err
-		}
-		if ok, err := r.exec(ctx, "CHECKPOINT after pg_switch_wal", "CHECKPOINT"); err != nil || !ok {
-			return err
-		}
+	rounds := 1
+	files, _, listed, err := r.t.listWAL(ctx, r.c)
+	if err != nil {
+		return err
 	}
 	if !listed {
-		r.step(fmt.Sprintf("pg_switch_wal + CHECKPOINT x%d (pg_wal not listable by role %s: recycling not checked)", n, Display(p.Role)))
+		for ; rounds < unlistedRotations; rounds++ {
+			if ok, err := r.rotateOnce(ctx); err != nil || !ok {
+				return err
+			}
+		}
+		r.step(fmt.Sprintf("pg_switch_wal + CHECKPOINT x%d (pg_wal not listable by role %s: recycling not checked)", rounds, Display(p.Role)))
 		return nil
 	}
-	after, _, _, err := r.t.listWAL(ctx, r.c)
-	if err != nil {
-		return err
+	ahead, retained := walPlan(files, upTo)
+	listedAhead := len(ahead)
+	span := "-"
+	if len(ahead) > 0 {
+		span = ahead[0] + ".." + ahead[len(ahead)-1]
 	}
-	r.step(fmt.Sprintf("pg_switch_wal + CHECKPOINT x%d (%d WAL segments before, first %s)", n, len(before), first(before)))
-	// The checkpoints renamed the old segments ahead of the current one
-	// (wal_recycle): they keep their old bytes until the WAL reaches them.
-	// Under other load the server keeps more such segments than existed
-	// before, so switch on until the WAL has passed the last of them.
-	var cur string
-	if err := r.c.QueryRow(ctx, `SELECT pg_walfile_name(pg_current_wal_lsn())`).Scan(&cur); err != nil {
-		return fmt.Errorf("reclaim: current WAL segment: %w", err)
-	}
-	last, ahead := "", 0
-	for _, f := range after {
-		if f.Name > cur {
-			last, ahead = f.Name, ahead+1
+	var cur, target string
+	releases := 0
+	for pass := 0; pass < MaxRotations; pass++ {
+		target = ""
+		if len(ahead) > 0 {
+			target = ahead[len(ahead)-1]
 		}
-	}
-	if ahead > 0 {
-		m := 0
-		for cur < last && n+m < MaxRotations {
-			if ok, err := r.exec(ctx, "pg_switch_wal", "SELECT pg_switch_wal()"); err != nil || !ok {
+		if cur, err = r.walSegment(ctx); err != nil {
+			return err
+		}
+		for cur <= target && rounds < MaxRotations {
+			if ok, err := r.rotateOnce(ctx); err != nil || !ok {
 				return err
 			}
-			if ok, err := r.exec(ctx, "CHECKPOINT after pg_switch_wal", "CHECKPOINT"); err != nil || !ok {
+			rounds++
+			if cur, err = r.walSegment(ctx); err != nil {
 				return err
 			}
-			m++
-			if err := r.c.QueryRow(ctx, `SELECT pg_walfile_name(pg_current_wal_lsn())`).Scan(&cur); err != nil {
-				return fmt.Errorf("reclaim: current WAL segment: %w", err)
-			}
 		}
-		if cur < last {
-			r.step(fmt.Sprintf("pg_switch_wal + CHECKPOINT x%d more: %d recycled segment(s) ahead of the WAL, up to %s, not all written again within %d switches; they may keep old bytes", m, ahead, last, MaxRotations))
-		} else {
-			r.step(fmt.Sprintf("pg_switch_wal + CHECKPOINT x%d more, through the %d recycled segment(s) that were ahead of the WAL (a recycled segment keeps its old bytes until it is written again)", m, ahead))
+		if files, _, _, err = r.t.listWAL(ctx, r.c); err != nil {
+			return err
+		}
+		if cur <= target || !released(retained, files) {
+			break
+		}
+		releases++
+		ahead, retained = walPlan(files, upTo)
+	}
+	if cur <= target {
+		r.step(fmt.Sprintf("pg_switch_wal + CHECKPOINT x%d: the write position (%s) did not pass %s within %d switches: the WAL segment files after %s up to %s were not all written again, and may keep old bytes",
+			rounds, cur, target, MaxRotations, cur, target))
+	} else {
+		s := fmt.Sprintf("pg_switch_wal + CHECKPOINT x%d, until the write position (%s) had passed the last of the %d WAL segment file(s) at or ahead of it after the first switch and checkpoint (%s): each was written again from its start (a recycled segment keeps its old bytes until then; pg_switch_wal zero-fills the rest of the segment it ends)",
+			rounds, cur, listedAhead, span)
+		if releases > 0 {
+			s += fmt.Sprintf("; retained segment files were let go meanwhile (%d time(s)), so the rotation went on through the files then ahead of the write position", releases)
+		}
+		r.step(s)
+	}
+	var kept []string
+	for _, f := range files {
+		if f.Name <= upTo {
+			kept = append(kept, f.Name)
 		}
 	}
-	var retained []string
-	for _, f := range after {
-		if f.Name <= cur0 {
-			retained = append(retained, f.Name)
-		}
-	}
-	if len(retained) > 0 {
+	if len(kept) > 0 {
 		r.step(fmt.Sprintf("pg_wal retains %d segment(s) from before the reclaim (%s..%s): wal_keep_size, a replication slot's restart_lsn or archiving keeps them, and their WAL records may hold deleted rows' bytes",
-			len(retained), retained[0], retained[len(retained)-1]))
+			len(kept), kept[0], kept[len(kept)-1]))
 	}
 	return nil
 }
 
-func first(fs []walFile) string {
-	if len(fs) == 0 {
-		return "-"
+// rotateOnce runs pg_switch_wal, then CHECKPOINT: a WAL record in the new
+// segment (without one the next switch would do nothing) and the removal or
+// recycling of the segments behind its redo point. ok is false when a
+// statement timed out on every attempt (recorded for the verdict).
+func (r *run) rotateOnce(ctx context.Context) (bool, error) {
+	if ok, err := r.exec(ctx, "pg_switch_wal", "SELECT pg_switch_wal()"); err != nil || !ok {
+		return false, err
 	}
-	return fs[0].Name
+	return r.exec(ctx, "CHECKPOINT after pg_switch_wal", "CHECKPOINT")
+}
+
+// walSegment returns the name of the WAL segment that holds the last byte
+// the server has written (pg_walfile_name of pg_current_wal_lsn()).
+func (r *run) walSegment(ctx context.Context) (string, error) {
+	var s string
+	if err := r.c.QueryRow(ctx, `SELECT pg_walfile_name(pg_current_wal_lsn())`).Scan(&s); err != nil {
+		return "", fmt.Errorf("reclaim: current WAL segment: %w", err)
+	}
+	return s, nil
+}
+
+// walPlan sorts the names of a listing of pg_wal, taken after a switch out
+// of segment upTo and a checkpoint, into the files named after upTo (ahead:
+// the segment being written and those ahead of it, which the WAL must pass)
+// and the files named upTo or before (retained: the checkpoint would have
+// removed or recycled them had the server not kept them). Both are sorted;
+// names compare as segment order within a timeline.
+func walPlan(files []walFile, upTo string) (ahead, retained []string) {
+	for _, f := range files {
+		if f.Name > upTo {
+			ahead = append(ahead, f.Name)
+		} else {
+			retained = append(retained, f.Name)
+		}
+	}
+	sort.Strings(ahead)
+	sort.Strings(retained)
+	return ahead, retained
+}
+
+// released reports whether a file of retained is missing from files: the
+// server let it go, and a checkpoint removed it or recycled it ahead of the
+// write position.
+func released(retained []string, files []walFile) bool {
+	now := make(map[string]bool, len(files))
+	for _, f := range files {
+		now[f.Name] = true
+	}
+	for _, name := range retained {
+		if !now[name] {
+			return true
+		}
+	}
+	return false
 }

@@ -1,6 +1,7 @@
 package sqlitex
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/binary"
@@ -226,7 +227,8 @@ type auditor struct {
 	n        uint32
 	seen     []bool
 	buf, ov  []byte
-	used     []bool
+	used     []byte // per byte of the page audited: 1 structure or a live cell's, 0 unused
+	ones     []byte // pageSize bytes of 1: copied over a range of used to mark it
 	fs       FreeSpace
 	tree     uint32         // root page of the b-tree being audited; 0 outside b-trees
 	dirtyIn  map[uint32]int // dirty pages by tree
@@ -273,7 +275,7 @@ func (a *auditor) run(pages int64, roots []uint32) error {
 	a.n = uint32(pages)
 	a.seen = make([]bool, a.n+1)
 	a.buf, a.ov = make([]byte, a.pageSize), make([]byte, a.pageSize)
-	a.used = make([]bool, a.pageSize)
+	a.used, a.ones = make([]byte, a.pageSize), bytes.Repeat([]byte{1}, a.pageSize)
 
 	if err := a.freelist(binary.BigEndian.Uint32(hdr[32:]), binary.BigEndian.Uint32(hdr[36:])); err != nil {
 		return err
@@ -336,13 +338,85 @@ func (a *auditor) read(pg uint32, b []byte) error {
 
 // zero counts the non-zero bytes of b, unused bytes of page pg.
 func (a *auditor) zero(pg uint32, b []byte) error {
+	return a.dirty(pg, nonZeroBytes(b))
+}
+
+// The audit reads every page of the file, so what it does per byte of a
+// page is what it costs: the bytes a page's structure and live cells use
+// are marked in used by copying (a.ones), and the unused ones are found as
+// runs of zeros in used (bytes.IndexByte) and checked for non-zero bytes
+// eight at a time, instead of testing each byte of the page in turn.
+
+// eachUnused calls fn with each maximal run [from, to) of bytes that used
+// does not mark (its bytes are 0 there and 1 elsewhere), in order.
+func eachUnused(used []byte, fn func(from, to int)) {
+	for j := 0; j < len(used); {
+		i := bytes.IndexByte(used[j:], 0)
+		if i < 0 {
+			return
+		}
+		from := j + i
+		to := len(used)
+		if k := bytes.IndexByte(used[from:], 1); k >= 0 {
+			to = from + k
+		}
+		fn(from, to)
+		j = to
+	}
+}
+
+// nonZeroBytes counts the non-zero bytes of b.
+func nonZeroBytes(b []byte) int64 {
 	n := int64(0)
-	for _, x := range b {
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		if binary.LittleEndian.Uint64(b[i:]) == 0 {
+			continue
+		}
+		for _, x := range b[i : i+8] {
+			if x != 0 {
+				n++
+			}
+		}
+	}
+	for _, x := range b[i:] {
 		if x != 0 {
 			n++
 		}
 	}
-	return a.dirty(pg, n)
+	return n
+}
+
+// firstNonZero is the index of b's first non-zero byte, -1 when there is none.
+func firstNonZero(b []byte) int {
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		if binary.LittleEndian.Uint64(b[i:]) != 0 {
+			break
+		}
+	}
+	for ; i < len(b); i++ {
+		if b[i] != 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+// lastNonZero is the index of b's last non-zero byte, -1 when there is none.
+func lastNonZero(b []byte) int {
+	i := len(b)
+	for ; i >= 8; i -= 8 {
+		if binary.LittleEndian.Uint64(b[i-8:]) != 0 {
+			break
+		}
+	}
+	for i--; i >= 0; i-- {
+		if b[i] != 0 {
+			return i
+		}
+	}
+	return -1
 }
 
 // dirty records n non-zero unused bytes on page pg, of the tree being
@@ -444,27 +518,25 @@ const maxRemnant = 4
 // bound: at most maxRemnant bytes of anything per index page, shorter than
 // any needle window. Two runs, or a longer one, are left for the audit to
 // count (REINDEX or VACUUM then).
-func (a *auditor) remnant(d []byte, used []bool) {
-	first, last := -1, -1
-	for j := range d {
-		if !used[j] && d[j] != 0 {
+func (a *auditor) remnant(d, used []byte) {
+	first, last := -1, -1 // the first and the last non-zero unused byte
+	eachUnused(used, func(from, to int) {
+		if i := firstNonZero(d[from:to]); i >= 0 {
 			if first < 0 {
-				first = j
+				first = from + i
 			}
-			last = j
+			last = from + lastNonZero(d[from:to])
 		}
-	}
+	})
 	if first < 0 || last-first+1 > maxRemnant {
 		return
 	}
 	for j := first; j <= last; j++ {
-		if used[j] {
+		if used[j] != 0 {
 			return // not one run: a live cell lies between
 		}
 	}
-	for j := first; j <= last; j++ {
-		used[j] = true
-	}
+	copy(used[first:last+1], a.ones)
 	a.fs.Remnants += int64(last - first + 1)
 	a.fs.RemnantPages++
 }
@@ -481,22 +553,20 @@ func (a *auditor) remnant(d []byte, used []bool) {
 // do. So no run longer than 3+vlen bytes, nor one with more than four
 // bytes under 0x80 (ASCII text), passes. vlen 0 (not a rowid table, or
 // its rowids unknown) passes nothing.
-func (a *auditor) staleCells(d []byte, used []bool, vlen int) {
+func (a *auditor) staleCells(d, used []byte, vlen int) {
 	if vlen == 0 || a.n >= 1<<24 {
 		return
 	}
 	for j := 0; j < len(d); j++ {
-		if used[j] || d[j] == 0 {
+		if used[j] != 0 || d[j] == 0 {
 			continue
 		}
 		end := j
-		for end < len(d) && !used[end] && d[end] != 0 {
+		for end < len(d) && used[end] == 0 && d[end] != 0 {
 			end++
 		}
 		if staleCell(d[j:end], vlen) {
-			for k := j; k < end; k++ {
-				used[k] = true
-			}
+			copy(used[j:end], a.ones)
 			a.fs.StaleCells += int64(end - j)
 		}
 		j = end
@@ -578,9 +648,7 @@ func (a *auditor) btree(pg uint32) ([]uint32, error) {
 	}
 	used := a.used[:a.usable]
 	clear(used)
-	for i := 0; i < ptrs; i++ {
-		used[i] = true
-	}
+	copy(used[:ptrs], a.ones)
 	var children []uint32
 	type chain struct {
 		first uint32
@@ -596,9 +664,7 @@ func (a *auditor) btree(pg uint32) ([]uint32, error) {
 		if err != nil {
 			return nil, undecidedf("page %d: cell %d: %v", pg, i, err)
 		}
-		for j := off; j < off+c.size; j++ {
-			used[j] = true
-		}
+		copy(used[off:off+c.size], a.ones)
 		if c.child != 0 {
 			children = append(children, c.child)
 		}
@@ -619,9 +685,7 @@ func (a *auditor) btree(pg uint32) ([]uint32, error) {
 		if size < 4 || fb+size > a.usable {
 			return nil, undecidedf("page %d: a free block of %d bytes at offset %d", pg, size, fb)
 		}
-		for j := fb; j < fb+4; j++ {
-			used[j] = true
-		}
+		copy(used[fb:fb+4], a.ones)
 		next := int(binary.BigEndian.Uint16(d[fb:]))
 		if next != 0 && next <= fb {
 			return nil, undecidedf("page %d: free blocks out of order", pg)
@@ -638,12 +702,12 @@ func (a *auditor) btree(pg uint32) ([]uint32, error) {
 	// at most 8 KiB such a value's first byte is under 0x20, which no text
 	// but control characters has; on larger pages text could pass for
 	// pointers, so none is tolerated there (and such files are VACUUMed).
-	for j := ptrs; a.usable <= 8192 && j+2 <= a.usable && !used[j] && !used[j+1]; j += 2 {
+	for j := ptrs; a.usable <= 8192 && j+2 <= a.usable && used[j] == 0 && used[j+1] == 0; j += 2 {
 		v := int(binary.BigEndian.Uint16(d[j:]))
 		if v < j+2 || v > a.usable-4 {
 			break
 		}
-		used[j], used[j+1] = true, true
+		used[j], used[j+1] = 1, 1
 		a.fs.StalePointers += 2
 	}
 	switch typ {
@@ -653,11 +717,7 @@ func (a *auditor) btree(pg uint32) ([]uint32, error) {
 		a.remnant(d[:a.usable], used)
 	}
 	n := int64(0)
-	for j, u := range used {
-		if !u && d[j] != 0 {
-			n++
-		}
-	}
+	eachUnused(used, func(from, to int) { n += nonZeroBytes(d[from:to]) })
 	if err := a.dirty(pg, n); err != nil {
 		return nil, err
 	}
