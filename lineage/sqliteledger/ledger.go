@@ -97,6 +97,17 @@ type Ledger struct {
 // go through this cache too, which then keeps the indexes' upper levels.
 const driverName = "sqlite3-amnesia-ledger"
 
+// stmtCacheSize is how many statements each connection of the ledger (and
+// of View's reader) keeps prepared (go-sqlite3's _stmt_cache_size): the
+// statements run with arguments but not prepared by the ledger itself (a
+// suppression's and an erasure mark's reads and inserts, the transparency
+// log's reads and appends, the data key's read, …) are otherwise compiled
+// again by sqlite3_prepare_v2 every time, several dozen times an erasure.
+// A cached statement is reset (it holds no lock and no read snapshot) and
+// re-prepared by SQLite itself after a schema change, as any prepared
+// statement is: what a statement reads and writes does not change.
+const stmtCacheSize = "64"
+
 func init() {
 	sql.Register(driverName, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
 		_, err := c.Exec("PRAGMA mmap_size = 2147418112; PRAGMA temp_store = MEMORY; PRAGMA cache_size = -65536", nil)
@@ -175,7 +186,7 @@ func openOnce(ctx context.Context, path string, create bool) (*Ledger, error) {
 			return nil, fmt.Errorf("open ledger: %w", err)
 		}
 	}
-	dsn := "file:" + path + "?_journal_mode=WAL&_busy_timeout=10000&_txlock=immediate&_synchronous=FULL"
+	dsn := "file:" + path + "?_journal_mode=WAL&_busy_timeout=10000&_txlock=immediate&_synchronous=FULL&_stmt_cache_size=" + stmtCacheSize
 	if !create {
 		fi, err := os.Stat(path)
 		switch {
