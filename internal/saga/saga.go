@@ -373,16 +373,26 @@ func (r *runner) step(kind, st string, out any, fn func() (any, error)) (stepErr
 		r.progress("  %-28s FAILED: %v", name, ferr)
 		return &StepError{Step: kind, Store: st, Err: ferr}, r.j.write(name, phaseFailed, nil, ferr)
 	}
-	if out != nil && res != nil {
-		b, _ := json.Marshal(res)
-		if err := json.Unmarshal(b, out); err != nil {
-			return nil, err
+	// The result is encoded once: out is decoded from that encoding (as a
+	// replay decodes it from the journal) and the done entry journals it
+	// (json.Marshal of the encoding, already compact, gives it back as it is).
+	var result any
+	if res != nil {
+		b, err := json.Marshal(res)
+		if err != nil {
+			return nil, fmt.Errorf("journal %s: %w", name, err)
 		}
+		if out != nil {
+			if err := json.Unmarshal(b, out); err != nil {
+				return nil, err
+			}
+		}
+		result = json.RawMessage(b)
 	}
 	// To 10 µs: the benchmarks sum these (a step of a small erasure takes
 	// well under a millisecond).
 	r.progress("  %-28s done (%s)", name, r.Now().Sub(start).Round(10*time.Microsecond))
-	return nil, r.j.write(name, phaseDone, res, nil)
+	return nil, r.j.write(name, phaseDone, result, nil)
 }
 
 // durableBefore are the kinds of step before whose effect the journal is

@@ -457,7 +457,10 @@ func (r *runner) readEvidence(ctx context.Context, st string) (any, error) {
 		return nil, err
 	}
 	r.ev[st] = ev
-	return out, nil
+	// The encoding sealed is the result: the step decodes and journals it
+	// as it is, instead of encoding out again (as a rerun returns the
+	// sealed result above).
+	return json.RawMessage(res), nil
 }
 
 // sharedOwners numbers the owners of the records in with (see
