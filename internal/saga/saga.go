@@ -147,6 +147,9 @@ type runner struct {
 	tlog    *transparency.Log
 	sets    map[string]cachedSet // batchprobe.go
 	marks   map[string]string    // store -> its delete step's mark (store.DeleteMarker)
+	// suppressed: the erasure's journal had the suppress step done when
+	// the run started (chooseID).
+	suppressed bool
 }
 
 // Run runs or resumes the erasure. A new erasure (no journal yet) is refused
@@ -200,15 +203,11 @@ func start(ctx context.Context, e *Erasure) (*runner, error) {
 	// The trace is checked against the ledger until the erasure has
 	// changed something: its suppress step is its first effect. A journal
 	// that stops before it (a crash right after it was created) changed
-	// nothing, and the subject may have new records since.
-	if es, exists, err := r.dur.readJournal(ctx, r.id, mainJournal); err != nil {
-		return nil, fmt.Errorf("erase: read journal: %w", err)
-	} else {
-		r.resumed = exists
-		if !doneIn(es, "suppress") {
-			if err := CheckFresh(ctx, e.Ledger, e.Trace); err != nil {
-				return nil, err
-			}
+	// nothing, and the subject may have new records since. (chooseID read
+	// the journal: r.resumed, r.suppressed.)
+	if !r.suppressed {
+		if err := CheckFresh(ctx, e.Ledger, e.Trace); err != nil {
+			return nil, err
 		}
 	}
 	j, err := r.dur.openJournal(ctx, r.id, mainJournal, e.Now)
