@@ -603,16 +603,64 @@ func (r *runner) probe(ctx context.Context, st string) (any, error) {
 	return out, nil
 }
 
-// publish writes the certificate to certificates/ and destroys the sealed
-// evidence. Idempotent.
 // publish appends the certificate to the transparency log (idempotently: a
 // resumed publish finds its leaf), signs a checkpoint, proves the leaf in it
-// and writes the bundle.
+// and writes the bundle (certificates/, or the ledger: Durable), and
+// destroys the sealed evidence. Idempotent.
+//
+// No step left needs the sealed evidence: the steps that read it
+// (evidence, reclaim, probe) are done, and their entries were fsynced
+// before publish began (durableBefore). So with the state directory its
+// files are destroyed while the certificate is logged and written, their
+// fsyncs overlapping; a crash between the two leaves publish open, and its
+// rerun needs no evidence (a missing file is not an error). With the
+// ledger (PostgreSQL) the evidence is destroyed after the certificate is
+// stored, as before.
 func (r *runner) publish(ctx context.Context, certID string, env []byte, sum string) error {
 	got := sha256.Sum256(env)
 	if hex.EncodeToString(got[:]) != sum {
 		return fmt.Errorf("publish: certificate does not match the digest journaled when it was signed")
 	}
+	var names []string
+	for _, st := range r.stores {
+		names = append(names, evidenceName(st), orphanName(st))
+	}
+	var shredDone chan shredOutcome
+	if !InLedger(r.dur) {
+		shredDone = make(chan shredOutcome, 1)
+		go func(d Durable, id string) {
+			how, err := d.shredSealed(ctx, id, names)
+			shredDone <- shredOutcome{how: how, err: err}
+		}(r.dur, r.id)
+	}
+	err := r.putCertificate(ctx, certID, env)
+	var sh shredOutcome
+	switch {
+	case shredDone != nil:
+		sh = <-shredDone // always waited for: nothing outlives the step
+	case err == nil:
+		sh.how, sh.err = r.dur.shredSealed(ctx, r.id, names)
+	}
+	if err != nil {
+		return err
+	}
+	// The evidence was only ever ciphertext (seal.go).
+	if sh.err != nil {
+		return fmt.Errorf("publish: destroy evidence: %w", sh.err)
+	}
+	r.log().Info("sealed evidence destroyed", "how", sh.how)
+	return nil
+}
+
+// shredOutcome is what Durable.shredSealed returned.
+type shredOutcome struct {
+	how string
+	err error
+}
+
+// putCertificate logs the certificate env, whose id is certID, and stores
+// its bundle (Durable.PutCertificate).
+func (r *runner) putCertificate(ctx context.Context, certID string, env []byte) error {
 	bundle, err := r.logCertificate(ctx, certID, env)
 	if err != nil {
 		return fmt.Errorf("publish: %w", err)
@@ -620,16 +668,6 @@ func (r *runner) publish(ctx context.Context, certID string, env []byte, sum str
 	if err := r.dur.PutCertificate(ctx, r.id, bundle); err != nil {
 		return fmt.Errorf("publish: %w", err)
 	}
-	var names []string
-	for _, st := range r.stores {
-		names = append(names, evidenceName(st), orphanName(st))
-	}
-	// The evidence was only ever ciphertext (seal.go).
-	how, err := r.dur.shredSealed(ctx, r.id, names)
-	if err != nil {
-		return fmt.Errorf("publish: destroy evidence: %w", err)
-	}
-	r.log().Info("sealed evidence destroyed", "how", how)
 	return nil
 }
 
