@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/amnesia-dev/amnesia/certificate"
 	"github.com/amnesia-dev/amnesia/lineage"
@@ -431,6 +432,9 @@ func (r *runner) readEvidence(ctx context.Context, st string) (any, error) {
 		found, out.Physical = rep.Found, true
 	}
 	looked := map[string]string{} // key -> owner, "" when the ledger does not know it: one lookup per key
+	if err := r.lookUpOwners(ctx, st, ev, looked); err != nil {
+		return nil, err
+	}
 	for k, e := range ev {
 		owners, err := r.sharedOwners(ctx, st, e.SharedWith, looked)
 		if err != nil {
@@ -501,6 +505,40 @@ func (r *runner) sharedOwners(ctx context.Context, st string, with map[string]in
 		out[k] = num[owner]
 	}
 	return out, nil
+}
+
+// lookUpOwners fills looked (sharedOwners) with the owner of every record
+// that ev's SharedWith name, in one read, when the ledger looks up many
+// keys at once (lineage.BatchLookup): sharedOwners then asks the ledger
+// nothing more. A key that is not UTF-8 (a JSON array of keys would not
+// carry it unchanged) is left to sharedOwners' own lookup.
+func (r *runner) lookUpOwners(ctx context.Context, st string, ev map[string]*store.Evidence, looked map[string]string) error {
+	bl, ok := r.Ledger.(lineage.BatchLookup)
+	if !ok {
+		return nil
+	}
+	var keys []string
+	for _, e := range ev {
+		for k := range e.SharedWith {
+			if _, dup := looked[k]; !dup && utf8.ValidString(k) {
+				looked[k] = "" // until found below
+				keys = append(keys, k)
+			}
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	arts, err := bl.LookupKeys(ctx, r.Trace.Scope, st, keys)
+	if err != nil {
+		return fmt.Errorf("look up the records that share windows: %w", err)
+	}
+	for _, k := range keys {
+		if a := arts[k]; a != nil {
+			looked[k] = a.Subject.String()
+		}
+	}
+	return nil
 }
 
 // evidence returns the store's evidence: in memory, or unsealed after a resume.

@@ -539,6 +539,40 @@ func (l *Ledger) Lookup(ctx context.Context, scope, store, key string) (*lineage
 	return a, nil
 }
 
+// qLookupKeys is qLookup for a JSON array of keys.
+const qLookupKeys = `SELECT id, scope, subject, kind, store, key, digest FROM artifacts WHERE scope = ? AND store = ? AND key IN (SELECT value FROM json_each(?))`
+
+var _ lineage.BatchLookup = (*Ledger)(nil)
+
+// LookupKeys implements lineage.BatchLookup: one statement for all the keys
+// (a location has at most one artifact: artifacts_location is unique).
+func (l *Ledger) LookupKeys(ctx context.Context, scope, store string, keys []string) (map[string]*lineage.Artifact, error) {
+	out := make(map[string]*lineage.Artifact, len(keys))
+	if len(keys) == 0 {
+		return out, nil
+	}
+	b, err := json.Marshal(keys)
+	if err != nil {
+		return nil, fmt.Errorf("look up artifacts: %w", err)
+	}
+	rows, err := l.db.QueryContext(ctx, qLookupKeys, scope, store, string(b))
+	if err != nil {
+		return nil, fmt.Errorf("look up artifacts: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		a, err := scanArtifact(rows)
+		if err != nil {
+			return nil, fmt.Errorf("look up artifacts: %w", err)
+		}
+		out[a.Key] = a
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("look up artifacts: %w", err)
+	}
+	return out, nil
+}
+
 type scanner interface{ Scan(...any) error }
 
 func scanArtifact(r scanner) (*lineage.Artifact, error) {
