@@ -611,14 +611,36 @@ func (l *Ledger) SuppressLogged(ctx context.Context, erasure string, artifacts [
 	return idx, err
 }
 
+// suppress suppresses the artifacts not suppressed yet, in their order, as
+// one event: one read of those already suppressed and one insert, whatever
+// the number of artifacts (each set travels as a JSON array).
 func suppress(ctx context.Context, tx *sql.Tx, erasure string, artifacts []string) error {
-	var todo []string
-	for _, id := range artifacts {
-		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM suppressions WHERE artifact = ?`, id).Scan(&n); err != nil {
+	done := map[string]bool{}
+	if len(artifacts) > 0 {
+		b, err := json.Marshal(artifacts)
+		if err != nil {
 			return err
 		}
-		if n == 0 && !slices.Contains(todo, id) {
+		rows, err := tx.QueryContext(ctx, qSuppressed, string(b))
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			done[id] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+	}
+	var todo []string
+	for _, id := range artifacts {
+		if !done[id] && !slices.Contains(todo, id) {
 			todo = append(todo, id)
 		}
 	}
@@ -629,13 +651,16 @@ func suppress(ctx context.Context, tx *sql.Tx, erasure string, artifacts []strin
 	if err != nil {
 		return err
 	}
-	for _, id := range todo {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO suppressions (artifact, erasure, seq) VALUES (?, ?, ?)`, id, erasure, seq); err != nil {
-			return err
-		}
+	b, err := json.Marshal(todo)
+	if err != nil {
+		return err
 	}
-	return nil
+	_, err = tx.ExecContext(ctx, `INSERT INTO suppressions (artifact, erasure, seq) SELECT value, ?, ? FROM json_each(?) ORDER BY key`, erasure, seq, string(b))
+	return err
 }
+
+// qSuppressed selects, of a JSON array of artifact ids, those suppressed.
+const qSuppressed = `SELECT artifact FROM suppressions WHERE artifact IN (SELECT value FROM json_each(?))`
 
 // Suppressed implements lineage.Ledger.
 func (l *Ledger) Suppressed(ctx context.Context, artifact string) (bool, error) {
@@ -647,16 +672,35 @@ func (l *Ledger) Suppressed(ctx context.Context, artifact string) (bool, error) 
 	return n > 0, nil
 }
 
-// MarkErased implements lineage.Ledger.
+// MarkErased implements lineage.Ledger: the marks not recorded yet, in
+// their order, as one event, with one read of those recorded and one insert
+// each into erasures and erased_subjects, whatever the number of marks
+// (each set travels as a JSON array of [artifact, erasure, outcome]).
 func (l *Ledger) MarkErased(ctx context.Context, marks []lineage.ErasureMark) error {
 	return l.inTx(ctx, "mark erased", func(tx *sql.Tx) error {
-		var todo []lineage.ErasureMark
-		for _, m := range marks {
-			var n int
-			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM erasures WHERE artifact = ? AND erasure = ?`, m.Artifact, m.Erasure).Scan(&n); err != nil {
+		if len(marks) == 0 {
+			return nil
+		}
+		done := map[[2]string]bool{}
+		rows, err := tx.QueryContext(ctx, qMarked, markRows(marks))
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var a, e string
+			if err := rows.Scan(&a, &e); err != nil {
+				rows.Close()
 				return err
 			}
-			if n == 0 && !containsMark(todo, m) {
+			done[[2]string{a, e}] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		var todo []lineage.ErasureMark
+		for _, m := range marks {
+			if !done[[2]string{m.Artifact, m.Erasure}] && !containsMark(todo, m) {
 				todo = append(todo, m)
 			}
 		}
@@ -667,16 +711,36 @@ func (l *Ledger) MarkErased(ctx context.Context, marks []lineage.ErasureMark) er
 		if err != nil {
 			return err
 		}
-		for _, m := range todo {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO erasures (artifact, erasure, outcome, seq) VALUES (?, ?, ?, ?)`, m.Artifact, m.Erasure, m.Outcome, seq); err != nil {
-				return err
-			}
-			if _, err := tx.ExecContext(ctx, markErasedSubjects, m.Erasure, seq, m.Artifact); err != nil {
-				return err
-			}
+		set := markRows(todo)
+		if _, err := tx.ExecContext(ctx, qInsMarks, seq, set); err != nil {
+			return err
 		}
-		return nil
+		_, err = tx.ExecContext(ctx, qMarkErasedSubjects, seq, set)
+		return err
 	})
+}
+
+// The statements of MarkErased, on a JSON array of [artifact, erasure,
+// outcome] (markRows): the pairs already recorded, the insert of the marks
+// (in their order), and the marker of the subjects owning the marked
+// artifacts (erased_subjects).
+const (
+	qMarked = `SELECT e.artifact, e.erasure FROM json_each(?) j
+		JOIN erasures e ON e.artifact = json_extract(j.value, '$[0]') AND e.erasure = json_extract(j.value, '$[1]')`
+	qInsMarks = `INSERT INTO erasures (artifact, erasure, outcome, seq)
+		SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), ?1 FROM json_each(?2) ORDER BY key`
+	qMarkErasedSubjects = `INSERT OR IGNORE INTO erased_subjects (scope, subject, erasure, seq)
+		SELECT a.scope, a.subject, json_extract(j.value, '$[1]'), ?1 FROM json_each(?2) j JOIN artifacts a ON a.id = json_extract(j.value, '$[0]') ORDER BY j.key`
+)
+
+// markRows is marks as a JSON array of [artifact, erasure, outcome].
+func markRows(marks []lineage.ErasureMark) string {
+	rows := make([][3]string, len(marks))
+	for i, m := range marks {
+		rows[i] = [3]string{m.Artifact, m.Erasure, m.Outcome}
+	}
+	b, _ := json.Marshal(rows) // strings only: never fails
+	return string(b)
 }
 
 // Head implements lineage.Ledger.
