@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mattn/go-sqlite3"
 
@@ -615,6 +616,11 @@ func (l *Ledger) SuppressLogged(ctx context.Context, erasure string, artifacts [
 // one event: one read of those already suppressed and one insert, whatever
 // the number of artifacts (each set travels as a JSON array).
 func suppress(ctx context.Context, tx *sql.Tx, erasure string, artifacts []string) error {
+	if !validUTF8(append([]string{erasure}, artifacts...)...) {
+		// JSON would replace the invalid bytes: the rows would name
+		// other ids than the event.
+		return errors.New("suppress: an artifact or erasure id is not valid UTF-8")
+	}
 	done := map[string]bool{}
 	if len(artifacts) > 0 {
 		b, err := json.Marshal(artifacts)
@@ -681,6 +687,11 @@ func (l *Ledger) MarkErased(ctx context.Context, marks []lineage.ErasureMark) er
 		if len(marks) == 0 {
 			return nil
 		}
+		for _, m := range marks {
+			if !validUTF8(m.Artifact, m.Erasure, m.Outcome) {
+				return errors.New("an artifact id, erasure id or outcome is not valid UTF-8") // JSON would replace the invalid bytes
+			}
+		}
 		done := map[[2]string]bool{}
 		rows, err := tx.QueryContext(ctx, qMarked, markRows(marks))
 		if err != nil {
@@ -732,6 +743,17 @@ const (
 	qMarkErasedSubjects = `INSERT OR IGNORE INTO erased_subjects (scope, subject, erasure, seq)
 		SELECT a.scope, a.subject, json_extract(j.value, '$[1]'), ?1 FROM json_each(?2) j JOIN artifacts a ON a.id = json_extract(j.value, '$[0]') ORDER BY j.key`
 )
+
+// validUTF8 reports whether every s is valid UTF-8, which the JSON arrays
+// of suppress and MarkErased carry unchanged.
+func validUTF8(ss ...string) bool {
+	for _, s := range ss {
+		if !utf8.ValidString(s) {
+			return false
+		}
+	}
+	return true
+}
 
 // markRows is marks as a JSON array of [artifact, erasure, outcome].
 func markRows(marks []lineage.ErasureMark) string {
