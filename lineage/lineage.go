@@ -251,6 +251,14 @@ type BatchRecorder interface {
 	RecordBatch(ctx context.Context, artifacts []Artifact, mentions []Mention) error
 }
 
+// BatchLookup is implemented by ledgers that can look up many locations of
+// one store in one read (sqliteledger does).
+type BatchLookup interface {
+	// LookupKeys returns, by key, the artifact at each of keys in store
+	// and scope: what Lookup returns for it, a key with none left out.
+	LookupKeys(ctx context.Context, scope, store string, keys []string) (map[string]*Artifact, error)
+}
+
 // LoggedSuppressor is implemented by ledgers that keep the transparency
 // log (transparency.Store) and can suppress artifacts and append a leaf to
 // the log in one transaction, one commit (both backends do): an erasure's

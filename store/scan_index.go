@@ -168,7 +168,7 @@ type gramCounts struct {
 }
 
 type counter struct {
-	last int32 // owner that last counted here
+	last int32 // 1 + the owner that last counted here; 0: none yet
 	n    uint8
 }
 
@@ -187,18 +187,16 @@ func newGramCounts(needles [][]byte, owners []int32, width int) *gramCounts {
 	b := max(10, min(21, bits.Len(uint(4*total))))
 	gc := &gramCounts{shift: uint(64 - b)}
 	for r := range gc.row {
-		gc.row[r] = make([]counter, 1<<b)
-		for i := range gc.row[r] {
-			gc.row[r][i].last = -1
-		}
+		gc.row[r] = make([]counter, 1<<b) // zeroed: no owner counted yet
 	}
 	for j, n := range needles {
+		own := owners[j] + 1 // owners are ≥ 0: 0 is left for none
 		for o := range countedGrams(n, width) {
 			g := gramAt(n, o, width)
 			for r := range gc.row {
-				if c := &gc.row[r][(g*countMul[r])>>gc.shift]; c.last != owners[j] && c.n < math.MaxUint8 {
+				if c := &gc.row[r][(g*countMul[r])>>gc.shift]; c.last != own && c.n < math.MaxUint8 {
 					c.n++
-					c.last = owners[j]
+					c.last = own
 				}
 			}
 		}

@@ -56,9 +56,10 @@ func doneIn(es []JournalEntry, step string) bool {
 
 // erasureState is what a journal says about an erasure as a whole.
 type erasureState struct {
-	started   bool // the journal exists
-	published bool // the publish step is done: the erasure is finished
-	complete  bool // its certificate says complete
+	started    bool // the journal exists
+	suppressed bool // the suppress step is done: the erasure changed the ledger
+	published  bool // the publish step is done: the erasure is finished
+	complete   bool // its certificate says complete
 }
 
 func readErasureState(ctx context.Context, d Durable, id string) (erasureState, error) {
@@ -69,7 +70,7 @@ func readErasureState(ctx context.Context, d Durable, id string) (erasureState, 
 	if !exists {
 		return erasureState{}, nil
 	}
-	st := erasureState{started: true, published: doneIn(es, "publish")}
+	st := erasureState{started: true, suppressed: doneIn(es, "suppress"), published: doneIn(es, "publish")}
 	if d := finalOf(es, "decide"); d != nil && d.Phase == phaseDone {
 		var p struct {
 			Complete bool `json:"complete"`
@@ -88,11 +89,14 @@ func readErasureState(ctx context.Context, d Durable, id string) (erasureState, 
 // AttemptID(trace, previous), that erases and verifies what was left and
 // whose certificate links to the previous one. A finished complete erasure,
 // or one whose trace the ledger no longer gives, is replayed as it is.
+// It sets r.resumed and r.suppressed from the chosen erasure's journal, read
+// here once (the subject's erasure lock is held: nothing else writes it).
 func (r *runner) chooseID(ctx context.Context) error {
 	id, prev := ID(r.Trace.ID), ""
+	var st erasureState
 	for {
-		st, err := readErasureState(ctx, r.dur, id)
-		if err != nil {
+		var err error
+		if st, err = readErasureState(ctx, r.dur, id); err != nil {
 			return err
 		}
 		if !st.published || st.complete {
@@ -104,6 +108,7 @@ func (r *runner) chooseID(ctx context.Context) error {
 		prev, id = id, AttemptID(r.Trace.ID, id)
 	}
 	r.id = id
+	r.resumed, r.suppressed = st.started, st.suppressed
 	if prev == "" {
 		return nil
 	}

@@ -183,8 +183,10 @@ func (j *journal) write(step, phase string, result any, stepErr error) error {
 	if stepErr != nil {
 		e.Error = stepErr.Error()
 	}
-	e.Hash = e.hash()
-	line, _ := json.Marshal(e)
+	line, err := e.line()
+	if err != nil {
+		return fmt.Errorf("journal %s: %w", step, err)
+	}
 	if err := j.w.writeLine(e, line); err != nil {
 		return fmt.Errorf("journal %s: %w", step, err)
 	}

@@ -77,3 +77,28 @@ func (e JournalEntry) hash() string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
+
+// hashField ends the JSON of an entry without its hash: Hash is the last
+// field of JournalEntry, and never omitted.
+const hashField = `"hash":""}`
+
+// line sets e.Hash (hash) and returns e's journal line, json.Marshal's
+// encoding of e, from one encoding of the entry instead of two: the hash is
+// the SHA-256 of the encoding without it, and the line is that encoding
+// with the hash written into its last field.
+func (e *JournalEntry) line() ([]byte, error) {
+	e.Hash = ""
+	b, err := json.Marshal(e)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(b)
+	e.Hash = hex.EncodeToString(sum[:])
+	if !bytes.HasSuffix(b, []byte(hashField)) {
+		return json.Marshal(e) // not reached while Hash is the last field
+	}
+	out := make([]byte, 0, len(b)+len(e.Hash))
+	out = append(out, b[:len(b)-len(`"}`)]...)
+	out = append(out, e.Hash...)
+	return append(out, `"}`...), nil
+}

@@ -325,3 +325,34 @@ func TestOpenJournalEndsAnUnterminatedLine(t *testing.T) {
 		t.Fatalf("after an append to a repaired journal: %d entries, torn %v, err %v", len(es), torn, err)
 	}
 }
+
+// An entry's line is encoded once (JournalEntry.line): it must be exactly
+// json.Marshal's encoding of the entry with its hash, and the hash the one
+// ParseJournal checks (JournalEntry.hash), whatever the entry holds.
+func TestJournalLineIsOneEncoding(t *testing.T) {
+	for _, e := range []JournalEntry{
+		{Seq: 1, Step: "plan", Phase: phaseBegin, At: "2026-01-02T03:04:05.001006Z"},
+		{Seq: 2, Step: "plan", Phase: phaseDone, At: "2026-01-02T03:04:05.002006Z", Result: json.RawMessage(`{"a":1,"html":"\u003cb\u003e \u0026"}`), Prev: "ab"},
+		{Seq: 3, Step: "delete:docs", Phase: phaseFailed, At: "x", Error: "a \"quoted\" <error> & a newline\n, é, \u2028", Prev: "cd"},
+		{Seq: 4, Step: "probe:vectors", Phase: phaseDone, Result: json.RawMessage(`null`)},
+	} {
+		line, err := e.line()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Hash == "" || e.Hash != e.hash() {
+			t.Errorf("entry %d: hash %q, want %q", e.Seq, e.Hash, e.hash())
+		}
+		want, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(line, want) {
+			t.Errorf("entry %d: line\n%s\nwant json.Marshal's\n%s", e.Seq, line, want)
+		}
+		entries, torn, err := ParseJournal([]byte(JournalVersion + "\n" + string(line) + "\n"))
+		if (err != nil && e.Prev == "") || torn != nil || len(entries) != 1 || entries[0].Hash != e.Hash {
+			t.Errorf("entry %d: parsed back as %+v (torn %v, %v)", e.Seq, entries, torn, err)
+		}
+	}
+}

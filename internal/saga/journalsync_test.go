@@ -151,7 +151,8 @@ func TestResumeAfterPowerLossKeepsEvidence(t *testing.T) {
 	}
 }
 
-// countingLedger is the fixture's SQLite ledger, counting Lookup calls.
+// countingLedger is the fixture's SQLite ledger, counting the keys Lookup
+// and LookupKeys are asked for.
 type countingLedger struct {
 	*sqliteledger.Ledger
 	lookups map[string]int
@@ -160,6 +161,15 @@ type countingLedger struct {
 func (l *countingLedger) Lookup(ctx context.Context, scope, st, key string) (*lineage.Artifact, error) {
 	l.lookups[st+"\x00"+key]++
 	return l.Ledger.Lookup(ctx, scope, st, key)
+}
+
+// LookupKeys counts each key it is asked for, as Lookup does: the evidence
+// step looks owners up in one batch where the ledger can.
+func (l *countingLedger) LookupKeys(ctx context.Context, scope, st string, keys []string) (map[string]*lineage.Artifact, error) {
+	for _, k := range keys {
+		l.lookups[st+"\x00"+k]++
+	}
+	return l.Ledger.LookupKeys(ctx, scope, st, keys)
 }
 
 // Issue #13.2: the owners of the records that share a subject's windows

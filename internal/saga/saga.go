@@ -147,6 +147,9 @@ type runner struct {
 	tlog    *transparency.Log
 	sets    map[string]cachedSet // batchprobe.go
 	marks   map[string]string    // store -> its delete step's mark (store.DeleteMarker)
+	// suppressed: the erasure's journal had the suppress step done when
+	// the run started (chooseID).
+	suppressed bool
 }
 
 // Run runs or resumes the erasure. A new erasure (no journal yet) is refused
@@ -200,15 +203,11 @@ func start(ctx context.Context, e *Erasure) (*runner, error) {
 	// The trace is checked against the ledger until the erasure has
 	// changed something: its suppress step is its first effect. A journal
 	// that stops before it (a crash right after it was created) changed
-	// nothing, and the subject may have new records since.
-	if es, exists, err := r.dur.readJournal(ctx, r.id, mainJournal); err != nil {
-		return nil, fmt.Errorf("erase: read journal: %w", err)
-	} else {
-		r.resumed = exists
-		if !doneIn(es, "suppress") {
-			if err := CheckFresh(ctx, e.Ledger, e.Trace); err != nil {
-				return nil, err
-			}
+	// nothing, and the subject may have new records since. (chooseID read
+	// the journal: r.resumed, r.suppressed.)
+	if !r.suppressed {
+		if err := CheckFresh(ctx, e.Ledger, e.Trace); err != nil {
+			return nil, err
 		}
 	}
 	j, err := r.dur.openJournal(ctx, r.id, mainJournal, e.Now)
@@ -373,16 +372,26 @@ func (r *runner) step(kind, st string, out any, fn func() (any, error)) (stepErr
 		r.progress("  %-28s FAILED: %v", name, ferr)
 		return &StepError{Step: kind, Store: st, Err: ferr}, r.j.write(name, phaseFailed, nil, ferr)
 	}
-	if out != nil && res != nil {
-		b, _ := json.Marshal(res)
-		if err := json.Unmarshal(b, out); err != nil {
-			return nil, err
+	// The result is encoded once: out is decoded from that encoding (as a
+	// replay decodes it from the journal) and the done entry journals it
+	// (json.Marshal of the encoding, already compact, gives it back as it is).
+	var result any
+	if res != nil {
+		b, err := json.Marshal(res)
+		if err != nil {
+			return nil, fmt.Errorf("journal %s: %w", name, err)
 		}
+		if out != nil {
+			if err := json.Unmarshal(b, out); err != nil {
+				return nil, err
+			}
+		}
+		result = json.RawMessage(b)
 	}
 	// To 10 µs: the benchmarks sum these (a step of a small erasure takes
 	// well under a millisecond).
 	r.progress("  %-28s done (%s)", name, r.Now().Sub(start).Round(10*time.Microsecond))
-	return nil, r.j.write(name, phaseDone, res, nil)
+	return nil, r.j.write(name, phaseDone, result, nil)
 }
 
 // durableBefore are the kinds of step before whose effect the journal is

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/amnesia-dev/amnesia/certificate"
 	"github.com/amnesia-dev/amnesia/lineage"
@@ -431,6 +432,9 @@ func (r *runner) readEvidence(ctx context.Context, st string) (any, error) {
 		found, out.Physical = rep.Found, true
 	}
 	looked := map[string]string{} // key -> owner, "" when the ledger does not know it: one lookup per key
+	if err := r.lookUpOwners(ctx, st, ev, looked); err != nil {
+		return nil, err
+	}
 	for k, e := range ev {
 		owners, err := r.sharedOwners(ctx, st, e.SharedWith, looked)
 		if err != nil {
@@ -457,7 +461,10 @@ func (r *runner) readEvidence(ctx context.Context, st string) (any, error) {
 		return nil, err
 	}
 	r.ev[st] = ev
-	return out, nil
+	// The encoding sealed is the result: the step decodes and journals it
+	// as it is, instead of encoding out again (as a rerun returns the
+	// sealed result above).
+	return json.RawMessage(res), nil
 }
 
 // sharedOwners numbers the owners of the records in with (see
@@ -498,6 +505,40 @@ func (r *runner) sharedOwners(ctx context.Context, st string, with map[string]in
 		out[k] = num[owner]
 	}
 	return out, nil
+}
+
+// lookUpOwners fills looked (sharedOwners) with the owner of every record
+// that ev's SharedWith name, in one read, when the ledger looks up many
+// keys at once (lineage.BatchLookup): sharedOwners then asks the ledger
+// nothing more. A key that is not UTF-8 (a JSON array of keys would not
+// carry it unchanged) is left to sharedOwners' own lookup.
+func (r *runner) lookUpOwners(ctx context.Context, st string, ev map[string]*store.Evidence, looked map[string]string) error {
+	bl, ok := r.Ledger.(lineage.BatchLookup)
+	if !ok {
+		return nil
+	}
+	var keys []string
+	for _, e := range ev {
+		for k := range e.SharedWith {
+			if _, dup := looked[k]; !dup && utf8.ValidString(k) {
+				looked[k] = "" // until found below
+				keys = append(keys, k)
+			}
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	arts, err := bl.LookupKeys(ctx, r.Trace.Scope, st, keys)
+	if err != nil {
+		return fmt.Errorf("look up the records that share windows: %w", err)
+	}
+	for _, k := range keys {
+		if a := arts[k]; a != nil {
+			looked[k] = a.Subject.String()
+		}
+	}
+	return nil
 }
 
 // evidence returns the store's evidence: in memory, or unsealed after a resume.
@@ -600,16 +641,64 @@ func (r *runner) probe(ctx context.Context, st string) (any, error) {
 	return out, nil
 }
 
-// publish writes the certificate to certificates/ and destroys the sealed
-// evidence. Idempotent.
 // publish appends the certificate to the transparency log (idempotently: a
 // resumed publish finds its leaf), signs a checkpoint, proves the leaf in it
-// and writes the bundle.
+// and writes the bundle (certificates/, or the ledger: Durable), and
+// destroys the sealed evidence. Idempotent.
+//
+// No step left needs the sealed evidence: the steps that read it
+// (evidence, reclaim, probe) are done, and their entries were fsynced
+// before publish began (durableBefore). So with the state directory its
+// files are destroyed while the certificate is logged and written, their
+// fsyncs overlapping; a crash between the two leaves publish open, and its
+// rerun needs no evidence (a missing file is not an error). With the
+// ledger (PostgreSQL) the evidence is destroyed after the certificate is
+// stored, as before.
 func (r *runner) publish(ctx context.Context, certID string, env []byte, sum string) error {
 	got := sha256.Sum256(env)
 	if hex.EncodeToString(got[:]) != sum {
 		return fmt.Errorf("publish: certificate does not match the digest journaled when it was signed")
 	}
+	var names []string
+	for _, st := range r.stores {
+		names = append(names, evidenceName(st), orphanName(st))
+	}
+	var shredDone chan shredOutcome
+	if !InLedger(r.dur) {
+		shredDone = make(chan shredOutcome, 1)
+		go func(d Durable, id string) {
+			how, err := d.shredSealed(ctx, id, names)
+			shredDone <- shredOutcome{how: how, err: err}
+		}(r.dur, r.id)
+	}
+	err := r.putCertificate(ctx, certID, env)
+	var sh shredOutcome
+	switch {
+	case shredDone != nil:
+		sh = <-shredDone // always waited for: nothing outlives the step
+	case err == nil:
+		sh.how, sh.err = r.dur.shredSealed(ctx, r.id, names)
+	}
+	if err != nil {
+		return err
+	}
+	// The evidence was only ever ciphertext (seal.go).
+	if sh.err != nil {
+		return fmt.Errorf("publish: destroy evidence: %w", sh.err)
+	}
+	r.log().Info("sealed evidence destroyed", "how", sh.how)
+	return nil
+}
+
+// shredOutcome is what Durable.shredSealed returned.
+type shredOutcome struct {
+	how string
+	err error
+}
+
+// putCertificate logs the certificate env, whose id is certID, and stores
+// its bundle (Durable.PutCertificate).
+func (r *runner) putCertificate(ctx context.Context, certID string, env []byte) error {
 	bundle, err := r.logCertificate(ctx, certID, env)
 	if err != nil {
 		return fmt.Errorf("publish: %w", err)
@@ -617,16 +706,6 @@ func (r *runner) publish(ctx context.Context, certID string, env []byte, sum str
 	if err := r.dur.PutCertificate(ctx, r.id, bundle); err != nil {
 		return fmt.Errorf("publish: %w", err)
 	}
-	var names []string
-	for _, st := range r.stores {
-		names = append(names, evidenceName(st), orphanName(st))
-	}
-	// The evidence was only ever ciphertext (seal.go).
-	how, err := r.dur.shredSealed(ctx, r.id, names)
-	if err != nil {
-		return fmt.Errorf("publish: destroy evidence: %w", err)
-	}
-	r.log().Info("sealed evidence destroyed", "how", how)
 	return nil
 }
 

@@ -32,10 +32,6 @@ CREATE TABLE IF NOT EXISTS consents (
 CREATE INDEX IF NOT EXISTS consents_subject ON consents (scope, subject);
 `
 
-// markErasedSubjects keeps the marker of the subjects owning the marked
-// artifacts (in MarkErased's transaction).
-const markErasedSubjects = `INSERT OR IGNORE INTO erased_subjects (scope, subject, erasure, seq) SELECT scope, subject, ?, ? FROM artifacts WHERE id = ?`
-
 // initConsent creates the tables; when erased_subjects is new in a ledger
 // that already holds erasures, it is filled from them once.
 func initConsent(ctx context.Context, db *sql.DB) error {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mattn/go-sqlite3"
 
@@ -97,6 +98,17 @@ type Ledger struct {
 // go through this cache too, which then keeps the indexes' upper levels.
 const driverName = "sqlite3-amnesia-ledger"
 
+// stmtCacheSize is how many statements each connection of the ledger (and
+// of View's reader) keeps prepared (go-sqlite3's _stmt_cache_size): the
+// statements run with arguments but not prepared by the ledger itself (a
+// suppression's and an erasure mark's reads and inserts, the transparency
+// log's reads and appends, the data key's read, …) are otherwise compiled
+// again by sqlite3_prepare_v2 every time, several dozen times an erasure.
+// A cached statement is reset (it holds no lock and no read snapshot) and
+// re-prepared by SQLite itself after a schema change, as any prepared
+// statement is: what a statement reads and writes does not change.
+const stmtCacheSize = "64"
+
 func init() {
 	sql.Register(driverName, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
 		_, err := c.Exec("PRAGMA mmap_size = 2147418112; PRAGMA temp_store = MEMORY; PRAGMA cache_size = -65536", nil)
@@ -175,7 +187,7 @@ func openOnce(ctx context.Context, path string, create bool) (*Ledger, error) {
 			return nil, fmt.Errorf("open ledger: %w", err)
 		}
 	}
-	dsn := "file:" + path + "?_journal_mode=WAL&_busy_timeout=10000&_txlock=immediate&_synchronous=FULL"
+	dsn := "file:" + path + "?_journal_mode=WAL&_busy_timeout=10000&_txlock=immediate&_synchronous=FULL&_stmt_cache_size=" + stmtCacheSize
 	if !create {
 		fi, err := os.Stat(path)
 		switch {
@@ -528,6 +540,40 @@ func (l *Ledger) Lookup(ctx context.Context, scope, store, key string) (*lineage
 	return a, nil
 }
 
+// qLookupKeys is qLookup for a JSON array of keys.
+const qLookupKeys = `SELECT id, scope, subject, kind, store, key, digest FROM artifacts WHERE scope = ? AND store = ? AND key IN (SELECT value FROM json_each(?))`
+
+var _ lineage.BatchLookup = (*Ledger)(nil)
+
+// LookupKeys implements lineage.BatchLookup: one statement for all the keys
+// (a location has at most one artifact: artifacts_location is unique).
+func (l *Ledger) LookupKeys(ctx context.Context, scope, store string, keys []string) (map[string]*lineage.Artifact, error) {
+	out := make(map[string]*lineage.Artifact, len(keys))
+	if len(keys) == 0 {
+		return out, nil
+	}
+	b, err := json.Marshal(keys)
+	if err != nil {
+		return nil, fmt.Errorf("look up artifacts: %w", err)
+	}
+	rows, err := l.db.QueryContext(ctx, qLookupKeys, scope, store, string(b))
+	if err != nil {
+		return nil, fmt.Errorf("look up artifacts: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		a, err := scanArtifact(rows)
+		if err != nil {
+			return nil, fmt.Errorf("look up artifacts: %w", err)
+		}
+		out[a.Key] = a
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("look up artifacts: %w", err)
+	}
+	return out, nil
+}
+
 type scanner interface{ Scan(...any) error }
 
 func scanArtifact(r scanner) (*lineage.Artifact, error) {
@@ -566,14 +612,41 @@ func (l *Ledger) SuppressLogged(ctx context.Context, erasure string, artifacts [
 	return idx, err
 }
 
+// suppress suppresses the artifacts not suppressed yet, in their order, as
+// one event: one read of those already suppressed and one insert, whatever
+// the number of artifacts (each set travels as a JSON array).
 func suppress(ctx context.Context, tx *sql.Tx, erasure string, artifacts []string) error {
-	var todo []string
-	for _, id := range artifacts {
-		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM suppressions WHERE artifact = ?`, id).Scan(&n); err != nil {
+	if !validUTF8(append([]string{erasure}, artifacts...)...) {
+		// JSON would replace the invalid bytes: the rows would name
+		// other ids than the event.
+		return errors.New("suppress: an artifact or erasure id is not valid UTF-8")
+	}
+	done := map[string]bool{}
+	if len(artifacts) > 0 {
+		b, err := json.Marshal(artifacts)
+		if err != nil {
 			return err
 		}
-		if n == 0 && !slices.Contains(todo, id) {
+		rows, err := tx.QueryContext(ctx, qSuppressed, string(b))
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			done[id] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+	}
+	var todo []string
+	for _, id := range artifacts {
+		if !done[id] && !slices.Contains(todo, id) {
 			todo = append(todo, id)
 		}
 	}
@@ -584,13 +657,16 @@ func suppress(ctx context.Context, tx *sql.Tx, erasure string, artifacts []strin
 	if err != nil {
 		return err
 	}
-	for _, id := range todo {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO suppressions (artifact, erasure, seq) VALUES (?, ?, ?)`, id, erasure, seq); err != nil {
-			return err
-		}
+	b, err := json.Marshal(todo)
+	if err != nil {
+		return err
 	}
-	return nil
+	_, err = tx.ExecContext(ctx, `INSERT INTO suppressions (artifact, erasure, seq) SELECT value, ?, ? FROM json_each(?) ORDER BY key`, erasure, seq, string(b))
+	return err
 }
+
+// qSuppressed selects, of a JSON array of artifact ids, those suppressed.
+const qSuppressed = `SELECT artifact FROM suppressions WHERE artifact IN (SELECT value FROM json_each(?))`
 
 // Suppressed implements lineage.Ledger.
 func (l *Ledger) Suppressed(ctx context.Context, artifact string) (bool, error) {
@@ -602,16 +678,40 @@ func (l *Ledger) Suppressed(ctx context.Context, artifact string) (bool, error) 
 	return n > 0, nil
 }
 
-// MarkErased implements lineage.Ledger.
+// MarkErased implements lineage.Ledger: the marks not recorded yet, in
+// their order, as one event, with one read of those recorded and one insert
+// each into erasures and erased_subjects, whatever the number of marks
+// (each set travels as a JSON array of [artifact, erasure, outcome]).
 func (l *Ledger) MarkErased(ctx context.Context, marks []lineage.ErasureMark) error {
 	return l.inTx(ctx, "mark erased", func(tx *sql.Tx) error {
-		var todo []lineage.ErasureMark
+		if len(marks) == 0 {
+			return nil
+		}
 		for _, m := range marks {
-			var n int
-			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM erasures WHERE artifact = ? AND erasure = ?`, m.Artifact, m.Erasure).Scan(&n); err != nil {
+			if !validUTF8(m.Artifact, m.Erasure, m.Outcome) {
+				return errors.New("an artifact id, erasure id or outcome is not valid UTF-8") // JSON would replace the invalid bytes
+			}
+		}
+		done := map[[2]string]bool{}
+		rows, err := tx.QueryContext(ctx, qMarked, markRows(marks))
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var a, e string
+			if err := rows.Scan(&a, &e); err != nil {
+				rows.Close()
 				return err
 			}
-			if n == 0 && !containsMark(todo, m) {
+			done[[2]string{a, e}] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		var todo []lineage.ErasureMark
+		for _, m := range marks {
+			if !done[[2]string{m.Artifact, m.Erasure}] && !containsMark(todo, m) {
 				todo = append(todo, m)
 			}
 		}
@@ -622,16 +722,47 @@ func (l *Ledger) MarkErased(ctx context.Context, marks []lineage.ErasureMark) er
 		if err != nil {
 			return err
 		}
-		for _, m := range todo {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO erasures (artifact, erasure, outcome, seq) VALUES (?, ?, ?, ?)`, m.Artifact, m.Erasure, m.Outcome, seq); err != nil {
-				return err
-			}
-			if _, err := tx.ExecContext(ctx, markErasedSubjects, m.Erasure, seq, m.Artifact); err != nil {
-				return err
-			}
+		set := markRows(todo)
+		if _, err := tx.ExecContext(ctx, qInsMarks, seq, set); err != nil {
+			return err
 		}
-		return nil
+		_, err = tx.ExecContext(ctx, qMarkErasedSubjects, seq, set)
+		return err
 	})
+}
+
+// The statements of MarkErased, on a JSON array of [artifact, erasure,
+// outcome] (markRows): the pairs already recorded, the insert of the marks
+// (in their order), and the marker of the subjects owning the marked
+// artifacts (erased_subjects).
+const (
+	qMarked = `SELECT e.artifact, e.erasure FROM json_each(?) j
+		JOIN erasures e ON e.artifact = json_extract(j.value, '$[0]') AND e.erasure = json_extract(j.value, '$[1]')`
+	qInsMarks = `INSERT INTO erasures (artifact, erasure, outcome, seq)
+		SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), ?1 FROM json_each(?2) ORDER BY key`
+	qMarkErasedSubjects = `INSERT OR IGNORE INTO erased_subjects (scope, subject, erasure, seq)
+		SELECT a.scope, a.subject, json_extract(j.value, '$[1]'), ?1 FROM json_each(?2) j JOIN artifacts a ON a.id = json_extract(j.value, '$[0]') ORDER BY j.key`
+)
+
+// validUTF8 reports whether every s is valid UTF-8, which the JSON arrays
+// of suppress and MarkErased carry unchanged.
+func validUTF8(ss ...string) bool {
+	for _, s := range ss {
+		if !utf8.ValidString(s) {
+			return false
+		}
+	}
+	return true
+}
+
+// markRows is marks as a JSON array of [artifact, erasure, outcome].
+func markRows(marks []lineage.ErasureMark) string {
+	rows := make([][3]string, len(marks))
+	for i, m := range marks {
+		rows[i] = [3]string{m.Artifact, m.Erasure, m.Outcome}
+	}
+	b, _ := json.Marshal(rows) // strings only: never fails
+	return string(b)
 }
 
 // Head implements lineage.Ledger.

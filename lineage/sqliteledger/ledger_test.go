@@ -127,3 +127,53 @@ func TestStorage(t *testing.T) {
 		})
 	})
 }
+
+// LookupKeys gives, in one read, what Lookup gives for each key: the
+// artifact at the location, a key with none left out, other stores and
+// scopes not mixed in.
+func TestLookupKeysIsLookup(t *testing.T) {
+	ctx := context.Background()
+	k := ledgertest.Keyer(t)
+	l := openSQLite(t, filepath.Join(t.TempDir(), "ledger.db"))
+	alice, err := k.Key("default", "alice@example.org")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob, err := k.Key("default", "bob@example.org")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []lineage.Artifact{
+		ledgertest.Art(k, alice, lineage.KindSource, "docs", "d1"),
+		ledgertest.Art(k, bob, lineage.KindSource, "docs", `d"2<&>`),
+		ledgertest.Art(k, bob, lineage.KindSource, "vectors", "d1"),
+	} {
+		if err := l.Record(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys := []string{"d1", `d"2<&>`, "missing", "d1"}
+	got, err := l.LookupKeys(ctx, "default", "docs", keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Errorf("LookupKeys found %d artifacts, want 2: %v", len(got), got)
+	}
+	for _, key := range keys {
+		want, err := l.Lookup(ctx, "default", "docs", key)
+		a, ok := got[key]
+		switch {
+		case err != nil && ok:
+			t.Errorf("key %q: LookupKeys found %+v, Lookup %v", key, a, err)
+		case err == nil && (!ok || a.ID != want.ID || a.Subject != want.Subject || a.Digest != want.Digest || a.Key != key):
+			t.Errorf("key %q: LookupKeys found %+v (%v), Lookup %+v", key, a, ok, want)
+		}
+	}
+	if none, err := l.LookupKeys(ctx, "other", "docs", keys); err != nil || len(none) != 0 {
+		t.Errorf("LookupKeys in another scope = %v, %v; want none", none, err)
+	}
+	if none, err := l.LookupKeys(ctx, "default", "docs", nil); err != nil || len(none) != 0 {
+		t.Errorf("LookupKeys of no keys = %v, %v", none, err)
+	}
+}

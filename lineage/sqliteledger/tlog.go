@@ -216,10 +216,20 @@ func (l *Ledger) LogLeaves(ctx context.Context, from, to int64) ([][]byte, error
 	return out, nil
 }
 
-// LogOrigin implements transparency.Store.
+// LogOrigin implements transparency.Store. The origin is recorded once and
+// never changed: a recorded one is read without a write transaction (every
+// erasure opens the log, and a write transaction waits for the ledger's
+// write lock); only the first recording takes it.
 func (l *Ledger) LogOrigin(ctx context.Context, proposed string) (string, error) {
 	var v string
-	err := l.inTx(ctx, "log origin", func(tx *sql.Tx) error {
+	err := l.db.QueryRowContext(ctx, `SELECT v FROM meta WHERE k = 'tlog_origin'`).Scan(&v)
+	if err == nil {
+		return v, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("log origin: %w", err)
+	}
+	err = l.inTx(ctx, "log origin", func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO meta (k, v) VALUES ('tlog_origin', ?)`, proposed); err != nil {
 			return err
 		}

@@ -87,7 +87,7 @@ func init() {
 
 // openReader opens the reader of the ledger at path (which exists).
 func openReader(ctx context.Context, path string) (*reader, error) {
-	db, err := sql.Open(readerDriver, "file:"+path+"?mode=rw&_busy_timeout=10000&_txlock=deferred&_query_only=1")
+	db, err := sql.Open(readerDriver, "file:"+path+"?mode=rw&_busy_timeout=10000&_txlock=deferred&_query_only=1&_stmt_cache_size="+stmtCacheSize)
 	if err != nil {
 		return nil, err
 	}
