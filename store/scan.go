@@ -285,6 +285,11 @@ const maxProbeBatch = 256 // a position's number in its batch fits a byte
 // to put needles across batches).
 var probeBatch = maxProbeBatch
 
+// checkEnd bounds how far past a probed position the check bytes of its
+// entries end: they start at most 1<<offBits+gramLen-5 bytes into the
+// needle (countedGrams), and the needle starts at or before the position.
+const checkEnd = 1<<offBits + gramLen
+
 // search looks for needles starting at offsets [0, limit) of b and marks
 // those it finds; with track it also appends the new ones to sc.fresh (only
 // when one goroutine searches).
@@ -316,27 +321,45 @@ func (sc *Scanner) search(b []byte, limit int, track bool) {
 // check compares the needles indexed under the gram at b[p:] with the data
 // and marks those found (see search).
 func (sc *Scanner) check(t *tier, b []byte, p, limit int, track bool) {
-	for _, e := range t.lookup(le64(b[p:])) {
-		idx := int(e.ent >> offBits)
-		start := p - int(e.ent&(1<<offBits-1))
-		c := start + int(e.coff)
-		if start < 0 || start >= limit || c+4 > len(b) || le32(b[c:]) != e.chk {
-			continue
+	ents := t.lookup(le64(b[p:]))
+	if p >= t.maxOff && p < limit && p+checkEnd <= len(b) {
+		// Every entry's needle starts in [0, limit) and its check bytes lie
+		// in b: compare those first, without the bounds (under a template
+		// gram of text there are many entries, and most differ there).
+		for i := range ents {
+			if e := &ents[i]; le32(b[p+int(e.dlt):]) == e.chk {
+				sc.confirm(b, p, e, limit, track)
+			}
 		}
-		if hl := int(e.hlen); start+hl > len(b) || windowSum(b[start:start+hl]) != e.sum {
-			continue
-		}
-		w, bit := &sc.hit[idx>>6], uint64(1)<<(idx&63)
-		if atomic.LoadUint64(w)&bit != 0 {
-			continue // found already
-		}
-		n := sc.set.needles[idx]
-		if start+len(n) > len(b) || !bytes.Equal(b[start:start+len(n)], n) {
-			continue
-		}
-		if atomic.OrUint64(w, bit)&bit == 0 && track {
-			sc.fresh = append(sc.fresh, idx)
-		}
+		return
+	}
+	for i := range ents {
+		sc.confirm(b, p, &ents[i], limit, track)
+	}
+}
+
+// confirm marks e's needle found if it occurs in b where e, indexed under
+// the gram at b[p:], places it, starting in [0, limit).
+func (sc *Scanner) confirm(b []byte, p int, e *entry, limit int, track bool) {
+	idx := int(e.ent >> offBits)
+	start := p - int(e.ent&(1<<offBits-1))
+	c := start + int(e.coff)
+	if start < 0 || start >= limit || c+4 > len(b) || le32(b[c:]) != e.chk {
+		return
+	}
+	if hl := int(e.hlen); start+hl > len(b) || windowSum(b[start:start+hl]) != e.sum {
+		return
+	}
+	w, bit := &sc.hit[idx>>6], uint64(1)<<(idx&63)
+	if atomic.LoadUint64(w)&bit != 0 {
+		return // found already
+	}
+	n := sc.set.needles[idx]
+	if start+len(n) > len(b) || !bytes.Equal(b[start:start+len(n)], n) {
+		return
+	}
+	if atomic.OrUint64(w, bit)&bit == 0 && track {
+		sc.fresh = append(sc.fresh, idx)
 	}
 }
 

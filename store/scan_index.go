@@ -90,6 +90,7 @@ type entry struct {
 	sum  uint32 // windowSum of the needle's first hlen bytes
 	coff uint8  // the check offset (NeedleSet.chkOff): no lookup per entry
 	hlen uint8  // min(len(needle), 32)
+	dlt  int8   // coff - offset: where the check bytes start from the probed position
 }
 
 // windowSum hashes b (8 to 32 bytes) from four 8-byte words, the last
@@ -482,7 +483,7 @@ func buildTiers(needles [][]byte, owners []int32) (tiers []*tier, chkOff []uint8
 	for i, n := range needles {
 		k := int(ks[i])
 		for _, o := range offs[at[i] : at[i]+k] {
-			byK[k] = append(byK[k], gramEnt{le64(n[o:]), entry{uint32(i)<<offBits | uint32(o), le32(n[chkOff[i]:]), windowSum(n[:min(len(n), 32)]), chkOff[i], uint8(min(len(n), 32))}})
+			byK[k] = append(byK[k], gramEnt{le64(n[o:]), entry{uint32(i)<<offBits | uint32(o), le32(n[chkOff[i]:]), windowSum(n[:min(len(n), 32)]), chkOff[i], uint8(min(len(n), 32)), int8(int(chkOff[i]) - int(o))}})
 			maxOff[k] = max(maxOff[k], int(o))
 		}
 	}

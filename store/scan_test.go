@@ -269,8 +269,10 @@ func TestScanMatchesNaiveSearch(t *testing.T) {
 }
 
 // Every gram a tier indexes passes the tier's bloom filter (one that did not
-// would hide its needles from the scan), and the filter has at least 8 bits
-// per entry: for sets of every bloom size, at one stride and several.
+// would hide its needles from the scan), the filter has at least 8 bits per
+// entry, and each entry's dlt puts its check bytes where coff does, ending
+// within checkEnd of the probed position (search compares them there
+// without bounds): for sets of every bloom size, at one stride and several.
 func TestTierIndexInvariants(t *testing.T) {
 	var sets []*NeedleSet
 	for _, count := range []int{1, 300, 3000, 30000} {
@@ -300,8 +302,9 @@ func TestTierIndexInvariants(t *testing.T) {
 				}
 				for _, e := range tr.ents[s.lo : s.lo+s.n] {
 					o := int(e.ent & (1<<offBits - 1))
-					if n := set.needles[e.ent>>offBits]; le64(n[o:]) != s.gram || o > tr.maxOff {
-						t.Fatalf("%d needles, stride %d: entry of needle %d at offset %d is not under its gram", set.Len(), tr.k, e.ent>>offBits, o)
+					n := set.needles[e.ent>>offBits]
+					if le64(n[o:]) != s.gram || o > tr.maxOff || int(e.dlt) != int(e.coff)-o || int(e.coff)+4 > min(len(n), checkEnd) {
+						t.Fatalf("%d needles, stride %d: entry of needle %d at offset %d: check offset %d, dlt %d, needle of %d bytes", set.Len(), tr.k, e.ent>>offBits, o, e.coff, e.dlt, len(n))
 					}
 				}
 			}
