@@ -17,6 +17,15 @@ func setReadSizes(t testing.TB, read, parallel int) {
 	t.Cleanup(func() { readSize, parallelMin = r, p })
 }
 
+// setProbeBatch lowers the positions search probes in one batch for one
+// test, so that needles and the positions that pass the bloom filter lie
+// across batches.
+func setProbeBatch(t testing.TB, n int) {
+	b := probeBatch
+	probeBatch = n
+	t.Cleanup(func() { probeBatch = b })
+}
+
 // naiveFound is what the scanner must report: per key, the needles of at
 // least 8 bytes that occur in data.
 func naiveFound(ev map[string]*Evidence, data []byte) map[string]int {
@@ -131,6 +140,9 @@ func FuzzScan(f *testing.F) {
 		}
 		ev, data, read, parallel := fuzzCase(seed, spec)
 		setReadSizes(t, read, parallel)
+		if len(spec)%3 != 0 { // batches of 1 to 13 positions; one case in three the default
+			setProbeBatch(t, 1+len(spec)%13)
+		}
 		checkScan(t, ev, data)
 	})
 }
@@ -162,7 +174,10 @@ func TestScanBoundariesNestedOverlapping(t *testing.T) {
 	add("absent", []byte("not in the data at all, 32 bytes"))
 	add("tiny", []byte("abc"))     // under 8 bytes: never counted
 	add("end", data[len(data)-9:]) // at the very end
-	checkScan(t, ev, data)
+	for _, batch := range []int{1, 5, maxProbeBatch} {
+		setProbeBatch(t, batch)
+		checkScan(t, ev, data)
+	}
 }
 
 // textNeedles returns data of lower-case template text with rare
@@ -230,7 +245,10 @@ func TestScanTiersMatchNaiveSearch(t *testing.T) {
 		}
 		for _, read := range []int{40, 77, 4096} {
 			setReadSizes(t, read, 3*read)
-			checkScan(t, ev, data)
+			for _, batch := range []int{3, maxProbeBatch} {
+				setProbeBatch(t, batch)
+				checkScan(t, ev, data)
+			}
 		}
 	}
 }

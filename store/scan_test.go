@@ -268,6 +268,50 @@ func TestScanMatchesNaiveSearch(t *testing.T) {
 	}
 }
 
+// Every gram a tier indexes passes the tier's bloom filter (one that did not
+// would hide its needles from the scan), the filter has at least 8 bits per
+// entry, and each entry's dlt puts its check bytes where coff does, ending
+// within checkEnd of the probed position (search compares them there
+// without bounds): for sets of every bloom size, at one stride and several.
+func TestTierIndexInvariants(t *testing.T) {
+	var sets []*NeedleSet
+	for _, count := range []int{1, 300, 3000, 30000} {
+		e := &Evidence{}
+		for i := range count {
+			nd := make([]byte, WindowSize)
+			fill(nd, uint64(i))
+			e.Needles = append(e.Needles, nd)
+		}
+		sets = append(sets, NewNeedleSet(map[string]*Evidence{"k": e}))
+	}
+	for _, c := range [][2]int{{400, 40}, {100, 200}} {
+		ev, _ := textNeedles(c[0], c[1])
+		sets = append(sets, NewNeedleSet(ev))
+	}
+	for _, set := range sets {
+		for _, tr := range set.tiers {
+			if bits := 64 * len(tr.bloom); bits < 8*len(tr.ents) {
+				t.Errorf("%d needles, stride %d: %d bloom bits for %d entries", set.Len(), tr.k, bits, len(tr.ents))
+			}
+			for _, s := range tr.slots {
+				if s.n == 0 {
+					continue
+				}
+				if w, m := bloomBits(s.gram, tr.bshift); tr.bloom[w]&m != m {
+					t.Fatalf("%d needles, stride %d: gram %#x is indexed but does not pass the bloom filter", set.Len(), tr.k, s.gram)
+				}
+				for _, e := range tr.ents[s.lo : s.lo+s.n] {
+					o := int(e.ent & (1<<offBits - 1))
+					n := set.needles[e.ent>>offBits]
+					if le64(n[o:]) != s.gram || o > tr.maxOff || int(e.dlt) != int(e.coff)-o || int(e.coff)+4 > min(len(n), checkEnd) {
+						t.Fatalf("%d needles, stride %d: entry of needle %d at offset %d: check offset %d, dlt %d, needle of %d bytes", set.Len(), tr.k, e.ent>>offBits, o, e.coff, e.dlt, len(n))
+					}
+				}
+			}
+		}
+	}
+}
+
 // A set without needles (every record absent, or every window shared)
 // scans a reader longer than one read without failing, and finds nothing.
 func TestScanEmptySetAcrossReads(t *testing.T) {
