@@ -29,6 +29,32 @@ func TestCrashAfterCertificateWrittenFinishesPublication(t *testing.T) {
 	checkResumed(t, ref, f, res, crashIssued, false)
 }
 
+// With the state directory, publish destroys the sealed evidence while it
+// logs and writes the certificate: a crash can come after the evidence is
+// gone and before the certificate exists. Nothing left reads the evidence,
+// so the rerun publishes the same certificate without it.
+func TestCrashAfterEvidenceDestroyedFinishesPublication(t *testing.T) {
+	ref := crashReference(t)
+	k := ref.index(t, "publish", "begin")
+	f := copyE2EFixture(t, ref.pristine)
+	crashIssued := crashAt(t, ref, f, k)
+	jdir := filepath.Join(f.state(), "erasures", ref.erasureID)
+	sealed, _ := filepath.Glob(filepath.Join(jdir, "*.sealed"))
+	if len(sealed) == 0 {
+		t.Fatal("the crashed run holds no sealed evidence: the scenario needs it")
+	}
+	for _, p := range sealed {
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c := certFiles(t, f.state()); len(c) != 0 {
+		t.Fatalf("the crash before publish left certificates %v", baseNames(c))
+	}
+	res := runBinary(t, nil, "", forgetArgs(f)...)
+	checkResumed(t, ref, f, res, crashIssued, false)
+}
+
 // Issue #8.1, end to end: every store of the trace is down; with
 // --allow-partial the erasure ends incomplete (exit 7). Once the stores are
 // back, the same command erases and verifies everything, and its
