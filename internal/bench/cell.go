@@ -27,7 +27,7 @@ func runCell(ctx context.Context, tg *target, c *Corpus, dir, id string, subject
 	cell := &Cell{Baseline: id, Subjects: len(subjects)}
 	if id == "B4" || id == "B5" {
 		cell.Outcomes = &Outcomes{}
-		e.steps = newStepClock()
+		e.steps = NewStepClock()
 	}
 	erased := map[int]bool{}
 	for _, s := range subjects {
@@ -133,7 +133,7 @@ func runCell(ctx context.Context, tg *target, c *Corpus, dir, id string, subject
 		cell.LogicalExclusion, cell.PhysicalResidue, cell.ProbePower = float64(hidden)/n, float64(residue)/n, float64(power)/n
 	}
 	cell.walls = walls
-	cell.StepsMs = e.steps.perErasure(len(subjects))
+	cell.StepsMs = e.steps.PerErasure(len(subjects))
 	cell.WallMedianMs, cell.WallP95Ms = percentile(walls, 0.5), percentile(walls, 0.95)
 	for _, w := range walls {
 		cell.WallTotalMs += w

@@ -136,7 +136,7 @@ type env struct {
 	ledger *sqliteledger.Ledger
 	st     store.Store
 	rec    *capture.Recorder
-	steps  *stepClock // the step times of the erasures run in this env (B4, B5), or nil
+	steps  *StepClock // the step times of the erasures run in this env (B4, B5), or nil
 }
 
 func openEnv(ctx context.Context, root string, create bool) (*env, error) {

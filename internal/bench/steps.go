@@ -8,21 +8,21 @@ import (
 	"time"
 )
 
-// stepClock sums, per kind of step (evidence, delete, reclaim, probe, …),
+// StepClock sums, per kind of step (evidence, delete, reclaim, probe, …),
 // the durations the saga prints as progress for each step it runs
 // ("  evidence:docs                done (12.34ms)"). Steps replayed from a
 // journal ("done (journal)") are not counted. Erasures of one window may
 // print at once: Write is safe for concurrent use.
-type stepClock struct {
+type StepClock struct {
 	mu sync.Mutex
 	d  map[string]time.Duration
 }
 
 var stepDone = regexp.MustCompile(`^\s+(\S+)\s+done \(([^)]+)\)`)
 
-func newStepClock() *stepClock { return &stepClock{d: map[string]time.Duration{}} }
+func NewStepClock() *StepClock { return &StepClock{d: map[string]time.Duration{}} }
 
-func (s *stepClock) Write(p []byte) (int, error) {
+func (s *StepClock) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, line := range strings.Split(string(p), "\n") {
@@ -42,7 +42,7 @@ func (s *stepClock) Write(p []byte) (int, error) {
 
 // perErasure returns each kind's total in milliseconds divided by n, or
 // nil when nothing was timed.
-func (s *stepClock) perErasure(n int) map[string]float64 {
+func (s *StepClock) PerErasure(n int) map[string]float64 {
 	if s == nil {
 		return nil
 	}
@@ -59,7 +59,7 @@ func (s *stepClock) perErasure(n int) map[string]float64 {
 }
 
 // progress is the Progress writer of the env's erasures: its step clock,
-// or nil (a nil *stepClock in an io.Writer would not be nil).
+// or nil (a nil *StepClock in an io.Writer would not be nil).
 func (e *env) progress() io.Writer {
 	if e.steps == nil {
 		return nil

@@ -9,15 +9,15 @@ import (
 // The step clock sums the saga's "done (duration)" progress lines per kind
 // of step, skips replays from the journal, and divides by the erasures.
 func TestStepClock(t *testing.T) {
-	c := newStepClock()
+	c := NewStepClock()
 	fmt.Fprintf(c, "erasure er-1 of s: 3 artifacts in 1 stores\n  %-28s done (%s)\n  %-28s done (journal)\n", "evidence:docs", 1500*time.Microsecond, "delete:docs")
 	fmt.Fprintf(c, "  %-28s done (%s)\n  %-28s done (%s)\n  %-28s waiting: PENDING-store-busy (x); 2s of 30s\n", "evidence:docs", 2500*time.Microsecond, "reclaim:docs", time.Duration(0), "reclaim:docs")
-	got := c.perErasure(2)
+	got := c.PerErasure(2)
 	if len(got) != 2 || got["evidence"] != 2 || got["reclaim"] != 0 {
 		t.Fatalf("per erasure %v, want evidence 2 ms and reclaim 0 ms only", got)
 	}
-	var none *stepClock
-	if none.perErasure(1) != nil {
+	var none *StepClock
+	if none.PerErasure(1) != nil {
 		t.Fatal("a nil clock reports steps")
 	}
 	if (&env{}).progress() != nil {

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
-	"strings"
 	"testing"
 	"time"
 
@@ -75,7 +73,7 @@ func newDocFixture(tb testing.TB, root string, people, docsEach int) *docFixture
 
 func (f *docFixture) close() { f.raw.Close(); f.ledger.Close() }
 
-func (f *docFixture) erase(tb testing.TB, person int, progress *stepTimes) {
+func (f *docFixture) erase(tb testing.TB, person int, progress *bench.StepClock) {
 	tb.Helper()
 	ctx := context.Background()
 	k, err := f.dir.Keyer.Key(f.dir.Config.Scope, f.corpus.People[person].ID)
@@ -92,7 +90,7 @@ func (f *docFixture) erase(tb testing.TB, person int, progress *stepTimes) {
 	}
 	e := &saga.Erasure{Dir: f.dir, Ledger: f.ledger, Stores: map[string]store.Store{"docs": f.raw}, Trace: tr, Reason: "BENCH"}
 	if progress != nil {
-		e.Progress = progress // a nil *stepTimes in the interface would not be nil
+		e.Progress = progress // a nil *bench.StepClock in the interface would not be nil
 	}
 	res, err := saga.Run(ctx, e)
 	if err != nil {
@@ -101,27 +99,6 @@ func (f *docFixture) erase(tb testing.TB, person int, progress *stepTimes) {
 	if c := res.Statement.Predicate.Counts; c.Unverified != 0 || c.Residual != 0 || c.OutOfScope != 0 {
 		tb.Fatalf("erasure of person %d incomplete: %+v", person, c)
 	}
-}
-
-// stepTimes sums the step durations the saga prints as progress.
-type stepTimes struct{ d map[string]time.Duration }
-
-var stepLine = regexp.MustCompile(`^\s+(\S+)\s+done \(([^)]+)\)`)
-
-func (s *stepTimes) Write(p []byte) (int, error) {
-	for _, line := range strings.Split(string(p), "\n") {
-		m := stepLine.FindStringSubmatch(line)
-		if m == nil || m[2] == "journal" {
-			continue
-		}
-		d, err := time.ParseDuration(m[2])
-		if err != nil {
-			continue
-		}
-		name, _, _ := strings.Cut(m[1], ":")
-		s.d[name] += d
-	}
-	return len(p), nil
 }
 
 // fixedCostPaths is the code BenchmarkErasureFixedCost measures.
@@ -144,7 +121,7 @@ func BenchmarkErasureFixedCost(b *testing.B) {
 				b.Skip("the default corpus takes a while to build")
 			}
 			prov := provenance.Capture(fixedCostPaths)
-			steps := &stepTimes{d: map[string]time.Duration{}}
+			steps := bench.NewStepClock()
 			synced, stop := saga.JournalSyncs()
 			defer stop()
 			var f *docFixture
@@ -174,16 +151,13 @@ func BenchmarkErasureFixedCost(b *testing.B) {
 				return
 			}
 			res := bench.FixedCostResult{Kind: "fixedcost", Store: "sqlite-doc", Subjects: size.people, DocsEach: size.docs, Provenance: prov,
-				Erasures: b.N, JournalSyncs: syncs, StepsMs: map[string]float64{}}
+				Erasures: b.N, JournalSyncs: syncs, StepsMs: steps.PerErasure(b.N)}
 			sum := 0.0
 			for _, w := range walls {
 				sum += w
 			}
 			sort.Float64s(walls)
 			res.MeanMs, res.MedianMs, res.P95Ms = sum/float64(b.N), walls[len(walls)/2], walls[int(0.95*float64(len(walls)-1))]
-			for n, d := range steps.d {
-				res.StepsMs[n] = float64(d.Microseconds()) / 1000 / float64(b.N)
-			}
 			out, err := json.MarshalIndent(res, "", "  ")
 			if err != nil {
 				b.Fatal(err)
