@@ -120,24 +120,25 @@ func checkHostFlag(host string) error {
 // checkHost refuses to run the erasure of t on this host when its
 // artifacts are in stores in files that another host holds (owner: in
 // amnesia.yaml), or when stores have owners and --host does not say which
-// host this is. The configured path of such a store names a file on its
-// owner's disk: here it may be missing, or another file. Nothing is
-// erased; the message says how to queue the erasure for the owner's
-// worker, which claims only the erasures of the stores its host holds.
+// host this is (worker.CheckHost, which capture.App.Erase makes too). The
+// configured path of such a store names a file on its owner's disk: here
+// it may be missing, or another file. Nothing is erased; the message says
+// how to queue the erasure for the owner's worker, which claims only the
+// erasures of the stores its host holds.
 func (a *app) checkHost(t *lineage.Trace, host string) error {
-	owner, err := worker.OwnerOf(a.dir.Config, t)
-	if err != nil {
+	err := worker.CheckHost(a.dir.Config, t, host)
+	var he *worker.HostError
+	switch {
+	case err == nil:
+		return nil
+	case !errors.As(err, &he):
 		return withCode(exitUsage, fmt.Errorf("%w: nothing was erased", err))
 	}
-	queue := fmt.Sprintf("queue it for that host's worker (amnesia trace, then amnesia erase --trace ID --queue), or run this command there with --host %s: nothing was erased", owner)
-	switch {
-	case owner == "" || owner == host:
-		return nil
-	case host == "":
-		return withCode(exitUsage, fmt.Errorf("the trace's stores in files are held by host %s (owner: in amnesia.yaml) and --host does not say which host this is: %s", owner, queue))
-	default:
-		return withCode(exitUsage, fmt.Errorf("the trace's stores in files are held by host %s (owner: in amnesia.yaml), not by %s: %s", owner, host, queue))
+	queue := fmt.Sprintf("queue it for that host's worker (amnesia trace, then amnesia erase --trace ID --queue), or run this command there with --host %s: nothing was erased", he.Owner)
+	if he.Host == "" {
+		return withCode(exitUsage, fmt.Errorf("the trace's stores in files are held by host %s (owner: in amnesia.yaml) and --host does not say which host this is: %s", he.Owner, queue))
 	}
+	return withCode(exitUsage, fmt.Errorf("the trace's stores in files are held by host %s (owner: in amnesia.yaml), not by %s: %s", he.Owner, he.Host, queue))
 }
 
 // pending returns an unfinished erasure of the raw subject, if any.

@@ -529,11 +529,58 @@ func EnqueueDue(ctx context.Context, env *erasure.Env, t *lineage.Trace, reason 
 // it has none there. A trace whose stores in files have two owners cannot be
 // erased by one worker: an error that says so.
 func OwnerOf(cfg *state.Config, t *lineage.Trace) (string, error) {
+	owner, _, err := ownerOf(cfg, t)
+	return owner, err
+}
+
+// ErrOtherHost is the refusal of an erasure run at once on a host that is
+// not the one holding its stores in files (owner: in amnesia.yaml), or on a
+// host not named while stores have owners (CheckHost).
+var ErrOtherHost = errors.New("the erasure's stores in files are held by another host")
+
+// HostError is CheckHost's refusal; it wraps ErrOtherHost. It names stores
+// and hosts, never the subject.
+type HostError struct {
+	Store string // a store in files of the trace, held by Owner
+	Owner string // the host that must run the erasure
+	Host  string // the host named by the caller, "" when none was
+}
+
+func (e *HostError) Error() string {
+	if e.Host == "" {
+		return fmt.Sprintf("store %q is in files held by host %s (owner: in amnesia.yaml) and no host name says which host this is", e.Store, e.Owner)
+	}
+	return fmt.Sprintf("store %q is in files held by host %s (owner: in amnesia.yaml), not by %s", e.Store, e.Owner, e.Host)
+}
+
+func (e *HostError) Unwrap() error { return ErrOtherHost }
+
+// CheckHost checks, before an erasure run at once, that host may run the
+// erasure of t: nil when none of its stores in files has an owner, or host
+// is their owner; a *HostError when another host holds them, or when host
+// is "" and they have an owner (the configured path of such a store names a
+// file on its owner's disk: here it may be missing, or another file);
+// OwnerOf's error when they have two owners. It opens and erases nothing.
+// `amnesia forget` and `amnesia erase` (--host) and capture.App.Erase
+// (EraseOptions.Host) refuse with it; a worker checks its claims itself.
+func CheckHost(cfg *state.Config, t *lineage.Trace, host string) error {
+	owner, storeName, err := ownerOf(cfg, t)
+	if err != nil {
+		return err
+	}
+	if owner == "" || owner == host {
+		return nil
+	}
+	return &HostError{Store: storeName, Owner: owner, Host: host}
+}
+
+// ownerOf is OwnerOf; it also returns the first store of t in files that
+// the owner holds ("" with no owner).
+func ownerOf(cfg *state.Config, t *lineage.Trace) (owner, from string, err error) {
 	owners := cfg.Owners()
 	if len(owners) == 0 {
-		return "", nil
+		return "", "", nil
 	}
-	owner, from := "", ""
 	see := func(storeName string) error {
 		o := owners[storeName]
 		switch {
@@ -547,15 +594,15 @@ func OwnerOf(cfg *state.Config, t *lineage.Trace) (string, error) {
 	}
 	for _, a := range t.Artifacts {
 		if err := see(a.Store); err != nil {
-			return "", err
+			return "", "", err
 		}
 	}
 	for _, p := range t.Plan {
 		if err := see(p.Store); err != nil {
-			return "", err
+			return "", "", err
 		}
 	}
-	return owner, nil
+	return owner, from, nil
 }
 
 func errString(err error) string {
