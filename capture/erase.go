@@ -12,6 +12,8 @@ import (
 	"github.com/amnesia-dev/amnesia/certificate"
 	"github.com/amnesia-dev/amnesia/internal/erasure"
 	"github.com/amnesia-dev/amnesia/internal/saga"
+	"github.com/amnesia-dev/amnesia/internal/state"
+	"github.com/amnesia-dev/amnesia/internal/worker"
 	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/store"
 )
@@ -32,6 +34,12 @@ var (
 	// exits 9). Nothing is lost: call Erase again later to finish it
 	// (errors.As with *saga.PendingError says which store and why).
 	ErrPending = saga.ErrPending
+	// ErrOtherHost: the subject's records are in stores in files that
+	// another host holds (owner: in amnesia.yaml), or stores have owners
+	// and EraseOptions.Host is empty (`amnesia forget` exits 2). Nothing
+	// was erased: call Erase on the owner host with its name in
+	// EraseOptions.Host, or queue the erasure for that host's worker.
+	ErrOtherHost = worker.ErrOtherHost
 )
 
 // Erasure is a finished erasure.
@@ -56,6 +64,12 @@ type EraseOptions struct {
 	// Progress receives the human progress lines `amnesia forget` prints;
 	// nil discards them.
 	Progress io.Writer
+	// Host is this host's name, as in the stores' owner: keys of
+	// amnesia.yaml (`amnesia forget --host`). When stores in files have
+	// owners, Erase runs only on the host that holds the trace's stores in
+	// files: with another host's name, or none, it returns ErrOtherHost
+	// before anything is opened or erased.
+	Host string
 }
 
 // Erase erases everything recorded for the raw subject id in the App's
@@ -71,7 +85,10 @@ type EraseOptions struct {
 // Before anything it makes the checks the command line makes when it opens
 // the ledger, and returns their errors (state.ErrConfigMismatch: another
 // host ran `amnesia config publish`; state.ErrSecretsMismatch;
-// state.ErrLedgerLost) without erasing.
+// state.ErrLedgerLost) without erasing. When stores in files have owners
+// (owner: in amnesia.yaml), it runs only on the host that holds the trace's
+// stores in files, named in EraseOptions.Host as `amnesia forget --host`
+// names it, and otherwise returns ErrOtherHost before any store is opened.
 //
 // Erase does not wait for other writers: do not ingest data of the same
 // subject while its erasure runs.
@@ -82,6 +99,9 @@ func (a *App) Erase(ctx context.Context, rawSubject, reason string, opts ...Eras
 	}
 	if strings.TrimSpace(reason) == "" {
 		return nil, errors.New("capture erase: reason is required (the request or ticket this erasure answers; no personal data)")
+	}
+	if o.Host != "" && !state.ValidHostName(o.Host) {
+		return nil, fmt.Errorf("capture erase: EraseOptions.Host %q: want a host name (letters, digits, '.', '-', '_'), as in the stores' owner: keys", o.Host)
 	}
 	k, err := a.rec.SubjectKey(rawSubject)
 	if err != nil {
@@ -104,9 +124,8 @@ func (a *App) Erase(ctx context.Context, rawSubject, reason string, opts ...Eras
 	}
 	a.busy.RLock()
 	defer a.busy.RUnlock()
-	stores, failed, err := a.openAll(ctx)
-	if err != nil {
-		return nil, err
+	if a.isClosed() {
+		return nil, errClosed
 	}
 	logf, err := os.OpenFile(a.dir.LogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -118,6 +137,15 @@ func (a *App) Erase(ctx context.Context, rawSubject, reason string, opts ...Eras
 	if err != nil {
 		return nil, fmt.Errorf("capture erase: %w", err)
 	}
+	// Stores in files with owners: only their owner host erases them, as
+	// `amnesia forget --host` does; checked before any store is opened.
+	if err := checkHost(a.dir.Config, t, o.Host); err != nil {
+		return nil, err
+	}
+	stores, failed, err := a.openAll(ctx)
+	if err != nil {
+		return nil, err
+	}
 	res, err := env.Run(ctx, t, reason, erasure.Options{Progress: o.Progress, Stores: stores, OpenErr: failed})
 	if err != nil {
 		return nil, fmt.Errorf("capture erase: %w", err)
@@ -126,6 +154,33 @@ func (a *App) Erase(ctx context.Context, rawSubject, reason string, opts ...Eras
 		ID: res.ID, Certificate: res.CertificatePath, Complete: res.Complete(),
 		Resumed: res.Resumed, Follows: res.Follows, Statement: res.Statement,
 	}, nil
+}
+
+// checkHost refuses the erasure of t on host when the trace's stores in
+// files are held by another host, or have an owner and host is ""
+// (worker.CheckHost). The error names the store and the hosts, not the
+// subject.
+func checkHost(cfg *state.Config, t *lineage.Trace, host string) error {
+	err := worker.CheckHost(cfg, t, host)
+	var he *worker.HostError
+	switch {
+	case err == nil:
+		return nil
+	case !errors.As(err, &he):
+		return fmt.Errorf("capture erase: %w: nothing was erased", err)
+	}
+	queue := fmt.Sprintf("call Erase on that host with EraseOptions.Host %q, or queue the erasure for its worker (amnesia trace, then amnesia erase --trace ID --queue): nothing was erased", he.Owner)
+	if he.Host == "" {
+		return fmt.Errorf("capture erase: %w: store %q is held by host %s (owner: in amnesia.yaml) and EraseOptions.Host does not say which host this is: %s", ErrOtherHost, he.Store, he.Owner, queue)
+	}
+	return fmt.Errorf("capture erase: %w: store %q is held by host %s (owner: in amnesia.yaml), not by %s: %s", ErrOtherHost, he.Store, he.Owner, he.Host, queue)
+}
+
+// isClosed reports whether Close was called.
+func (a *App) isClosed() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.closed
 }
 
 // openAll returns every configured store: those already open, and the
