@@ -30,25 +30,26 @@ func (s *Store) Delete(ctx context.Context, keys []string) error {
 // ReadEvidence implements store.EvidenceReader: windows of the content,
 // and the subject tag. Windows that another live row (outside keys) also
 // holds are counted as Shared, and that row's id is named in SharedWith.
-// The rows of keys are read with one query, and each row of the table is
-// told apart from them by one lookup (pg.KeySet), not one comparison per key.
+// The rows of keys are read with one query, which of their content values
+// are stored compressed with another (pg.CompressedRows), and each row of
+// the table is told apart from them by one lookup (pg.KeySet), not one
+// comparison per key.
 func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*store.Evidence, error) {
 	rows, err := s.rowsOf(ctx, keys)
 	if err != nil {
 		return nil, fmt.Errorf("read evidence: %w", err)
 	}
+	comps, err := pg.CompressedRows(ctx, s.db, s.tbl, s.m, s.storage, s.t.Priv.ServerVersion, keys)
+	if err != nil {
+		return nil, fmt.Errorf("read evidence: %w", err)
+	}
 	out := map[string]*store.Evidence{}
-	for _, k := range keys {
+	for j, k := range keys {
 		r := rows[k]
 		if r == nil {
 			continue
 		}
-		var a pg.Args
-		where := s.m.Where(&a, []string{k})
-		comp, err := pg.Compressed(ctx, s.db, s.tbl, s.m.Content, s.storage, s.t.Priv.ServerVersion, where, a)
-		if err != nil {
-			return nil, fmt.Errorf("read evidence: %w", err)
-		}
+		comp := comps[j]
 		e := &store.Evidence{Key: k, Filter: map[string]string{"subject": r.Subject}}
 		for i, c := range r.contents {
 			if i < len(comp) && comp[i] {

@@ -34,8 +34,14 @@ func (s *Store) Delete(ctx context.Context, keys []string) error {
 // counted as Shared; the rows holding windows of the content are named in
 // SharedWith, those holding the vector's are not (see store.DropShared).
 func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*store.Evidence, error) {
+	// Which content values are stored compressed: one query for all keys
+	// (pg.CompressedRows), not one per key.
+	comps, err := pg.CompressedRows(ctx, s.db, s.tbl, s.lay.Mapping, s.storage, s.t.Priv.ServerVersion, keys)
+	if err != nil {
+		return nil, fmt.Errorf("read evidence: %w", err)
+	}
 	out := map[string]*store.Evidence{}
-	for _, k := range keys {
+	for j, k := range keys {
 		r, err := s.get(ctx, k)
 		if err != nil {
 			return nil, fmt.Errorf("read evidence: %w", err)
@@ -43,12 +49,7 @@ func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*st
 		if r == nil {
 			continue
 		}
-		var a pg.Args
-		where := s.lay.Where(&a, []string{k})
-		comp, err := pg.Compressed(ctx, s.db, s.tbl, s.lay.Content, s.storage, s.t.Priv.ServerVersion, where, a)
-		if err != nil {
-			return nil, fmt.Errorf("read evidence: %w", err)
-		}
+		comp := comps[j]
 		e := &store.Evidence{Key: k, Vector: r.Embedding, Filter: map[string]string{}}
 		if len(r.Embedding) > 0 {
 			e.AddWindows(OnDisk(r.Embedding))

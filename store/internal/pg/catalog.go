@@ -142,21 +142,11 @@ func StorageNote(col string, storage string) string {
 // (serverVersion, as server_version_num) the function does not exist:
 // every such value over MinCompressible bytes is then reported as
 // compressed, which may under-claim, never over-claim. A row that where
-// does not select reports none.
+// does not select reports none. CompressedRows answers for the rows of
+// many keys at once.
 func Compressed(ctx context.Context, db *DB, tbl Table, content []string, storage map[string]string, serverVersion int, where string, args Args) ([]bool, error) {
 	out := make([]bool, len(content))
-	var exprs []string
-	var idx []int
-	for i, c := range content {
-		if st := storage[c]; st == "x" || st == "m" {
-			if serverVersion >= 140000 {
-				exprs = append(exprs, "pg_column_compression("+Quote(c)+") IS NOT NULL")
-			} else {
-				exprs = append(exprs, fmt.Sprintf("COALESCE(octet_length(%s::text) > %d, false)", Quote(c), MinCompressible))
-			}
-			idx = append(idx, i)
-		}
-	}
+	exprs, idx := compressedExprs(content, storage, serverVersion)
 	if len(exprs) == 0 {
 		return out, nil
 	}
@@ -181,6 +171,85 @@ func Compressed(ctx context.Context, db *DB, tbl Table, content []string, storag
 		return nil, fmt.Errorf("ask which content values are stored compressed: %w", err)
 	}
 	return out, nil
+}
+
+// compressedChunk is how many keys one query of CompressedRows asks about
+// (a variable for tests).
+var compressedChunk = 1000
+
+// CompressedRows is Compressed for the rows of many keys: out[j] says, for
+// the content columns of m (m.Content, in order), which values of the row
+// that m.Where selects for keys[j] PostgreSQL keeps compressed, as
+// Compressed does for that where. When several rows answer to a key, one
+// of them is reported, as Compressed's LIMIT 1 does; a key no row answers
+// to reports none. It asks one query per compressedChunk keys, not one per
+// key: an erasure's evidence read used to cost a round trip per row.
+func CompressedRows(ctx context.Context, db *DB, tbl Table, m Mapping, storage map[string]string, serverVersion int, keys []string) ([][]bool, error) {
+	out := make([][]bool, len(keys))
+	for j := range out {
+		out[j] = make([]bool, len(m.Content))
+	}
+	exprs, idx := compressedExprs(m.Content, storage, serverVersion)
+	if len(exprs) == 0 || len(keys) == 0 {
+		return out, nil
+	}
+	at := map[string][]int{} // key -> its places in keys
+	for j, k := range keys {
+		at[k] = append(at[k], j)
+	}
+	done := map[string]bool{} // keys answered by a row already
+	err := db.With(ctx, func(c *pgx.Conn) error {
+		for lo := 0; lo < len(keys); lo += compressedChunk {
+			chunk := keys[lo:min(lo+compressedChunk, len(keys))]
+			set := NewKeySet(chunk)
+			var a Args
+			where := m.Where(&a, chunk) // before the query that reads a
+			rows, err := c.Query(ctx, `SELECT `+m.IDs()+`, ARRAY[`+strings.Join(exprs, ", ")+`]::bool[] FROM `+tbl.Ident()+` WHERE `+where, a...)
+			if err != nil {
+				return err
+			}
+			var ids []string
+			var got []bool
+			_, err = pgx.ForEachRow(rows, []any{&ids, &got}, func() error {
+				set.Of(ids, func(k string) {
+					if done[k] {
+						return
+					}
+					done[k] = true
+					for _, j := range at[k] {
+						for x, i := range idx {
+							out[j][i] = x < len(got) && got[x]
+						}
+					}
+				})
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ask which content values are stored compressed: %w", err)
+	}
+	return out, nil
+}
+
+// compressedExprs returns Compressed's test of each content column whose
+// storage allows compression, as SQL, and that column's index in content.
+func compressedExprs(content []string, storage map[string]string, serverVersion int) (exprs []string, idx []int) {
+	for i, c := range content {
+		if st := storage[c]; st == "x" || st == "m" {
+			if serverVersion >= 140000 {
+				exprs = append(exprs, "pg_column_compression("+Quote(c)+") IS NOT NULL")
+			} else {
+				exprs = append(exprs, fmt.Sprintf("COALESCE(octet_length(%s::text) > %d, false)", Quote(c), MinCompressible))
+			}
+			idx = append(idx, i)
+		}
+	}
+	return exprs, idx
 }
 
 // MinCompressible is the size from which Compressed takes a value of

@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,5 +93,76 @@ func TestReconnectAfterCancel(t *testing.T) {
 	stop()
 	if err := db.Exec(cancelled, `SELECT 1`); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Exec with a cancelled context = %v", err)
+	}
+}
+
+// CompressedRows answers for many keys, a few per query, what Compressed
+// answers for each key's row: only the long values of compressible storage
+// are compressed, row by row; a key without a row reports none, and a key
+// asked twice gets its answer twice.
+func TestCompressedRows(t *testing.T) {
+	ctx := context.Background()
+	db, _ := liveDB(t)
+	old := compressedChunk
+	compressedChunk = 2 // three queries for six keys
+	defer func() { compressedChunk = old }()
+	tbl := Table{Name: "pgcomp_" + time.Now().Format("150405000000")}
+	long := func(seed string) string { return strings.Repeat("compressible text of row "+seed+". ", 400) } // about 12 KB
+	var version int
+	var cols map[string]Column
+	err := db.With(ctx, func(c *pgx.Conn) error {
+		if _, err := c.Exec(ctx, `CREATE TABLE `+tbl.Ident()+` (id text PRIMARY KEY, a text, b text)`); err != nil {
+			return err
+		}
+		for _, r := range [][3]string{
+			{"1", "short a of row 1", "short b of row 1"},
+			{"2", long("2a"), "short b of row 2"},
+			{"3", "short a of row 3", long("3b")},
+			{"4", long("4a"), long("4b")},
+		} {
+			if _, err := c.Exec(ctx, `INSERT INTO `+tbl.Ident()+` (id, a, b) VALUES ($1, $2, $3)`, r[0], r[1], r[2]); err != nil {
+				return err
+			}
+		}
+		if err := c.QueryRow(ctx, `SELECT current_setting('server_version_num')::int`).Scan(&version); err != nil {
+			return err
+		}
+		var err error
+		cols, err = Columns(ctx, c, tbl)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Exec(context.Background(), `DROP TABLE `+tbl.Ident()) })
+	storage := map[string]string{"a": cols["a"].Storage, "b": cols["b"].Storage}
+	if storage["a"] != "x" || storage["b"] != "x" {
+		t.Fatalf("storage %v: want text columns of extended (compressible) storage", storage)
+	}
+	m := Mapping{Label: "test", Table: tbl.Name, Keys: []string{"id"}, KeyTypes: []string{"text"}, Content: []string{"a", "b"}}
+	keys := []string{"4", "1", "none", "2", "3", "2"}
+	want := [][]bool{{true, true}, {false, false}, {false, false}, {true, false}, {false, true}, {true, false}}
+	got, err := CompressedRows(ctx, db, tbl, m, storage, version, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(keys) {
+		t.Fatalf("CompressedRows: %d answers for %d keys", len(got), len(keys))
+	}
+	for j, k := range keys {
+		var a Args
+		where := m.Where(&a, []string{k}) // before the call that reads a
+		one, err := Compressed(ctx, db, tbl, m.Content, storage, version, where, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got[j], want[j]) || !slices.Equal(got[j], one) {
+			t.Errorf("key %s: CompressedRows %v, Compressed %v, want %v", k, got[j], one, want[j])
+		}
+	}
+	// No compressible column: nothing asked, none compressed.
+	got, err = CompressedRows(ctx, db, tbl, m, map[string]string{"a": "e", "b": "p"}, version, keys)
+	if err != nil || len(got) != len(keys) || slices.Contains(got[0], true) {
+		t.Fatalf("external storage: %v, %v; want none compressed", got, err)
 	}
 }
