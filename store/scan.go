@@ -92,6 +92,10 @@ type ScanReport struct {
 	// it): a scan that found nothing has not shown the records gone from
 	// the store, and the saga does not claim the physical level on it.
 	Partial string `json:"partial,omitempty"`
+	// Stopped: the scan was told to stop once every needle was found
+	// (Scanner.StopWhenAllFound), found them all, and stopped, with bytes
+	// or files possibly left unread: Files and Bytes count what was read.
+	Stopped bool `json:"stopped,omitempty"`
 }
 
 // FoundKeys returns the number of keys with at least one needle found.
@@ -109,6 +113,8 @@ type Scanner struct {
 	// scanned).
 	track bool
 	fresh []int
+	// stopAll: stop reading once every needle is found (StopWhenAllFound).
+	stopAll bool
 }
 
 // Sizes of the reads. A read of readSize bytes is searched by one worker;
@@ -122,6 +128,40 @@ var (
 // NewScanner starts a scan for set.
 func NewScanner(set *NeedleSet, method string) *Scanner {
 	return &Scanner{set: set, hit: make([]uint64, (set.Len()+63)/64), rep: ScanReport{Method: method}}
+}
+
+// StopWhenAllFound makes the scan stop reading once every needle of its
+// set is found, for a caller that needs only to know that the needles are
+// there, not where else they are (crypto-shredding's scan before the
+// destruction of a key, whose needles are all windows of one copy): it reads
+// up to the first place that shows them all, not every byte. The report's
+// Found and NeedlesFound are then those of a whole scan (either every needle
+// is found, or every byte was read); Files and Bytes count what was read,
+// and Stopped says that the scan stopped. Scan, ScanFile and ScanFileGone
+// check after each read and before each file (the workers of a parallel
+// read may finish the chunks they hold); ScanBytes reads its bytes all the
+// same. A set without needles reads nothing. A Scanner without it (the
+// default, and every scan that must show needles absent) reads every byte.
+func (sc *Scanner) StopWhenAllFound() { sc.stopAll = true }
+
+// allFound reports whether a scan that stops once every needle is found
+// (StopWhenAllFound) has found them all; false for every other scan. The
+// workers of a parallel read may be setting bits meanwhile.
+func (sc *Scanner) allFound() bool {
+	if !sc.stopAll {
+		return false
+	}
+	n := sc.set.Len()
+	for i := range sc.hit {
+		want := ^uint64(0)
+		if r := n - i*64; r < 64 {
+			want = 1<<r - 1
+		}
+		if atomic.LoadUint64(&sc.hit[i]) != want {
+			return false
+		}
+	}
+	return true
 }
 
 // chunkSize is the bytes one read covers: readSize, or more for sets with
@@ -145,6 +185,10 @@ type sizedReaderAt interface {
 // section, a bytes.Reader) is read from its current offset in parallel, each
 // byte once, and left at its end.
 func (sc *Scanner) Scan(ctx context.Context, r io.Reader) error {
+	if sc.allFound() {
+		sc.rep.Stopped = true // StopWhenAllFound: nothing left to find
+		return nil
+	}
 	sc.rep.Files++
 	if ra, ok := r.(sizedReaderAt); ok {
 		if sk, ok := r.(io.Seeker); ok {
@@ -186,6 +230,10 @@ func (sc *Scanner) scanSeq(ctx context.Context, r io.Reader) error {
 		if final {
 			return nil
 		}
+		if sc.allFound() {
+			sc.rep.Stopped = true
+			return nil
+		}
 		carry = copy(buf, buf[limit:total])
 	}
 }
@@ -196,10 +244,11 @@ func (sc *Scanner) scanAt(ctx context.Context, r io.ReaderAt, from, size int64) 
 	chunk, ov := int64(sc.chunkSize()), sc.overlap()
 	nchunks := (size - from + chunk - 1) / chunk
 	var (
-		next  atomic.Int64
-		read  atomic.Int64
-		mu    sync.Mutex
-		first error
+		next    atomic.Int64
+		read    atomic.Int64
+		stopped atomic.Bool // StopWhenAllFound, and every needle is found
+		mu      sync.Mutex
+		first   error
 	)
 	fail := func(err error) {
 		mu.Lock()
@@ -230,6 +279,11 @@ func (sc *Scanner) scanAt(ctx context.Context, r io.ReaderAt, from, size int64) 
 			own := min(int64(n), chunk) // bytes [off, off+chunk) are this chunk's
 			read.Add(own)
 			sc.search(buf[:n], int(own), false)
+			if sc.allFound() {
+				stopped.Store(true)
+				next.Store(nchunks) // the others stop at their next claim
+				return
+			}
 		}
 	}
 	workers := int(min(int64(runtime.GOMAXPROCS(0)), nchunks))
@@ -241,6 +295,9 @@ func (sc *Scanner) scanAt(ctx context.Context, r io.ReaderAt, from, size int64) 
 	work()
 	wg.Wait()
 	sc.rep.Bytes += read.Load()
+	if stopped.Load() {
+		sc.rep.Stopped = true
+	}
 	return first
 }
 
@@ -468,6 +525,10 @@ func (sc *Scanner) ScanFile(ctx context.Context, path string) error {
 // it is renamed or removed meanwhile. ident is the identity of the file
 // read (FileIdent), for RescanGone.
 func (sc *Scanner) ScanFileGone(ctx context.Context, path string) (gone bool, ident string, err error) {
+	if sc.allFound() {
+		sc.rep.Stopped = true // StopWhenAllFound: the file is not opened
+		return false, "", nil
+	}
 	f, size, held, err := openScan(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return true, "", nil

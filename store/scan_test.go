@@ -531,3 +531,59 @@ func TestRescanGoneRereadsAPathRenamedOnto(t *testing.T) {
 		t.Fatalf("found %v after %d listings, want the record found in the new dump after 2", rep.Found, n)
 	}
 }
+
+// A scanner told to stop once every needle is found (StopWhenAllFound)
+// stops after the read that finds the last one and does not open the files
+// after it, and finds what a whole scan finds. When a needle is in no file
+// it reads every byte, as a scanner without the option always does. Both
+// the sequential and the parallel read of a file are covered.
+func TestScanStopsWhenAllFound(t *testing.T) {
+	oldRead, oldPar := readSize, parallelMin
+	defer func() { readSize, parallelMin = oldRead, oldPar }()
+	readSize = 16 << 10 // hundreds of reads per file: a stopped scan reads few of them
+	ctx := context.Background()
+	dir := t.TempDir()
+	data := make([]byte, 4<<20)
+	fill(data, 21)
+	files := []string{filepath.Join(dir, "first"), filepath.Join(dir, "second")}
+	for _, p := range files {
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	needle := func(at int) []byte { return append([]byte(nil), data[at:at+WindowSize]...) }
+	present := map[string]*Evidence{"key": {Needles: [][]byte{needle(100), needle(200)}}}
+	absent := map[string]*Evidence{"key": {Needles: [][]byte{needle(100), []byte("this needle is in no file at all!")}}}
+	scan := func(ev map[string]*Evidence, stop bool) ScanReport {
+		t.Helper()
+		sc := NewScanner(NewNeedleSet(ev), "test")
+		if stop {
+			sc.StopWhenAllFound()
+		}
+		for _, p := range files {
+			if err := sc.ScanFile(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return sc.Report()
+	}
+	whole := int64(len(files) * len(data))
+	for _, c := range []struct {
+		name string
+		par  int
+	}{{"sequential", 64 << 20}, {"parallel", 1 << 20}} {
+		parallelMin = c.par
+		if rep := scan(present, true); rep.Found["key"] != 2 || rep.NeedlesFound != 2 || !rep.Stopped || rep.Files != 1 || rep.Bytes >= int64(len(data)) {
+			t.Errorf("%s, stopping, every needle in the first file: %+v; want both found, stopped in the first file", c.name, rep)
+		}
+		if rep := scan(absent, true); rep.Found["key"] != 1 || rep.Stopped || rep.Files != 2 || rep.Bytes != whole {
+			t.Errorf("%s, stopping, a needle in no file: %+v; want one found and every byte read", c.name, rep)
+		}
+		if rep := scan(present, false); rep.Found["key"] != 2 || rep.Stopped || rep.Files != 2 || rep.Bytes != whole {
+			t.Errorf("%s, not stopping: %+v; want both found and every byte read", c.name, rep)
+		}
+	}
+	if rep := scan(map[string]*Evidence{}, true); rep.Files != 0 || rep.Bytes != 0 || !rep.Stopped {
+		t.Errorf("stopping, no needles: %+v; want nothing read", rep)
+	}
+}
