@@ -50,20 +50,16 @@ func (r *runner) shredKey(ctx context.Context) (shredResult, error) {
 	}
 	defer clear(wrapped)
 	// The physical level needs power: the same scan must find the wrapped
-	// key's windows in the ledger's files before the destruction, and none
-	// after it.
+	// key's windows in the ledger's files before the destruction (it stops
+	// once it has found them: scanKey), and none after it (every byte).
 	spec := r.Dir.LedgerSpec()
 	pg := lineage.IsPostgresDSN(spec)
 	files := []string{spec, spec + "-wal", spec + "-shm", spec + "-journal"}
 	windows := len(keyNeedles(wrapped))
-	scan := func(when string) (store.ScanReport, error) {
-		ev := map[string]*store.Evidence{"datakey": {Key: "datakey", Needles: keyNeedles(wrapped)}}
-		return store.ScanFiles(ctx, store.NewNeedleSet(ev), "byte scan of the ledger's files "+when, files...)
-	}
 	var before store.ScanReport
 	var beforeErr error
 	if !pg {
-		before, beforeErr = scan("before the key's destruction")
+		before, beforeErr = scanKey(ctx, files, wrapped, "before the key's destruction", true)
 	}
 	if _, err := kk.DestroyDataKey(ctx, r.Trace.Scope, s, r.id); err != nil {
 		return shredResult{}, fmt.Errorf("destroy the data key: %w", err)
@@ -84,7 +80,7 @@ func (r *runner) shredKey(ctx context.Context) (shredResult, error) {
 		res.Evidence += fmt.Sprintf("; a byte scan of the ledger's files before the destruction found none of the wrapped key's %d byte windows (%d files, %d bytes scanned), so a scan after it could not show the key gone: physical level not claimed", windows, before.Files, before.Bytes)
 		return res, nil
 	}
-	rep, err := scan("after the key's destruction")
+	rep, err := scanKey(ctx, files, wrapped, "after the key's destruction", false)
 	if err != nil {
 		res.Evidence += "; the ledger's files could not be scanned: " + err.Error()
 		return res, nil
@@ -96,6 +92,28 @@ func (r *runner) shredKey(ctx context.Context) (shredResult, error) {
 	res.Level = certificate.LevelPhysical
 	res.Evidence += fmt.Sprintf("; %d of the wrapped key's %d byte windows were in the ledger's files before the destruction, none after (%d files, %d bytes scanned)", before.NeedlesFound, windows, rep.Files, rep.Bytes)
 	return res, nil
+}
+
+// scanKey scans files (the ledger's) for the wrapped key's windows
+// (keyNeedles). The scan before the key's destruction (stop) only shows the
+// scan's power: it stops once it has found every window
+// (store.Scanner.StopWhenAllFound; they are all in one copy of the key),
+// without reading the rest of the files; when some are missing it reads
+// every byte, and its count is that of a whole scan either way. The scan
+// after the destruction (not stop) reads every byte of every file: it must
+// show the key gone.
+func scanKey(ctx context.Context, files []string, wrapped []byte, when string, stop bool) (store.ScanReport, error) {
+	ev := map[string]*store.Evidence{"datakey": {Key: "datakey", Needles: keyNeedles(wrapped)}}
+	sc := store.NewScanner(store.NewNeedleSet(ev), "byte scan of the ledger's files "+when)
+	if stop {
+		sc.StopWhenAllFound()
+	}
+	for _, f := range files {
+		if err := sc.ScanFile(ctx, f); err != nil {
+			return store.ScanReport{}, err
+		}
+	}
+	return sc.Report(), nil
 }
 
 // keyNeedles are the wrapped key and its overlapping 16-byte windows, so
