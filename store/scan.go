@@ -385,10 +385,35 @@ func (sc *Scanner) check(t *tier, b []byte, p, limit int, track bool) {
 		// Every entry's needle starts in [0, limit) and its check bytes lie
 		// in b: compare those first, without the bounds (under a template
 		// gram of text there are many entries, and most differ there).
-		for i := range ents {
-			if e := &ents[i]; le32(b[p+int(e.dlt):]) == e.chk {
-				sc.confirm(b, p, e, limit, track)
+		// Entries come in runs that share the check bytes and where the
+		// window starts (newTier): each run's check bytes are compared once,
+		// and for a run of several the data's window sum is computed once
+		// and only the entries with that sum (a range: the run is ordered by
+		// sum) are confirmed.
+		for i := 0; i < len(ents); {
+			e := &ents[i]
+			n := int(e.run)
+			if le32(b[p+int(e.dlt):]) == e.chk {
+				if n == 1 {
+					sc.confirm(b, p, e, limit, track)
+				} else {
+					start := p - int(e.ent&(1<<offBits-1))
+					sum := windowSum(b[start : start+int(e.hlen)])
+					run := ents[i : i+n]
+					lo, hi := 0, n
+					for lo < hi {
+						if m := int(uint(lo+hi) >> 1); run[m].sum < sum {
+							lo = m + 1
+						} else {
+							hi = m
+						}
+					}
+					for ; lo < n && run[lo].sum == sum; lo++ {
+						sc.confirm(b, p, &run[lo], limit, track)
+					}
+				}
 			}
+			i += n
 		}
 		return
 	}

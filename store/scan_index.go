@@ -1,9 +1,11 @@
 package store
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 	"sort"
 )
 
@@ -91,6 +93,7 @@ type entry struct {
 	coff uint8  // the check offset (NeedleSet.chkOff): no lookup per entry
 	hlen uint8  // min(len(needle), 32)
 	dlt  int8   // coff - offset: where the check bytes start from the probed position
+	run  uint8  // at the first entry of a run (see newTier): how many entries it has
 }
 
 // windowSum hashes b (8 to 32 bytes) from four 8-byte words, the last
@@ -481,7 +484,7 @@ func buildTiers(needles [][]byte, owners []int32) (tiers []*tier, chkOff []uint8
 	for i, n := range needles {
 		k := int(ks[i])
 		for _, o := range offs[at[i] : at[i]+k] {
-			byK[k] = append(byK[k], gramEnt{le64(n[o:]), entry{uint32(i)<<offBits | uint32(o), le32(n[chkOff[i]:]), windowSum(n[:min(len(n), 32)]), chkOff[i], uint8(min(len(n), 32)), int8(int(chkOff[i]) - int(o))}})
+			byK[k] = append(byK[k], gramEnt{le64(n[o:]), entry{uint32(i)<<offBits | uint32(o), le32(n[chkOff[i]:]), windowSum(n[:min(len(n), 32)]), chkOff[i], uint8(min(len(n), 32)), int8(int(chkOff[i]) - int(o)), 0}})
 			maxOff[k] = max(maxOff[k], int(o))
 		}
 	}
@@ -550,5 +553,50 @@ func newTier(k, maxOff int, ge []gramEnt) *tier {
 		t.ents[t.slots[i].lo+placed[i]] = e.entry
 		placed[i]++
 	}
+	for _, s := range t.slots {
+		switch {
+		case s.n == 1:
+			t.ents[s.lo].run = 1
+		case s.n > 1:
+			groupRuns(t.ents[s.lo : s.lo+s.n])
+		}
+	}
 	return t
 }
+
+// groupRuns orders the entries of one gram into runs of entries that place
+// their needle at the same offset and compare the same check bytes there
+// (same offset, window length, check offset and check bytes), each run
+// ordered by window sum, and marks each run's first entry with its length
+// (at most 255: a longer run is split). Under a gram of template text many
+// needles differ only after their check bytes; the scan then compares the
+// check bytes and computes the data's window sum once per run, and confirms
+// only the entries of the run with that sum (see Scanner.check), instead
+// of computing the sum again for each entry.
+func groupRuns(ents []entry) {
+	slices.SortFunc(ents, func(a, b entry) int {
+		if c := cmp.Compare(runKey(&a), runKey(&b)); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.sum, b.sum); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ent, b.ent)
+	})
+	for i := 0; i < len(ents); {
+		n := 1
+		for i+n < len(ents) && n < math.MaxUint8 && sameRun(&ents[i], &ents[i+n]) {
+			n++
+		}
+		ents[i].run = uint8(n)
+		i += n
+	}
+}
+
+// runKey is what the entries of a run have in common: the gram's offset in
+// the needle, the window length, the check offset and the check bytes.
+func runKey(e *entry) uint64 {
+	return uint64(e.ent&(1<<offBits-1))<<56 | uint64(e.hlen)<<48 | uint64(e.coff)<<40 | uint64(e.chk)
+}
+
+func sameRun(a, b *entry) bool { return runKey(a) == runKey(b) }

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -300,7 +301,22 @@ func TestTierIndexInvariants(t *testing.T) {
 				if w, m := bloomBits(s.gram, tr.bshift); tr.bloom[w]&m != m {
 					t.Fatalf("%d needles, stride %d: gram %#x is indexed but does not pass the bloom filter", set.Len(), tr.k, s.gram)
 				}
-				for _, e := range tr.ents[s.lo : s.lo+s.n] {
+				// Runs (groupRuns) tile the gram's entries; a run's entries
+				// share the run key and are ordered by window sum.
+				ents := tr.ents[s.lo : s.lo+s.n]
+				for i := 0; i < len(ents); {
+					n := int(ents[i].run)
+					if n == 0 || i+n > len(ents) {
+						t.Fatalf("%d needles, stride %d: a run of %d at entry %d of %d", set.Len(), tr.k, n, i, len(ents))
+					}
+					for j := i + 1; j < i+n; j++ {
+						if !sameRun(&ents[i], &ents[j]) || ents[j].sum < ents[j-1].sum {
+							t.Fatalf("%d needles, stride %d: entry %d does not belong to the run at %d", set.Len(), tr.k, j, i)
+						}
+					}
+					i += n
+				}
+				for _, e := range ents {
 					o := int(e.ent & (1<<offBits - 1))
 					n := set.needles[e.ent>>offBits]
 					if le64(n[o:]) != s.gram || o > tr.maxOff || int(e.dlt) != int(e.coff)-o || int(e.coff)+4 > min(len(n), checkEnd) {
@@ -585,5 +601,34 @@ func TestScanStopsWhenAllFound(t *testing.T) {
 	}
 	if rep := scan(map[string]*Evidence{}, true); rep.Files != 0 || rep.Bytes != 0 || !rep.Stopped {
 		t.Errorf("stopping, no needles: %+v; want nothing read", rep)
+	}
+}
+
+// groupRuns splits a run longer than 255 entries (its length is a byte) into
+// runs that each keep the order by window sum, and starts a new run where
+// the run key changes.
+func TestGroupRunsSplitsLongRuns(t *testing.T) {
+	var ents []entry
+	for i := range 600 {
+		ents = append(ents, entry{ent: uint32(i)<<offBits | 3, chk: 7, sum: uint32((i * 7919) % 1000), coff: 9, hlen: 32, dlt: 6})
+	}
+	ents = append(ents, entry{ent: 600<<offBits | 3, chk: 8, sum: 1, coff: 9, hlen: 32, dlt: 6})
+	groupRuns(ents)
+	var lens []int
+	for i := 0; i < len(ents); {
+		n := int(ents[i].run)
+		if n == 0 {
+			t.Fatalf("entry %d starts no run", i)
+		}
+		for j := i + 1; j < i+n; j++ {
+			if !sameRun(&ents[i], &ents[j]) || ents[j].sum < ents[j-1].sum {
+				t.Fatalf("entry %d is out of its run's order", j)
+			}
+		}
+		lens = append(lens, n)
+		i += n
+	}
+	if want := []int{255, 255, 90, 1}; !slices.Equal(lens, want) {
+		t.Fatalf("runs %v, want %v", lens, want)
 	}
 }
