@@ -178,12 +178,17 @@ func Compressed(ctx context.Context, db *DB, tbl Table, content []string, storag
 var compressedChunk = 1000
 
 // CompressedRows is Compressed for the rows of many keys: out[j] says, for
-// the content columns of m (m.Content, in order), which values of the row
-// that m.Where selects for keys[j] PostgreSQL keeps compressed, as
-// Compressed does for that where. When several rows answer to a key, one
-// of them is reported, as Compressed's LIMIT 1 does; a key no row answers
-// to reports none. It asks one query per compressedChunk keys, not one per
-// key: an erasure's evidence read used to cost a round trip per row.
+// the content columns of m (m.Content, in order), which values PostgreSQL
+// may keep compressed in the rows that m.Where selects for keys[j]. It
+// fails safe, as the evidence read that uses it must (a value reported
+// compressed is kept out of the byte scan's coverage; one reported not
+// compressed counts as searchable): when several rows answer to a key, a
+// column is reported compressed if it is in any of them (the evidence may
+// have been read from any one); and a key no row answers to here (its row
+// went, or matched the key in SQL but not by exact text, as under a
+// case-insensitive collation) reports every column of compressible storage
+// compressed. It asks one query per compressedChunk keys, not one per key:
+// an erasure's evidence read used to cost a round trip per row.
 func CompressedRows(ctx context.Context, db *DB, tbl Table, m Mapping, storage map[string]string, serverVersion int, keys []string) ([][]bool, error) {
 	out := make([][]bool, len(keys))
 	for j := range out {
@@ -196,8 +201,11 @@ func CompressedRows(ctx context.Context, db *DB, tbl Table, m Mapping, storage m
 	at := map[string][]int{} // key -> its places in keys
 	for j, k := range keys {
 		at[k] = append(at[k], j)
+		for _, i := range idx {
+			out[j][i] = true // until a row answers for k
+		}
 	}
-	done := map[string]bool{} // keys answered by a row already
+	answered := map[string]bool{} // keys a row answered for already
 	err := db.With(ctx, func(c *pgx.Conn) error {
 		for lo := 0; lo < len(keys); lo += compressedChunk {
 			chunk := keys[lo:min(lo+compressedChunk, len(keys))]
@@ -212,13 +220,16 @@ func CompressedRows(ctx context.Context, db *DB, tbl Table, m Mapping, storage m
 			var got []bool
 			_, err = pgx.ForEachRow(rows, []any{&ids, &got}, func() error {
 				set.Of(ids, func(k string) {
-					if done[k] {
-						return
-					}
-					done[k] = true
+					first := !answered[k]
+					answered[k] = true
 					for _, j := range at[k] {
 						for x, i := range idx {
-							out[j][i] = x < len(got) && got[x]
+							c := x < len(got) && got[x]
+							if first {
+								out[j][i] = c // the first row's answer
+							} else {
+								out[j][i] = out[j][i] || c // compressed in any row
+							}
 						}
 					}
 				})
