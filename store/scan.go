@@ -183,7 +183,9 @@ type sizedReaderAt interface {
 // reads are found; needles that straddle two calls to Scan are not (each call
 // is one file). A reader that can also ReadAt and tell its Size (a file
 // section, a bytes.Reader) is read from its current offset in parallel, each
-// byte once, and left at its end.
+// byte once, and left at its end. A scanner told to StopWhenAllFound stops
+// reading r once every needle is found and leaves r partway: give it only
+// readers that nothing else waits on to be drained (files, not pipes).
 func (sc *Scanner) Scan(ctx context.Context, r io.Reader) error {
 	if sc.allFound() {
 		sc.rep.Stopped = true // StopWhenAllFound: nothing left to find
