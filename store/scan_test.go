@@ -632,3 +632,59 @@ func TestGroupRunsSplitsLongRuns(t *testing.T) {
 		t.Fatalf("runs %v, want %v", lens, want)
 	}
 }
+
+// Needles that agree on their first 72 bytes (every gram the index may
+// take, their check bytes and their window sum) and differ only after
+// them: under each gram they form one run of equal window sums, split at
+// 255 entries, and the scan must confirm every entry of the run with the
+// data's sum, finding exactly the needles the data holds. The data holds
+// every third needle, one of them at each end (the edge path), the others
+// between random bytes (the fast path).
+func TestScanRunsOfEqualSums(t *testing.T) {
+	prefix := make([]byte, 72)
+	fill(prefix, 77)
+	ev := map[string]*Evidence{}
+	var needles [][]byte
+	for i := range 300 {
+		n := fmt.Appendf(append([]byte(nil), prefix...), "-the tail of needle %05d-", i)
+		needles = append(needles, n)
+		ev[fmt.Sprintf("k%03d", i)] = &Evidence{Needles: [][]byte{n}}
+	}
+	set := NewNeedleSet(ev)
+	longest := 0
+	for _, tr := range set.tiers {
+		for i := 0; i < len(tr.ents); i += int(tr.ents[i].run) {
+			longest = max(longest, int(tr.ents[i].run))
+		}
+	}
+	if longest != 255 {
+		t.Fatalf("the longest run has %d entries, want 255: the needles do not make the runs this test is for", longest)
+	}
+	gap := make([]byte, 200)
+	var data []byte
+	for i := 0; i < len(needles); i += 3 {
+		fill(gap, uint64(i))
+		data = append(data, needles[i]...)
+		data = append(data, gap...)
+	}
+	data = append(data, needles[298]...) // at the very end
+	sc := NewScanner(set, "test")
+	if err := sc.Scan(context.Background(), bytes.NewReader(data)); err != nil {
+		t.Fatal(err)
+	}
+	rep := sc.Report()
+	want := 0
+	for i, n := range needles {
+		k := fmt.Sprintf("k%03d", i)
+		in := bytes.Contains(data, n)
+		if in {
+			want++
+		}
+		if got := rep.Found[k] == 1; got != in {
+			t.Errorf("needle %d: found %v, in the data %v", i, got, in)
+		}
+	}
+	if rep.NeedlesFound != want || want != 101 {
+		t.Fatalf("found %d needles, the data holds %d (want 101)", rep.NeedlesFound, want)
+	}
+}

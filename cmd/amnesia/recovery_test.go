@@ -33,26 +33,44 @@ func TestCrashAfterCertificateWrittenFinishesPublication(t *testing.T) {
 // logs and writes the certificate: a crash can come after the evidence is
 // gone and before the certificate exists. Nothing left reads the evidence,
 // so the rerun publishes the same certificate without it.
+//
+// Destroying a file zeroes it, fsyncs the zeros, then unlinks it: after a
+// power loss the file may be back, full of zeros (zeroed). A rerun that
+// tried to unseal it would fail on it, not find it missing.
 func TestCrashAfterEvidenceDestroyedFinishesPublication(t *testing.T) {
 	ref := crashReference(t)
 	k := ref.index(t, "publish", "begin")
-	f := copyE2EFixture(t, ref.pristine)
-	crashIssued := crashAt(t, ref, f, k)
-	jdir := filepath.Join(f.state(), "erasures", ref.erasureID)
-	sealed, _ := filepath.Glob(filepath.Join(jdir, "*.sealed"))
-	if len(sealed) == 0 {
-		t.Fatal("the crashed run holds no sealed evidence: the scenario needs it")
+	for _, zeroed := range []bool{false, true} {
+		t.Run(map[bool]string{false: "removed", true: "zeroed"}[zeroed], func(t *testing.T) {
+			f := copyE2EFixture(t, ref.pristine)
+			crashIssued := crashAt(t, ref, f, k)
+			jdir := filepath.Join(f.state(), "erasures", ref.erasureID)
+			sealed, _ := filepath.Glob(filepath.Join(jdir, "*.sealed"))
+			if len(sealed) == 0 {
+				t.Fatal("the crashed run holds no sealed evidence: the scenario needs it")
+			}
+			for _, p := range sealed {
+				if !zeroed {
+					if err := os.Remove(p); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
+				fi, err := os.Stat(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, make([]byte, fi.Size()), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if c := certFiles(t, f.state()); len(c) != 0 {
+				t.Fatalf("the crash before publish left certificates %v", baseNames(c))
+			}
+			res := runBinary(t, nil, "", forgetArgs(f)...)
+			checkResumed(t, ref, f, res, crashIssued, false)
+		})
 	}
-	for _, p := range sealed {
-		if err := os.Remove(p); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if c := certFiles(t, f.state()); len(c) != 0 {
-		t.Fatalf("the crash before publish left certificates %v", baseNames(c))
-	}
-	res := runBinary(t, nil, "", forgetArgs(f)...)
-	checkResumed(t, ref, f, res, crashIssued, false)
 }
 
 // Issue #8.1, end to end: every store of the trace is down; with
