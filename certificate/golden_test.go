@@ -232,3 +232,24 @@ func firstDiff(a, b []byte) int {
 	}
 	return min(len(a), len(b))
 }
+
+// verifyMutated signs the golden statement as mutate leaves it, past
+// Sign's own schema checks (signPayload), and returns what Verify says of
+// it: how the verifier's checks are tested on statements Sign would refuse.
+func verifyMutated(ctx context.Context, t *testing.T, mutate func(*Statement)) error {
+	t.Helper()
+	pub, priv := goldenKey()
+	st := goldenStatement()
+	st.Predicate.KeyID = KeyID(pub)
+	mutate(st)
+	payload, err := Encode(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := signPayload(ctx, payload, priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Verify(ctx, env, pub)
+	return err
+}
