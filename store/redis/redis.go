@@ -359,43 +359,6 @@ type Neighbor struct {
 	Similarity float64
 }
 
-// Search is the application's semantic-cache read without RediSearch: the
-// k entries of the index set most similar (cosine) to q, most similar first.
-func (s *Store) Search(ctx context.Context, q []float32, k int) ([]Neighbor, error) {
-	if s.lay.vector == "" {
-		return nil, nil
-	}
-	keys, err := s.rdb.SMembers(ctx, s.IndexKey()).Result()
-	if err != nil {
-		return nil, fmt.Errorf("search index: %w", err)
-	}
-	var out []Neighbor
-	for _, key := range keys {
-		v, err := s.rdb.HGet(ctx, key, s.lay.vector).Result()
-		if errors.Is(err, goredis.Nil) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("search index: %w", err)
-		}
-		vec := decodeFloat32([]byte(v))
-		if len(vec) != len(q) {
-			continue
-		}
-		out = append(out, Neighbor{Key: key, Similarity: cosine(q, vec)})
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Similarity != out[j].Similarity {
-			return out[i].Similarity > out[j].Similarity
-		}
-		return out[i].Key < out[j].Key
-	})
-	if len(out) > k {
-		out = out[:k]
-	}
-	return out, nil
-}
-
 // LookupSemantic is the application's semantic-cache hit: the answer of the
 // nearest entry when its similarity is at least threshold.
 func (s *Store) LookupSemantic(ctx context.Context, q []float32, threshold float64) (string, bool, error) {
@@ -760,76 +723,6 @@ func globEscape(p string) string {
 	return r.Replace(p)
 }
 
-// ProbeLogical implements store.Store. For each key: EXISTS (by id); for a
-// layout with an index, SISMEMBER of the index set and a k=10 search of the
-// index with the record's own vector; for a layout with a subject field, a
-// SCAN of the prefix for hashes holding the record's subject tag (which
-// finds a hash left behind a deleted index entry, or one an index rebuilt
-// over the prefix would bring back).
-func (s *Store) ProbeLogical(ctx context.Context, keys []string, ev map[string]*store.Evidence) ([]store.LogicalResult, error) {
-	out := make([]store.LogicalResult, 0, len(keys))
-	var tagged map[string]map[string]bool // tag -> keys holding it
-	for _, k := range keys {
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("probe: %w", err)
-		}
-		res := store.LogicalResult{Key: k, Methods: []string{"by-id:EXISTS"}}
-		n, err := s.rdb.Exists(ctx, k).Result()
-		if err != nil {
-			return nil, fmt.Errorf("probe at %s: %w", s.loc, err)
-		}
-		res.ByID = n > 0
-		if s.lay.vector != "" {
-			res.Methods = append(res.Methods, "by-filter:index-set")
-			in, err := s.rdb.SIsMember(ctx, s.IndexKey(), k).Result()
-			if err != nil {
-				return nil, fmt.Errorf("probe at %s: %w", s.loc, err)
-			}
-			res.ByFilter = in
-		}
-		e := ev[k]
-		if e != nil && s.lay.subject != "" && e.Filter[s.lay.subject] != "" {
-			tag := e.Filter[s.lay.subject]
-			res.Methods = append(res.Methods, "by-filter:scan-"+s.lay.subject)
-			if tagged == nil {
-				tagged = map[string]map[string]bool{}
-			}
-			if _, ok := tagged[tag]; !ok {
-				tagged[tag] = map[string]bool{}
-				err := s.scanPrefix(ctx, func(key string) error {
-					t, err := s.rdb.HGet(ctx, key, s.lay.subject).Result()
-					if errors.Is(err, goredis.Nil) || isWrongType(err) {
-						return nil
-					}
-					if err != nil {
-						return err
-					}
-					if t == tag {
-						tagged[tag][key] = true
-					}
-					return nil
-				})
-				if err != nil {
-					return nil, fmt.Errorf("probe at %s: %w", s.loc, err)
-				}
-			}
-			res.ByFilter = res.ByFilter || tagged[tag][k]
-		}
-		if e != nil && len(e.Vector) > 0 && s.lay.vector != "" {
-			res.Methods = append(res.Methods, fmt.Sprintf("by-similarity:index-set,k=%d", SimilarityK))
-			ns, err := s.Search(ctx, e.Vector, SimilarityK)
-			if err != nil {
-				return nil, fmt.Errorf("probe: %w", err)
-			}
-			for _, nb := range ns {
-				res.BySimilarity = res.BySimilarity || nb.Key == k
-			}
-		}
-		out = append(out, res)
-	}
-	return out, nil
-}
-
 func isWrongType(err error) bool { return err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE") }
 
 func decodeFloat32(b []byte) []float32 {
@@ -841,19 +734,6 @@ func decodeFloat32(b []byte) []float32 {
 		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
 	}
 	return v
-}
-
-func cosine(a, b []float32) float64 {
-	var dot, na, nb float64
-	for i := range a {
-		dot += float64(a[i]) * float64(b[i])
-		na += float64(a[i]) * float64(a[i])
-		nb += float64(b[i]) * float64(b[i])
-	}
-	if na == 0 || nb == 0 {
-		return 0
-	}
-	return dot / math.Sqrt(na*nb)
 }
 
 // parseWait reads reclaim_wait.
