@@ -186,6 +186,38 @@ func (x *cindex) search(q []float32, k int) ([]int64, error) {
 	return labels, err
 }
 
+// searchMany returns, for each query of qs (each of x's dimension), the
+// labels of its k nearest neighbours (-1 for none): one call of FAISS's own
+// batched search, which answers each query as a search of it alone would
+// by the index's algorithm (an exhaustive index may compute the distances
+// of a batch with BLAS).
+func (x *cindex) searchMany(qs [][]float32, k int) ([][]int64, error) {
+	if len(qs) == 0 || k <= 0 {
+		return make([][]int64, len(qs)), nil
+	}
+	d := x.dim()
+	flat := make([]float32, 0, len(qs)*d)
+	for _, q := range qs {
+		if len(q) != d {
+			return nil, fmt.Errorf("faiss search: a query of %d dimensions, the index has %d", len(q), d)
+		}
+		flat = append(flat, q...)
+	}
+	dist := make([]float32, len(qs)*k)
+	labels := make([]int64, len(qs)*k)
+	err := call("search", func() C.int {
+		return C.faiss_Index_search(x.p, C.idx_t(len(qs)), (*C.float)(&flat[0]), C.idx_t(k), (*C.float)(&dist[0]), (*C.idx_t)(unsafe.Pointer(&labels[0])))
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]int64, len(qs))
+	for i := range out {
+		out[i] = labels[i*k : (i+1)*k : (i+1)*k]
+	}
+	return out, nil
+}
+
 // reconstructN returns the vectors at positions [0, n) of x.
 func (x *cindex) reconstructN(n int) ([]float32, error) {
 	out := make([]float32, n*x.dim())

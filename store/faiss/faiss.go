@@ -604,10 +604,10 @@ func (s *Store) ProbeLogical(ctx context.Context, keys []string, ev map[string]*
 		}
 	}
 	out := make([]store.LogicalResult, 0, len(keys))
-	for _, k := range keys {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
+	wants := make([]map[int64]bool, 0, len(keys))
+	var qs [][]float32
+	var qi []int // qs[j] is the vector of keys[qi[j]]
+	for i, k := range keys {
 		res := store.LogicalResult{Key: k, Methods: []string{"by-id"}}
 		want := map[int64]bool{}
 		if id, ok := ids[k]; ok {
@@ -627,16 +627,23 @@ func (s *Store) ProbeLogical(ctx context.Context, keys []string, ev map[string]*
 		if e != nil && len(e.Vector) == s.dim && len(want) > 0 {
 			res.Methods = append(res.Methods, fmt.Sprintf("by-similarity:k=%d", SimilarityK))
 			if len(ld.ids) > 0 {
-				labels, err := ld.x.search(e.Vector, SimilarityK)
-				if err != nil {
-					return nil, fmt.Errorf("probe: %w", err)
-				}
-				for _, l := range labels {
-					res.BySimilarity = res.BySimilarity || want[l]
-				}
+				qs, qi = append(qs, e.Vector), append(qi, i)
 			}
 		}
-		out = append(out, res)
+		out, wants = append(out, res), append(wants, want)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	// Every key's vector in one batched search of the index.
+	labels, err := ld.x.searchMany(qs, SimilarityK)
+	if err != nil {
+		return nil, fmt.Errorf("probe: %w", err)
+	}
+	for j, i := range qi {
+		for _, l := range labels[j] {
+			out[i].BySimilarity = out[i].BySimilarity || wants[i][l]
+		}
 	}
 	return out, nil
 }

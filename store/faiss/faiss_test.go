@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -646,5 +647,68 @@ func TestCheck(t *testing.T) {
 		case tc.want != "" && (len(ps) != 1 || !strings.Contains(ps[0].Message, tc.want)):
 			t.Errorf("%+v: problems %v, want one naming %q", tc.c, ps, tc.want)
 		}
+	}
+}
+
+// The probe searches every key's vector in one batched FAISS search: on
+// each supported index kind, each query's own id comes first in its own
+// answer (the answers are not shifted between queries), a deleted record is
+// not found by similarity, and every survivor is.
+func TestProbeSearchesAllKeysInOneBatch(t *testing.T) {
+	ctx := context.Background()
+	for _, l := range layouts {
+		t.Run(l.name, func(t *testing.T) {
+			s := create(t, l.factory, l.train)
+			const n = 45 // above FAISS's BLAS threshold for a batch (20)
+			var keys []string
+			for i := 1; i <= n; i++ {
+				if err := s.Add(ctx, keyOf(i), int64(1000+i), vec(i)); err != nil {
+					t.Fatal(err)
+				}
+				keys = append(keys, keyOf(i))
+			}
+			ld, err := s.load()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ld.l.sub == "IVF" {
+				_, x, _ := ld.x.idMap(ld.l.wrapper)
+				if err := x.ivfProbeAll(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var qs [][]float32
+			for i := 1; i <= n; i++ {
+				qs = append(qs, vec(i))
+			}
+			labels, err := ld.x.searchMany(qs, SimilarityK)
+			ld.free()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for j := range qs {
+				if len(labels[j]) != SimilarityK || labels[j][0] != int64(1001+j) {
+					t.Fatalf("query %d: labels %v, want %d first", j, labels[j], 1001+j)
+				}
+			}
+			ev, err := s.ReadEvidence(ctx, keys)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gone := []string{keyOf(2), keyOf(30)}
+			if err := s.Delete(ctx, gone); err != nil {
+				t.Fatal(err)
+			}
+			res, err := s.ProbeLogical(ctx, keys, ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, r := range res {
+				erased := slices.Contains(gone, keys[i])
+				if r.Key != keys[i] || r.BySimilarity == erased || r.ByID == erased {
+					t.Errorf("%s (erased %v): probe %+v", keys[i], erased, r)
+				}
+			}
+		})
 	}
 }
