@@ -302,23 +302,45 @@ func (s *Store) Search(ctx context.Context, q []float32, k int) ([]Neighbor, err
 }
 
 func (s *Store) search(ctx context.Context, collID string, q []float32, k int) ([]Neighbor, error) {
-	qr, err := s.c.query(ctx, collID, q, k, nil)
+	ns, err := s.searchMany(ctx, collID, [][]float32{q}, k)
 	if err != nil {
-		return nil, fmt.Errorf("query: %w", err)
+		return nil, err
 	}
-	var out []Neighbor
-	if len(qr.IDs) == 0 {
-		return nil, nil
-	}
-	for i, id := range qr.IDs[0] {
-		n := Neighbor{ID: id}
-		if len(qr.Distances) > 0 && i < len(qr.Distances[0]) {
-			n.Distance = qr.Distances[0][i]
+	return ns[0], nil
+}
+
+// queryBatch is how many query vectors one request to Chroma's query
+// endpoint carries.
+const queryBatch = 100
+
+// searchMany runs Chroma's query for every vector of qs, queryBatch per
+// request (Chroma answers each query embedding of a request on its own);
+// ns[i] is the answer to qs[i].
+func (s *Store) searchMany(ctx context.Context, collID string, qs [][]float32, k int) ([][]Neighbor, error) {
+	out := make([][]Neighbor, len(qs))
+	for lo := 0; lo < len(qs); lo += queryBatch {
+		part := qs[lo:min(lo+queryBatch, len(qs))]
+		qr, err := s.c.query(ctx, collID, part, k, nil)
+		if err != nil {
+			return nil, fmt.Errorf("query: %w", err)
 		}
-		if len(qr.Metadatas) > 0 && i < len(qr.Metadatas[0]) {
-			n.Subject, _ = qr.Metadatas[0][i][s.subj].(string)
+		if len(qr.IDs) != 0 && len(qr.IDs) != len(part) {
+			return nil, fmt.Errorf("query: Chroma answered %d of %d query embeddings", len(qr.IDs), len(part))
 		}
-		out = append(out, n)
+		for j, ids := range qr.IDs {
+			var ns []Neighbor
+			for i, id := range ids {
+				n := Neighbor{ID: id}
+				if j < len(qr.Distances) && i < len(qr.Distances[j]) {
+					n.Distance = qr.Distances[j][i]
+				}
+				if j < len(qr.Metadatas) && i < len(qr.Metadatas[j]) {
+					n.Subject, _ = qr.Metadatas[j][i][s.subj].(string)
+				}
+				ns = append(ns, n)
+			}
+			out[lo+j] = ns
+		}
 	}
 	return out, nil
 }
@@ -557,6 +579,8 @@ func (s *Store) ProbeLogical(ctx context.Context, keys []string, ev map[string]*
 	}
 	bySubject := map[string]map[string]bool{}
 	out := make([]store.LogicalResult, 0, len(keys))
+	var qs [][]float32
+	var qi []int // qs[j] is the vector of out[qi[j]]
 	for _, k := range keys {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("probe: %w", err)
@@ -580,15 +604,19 @@ func (s *Store) ProbeLogical(ctx context.Context, keys []string, ev map[string]*
 		}
 		if e != nil && len(e.Vector) > 0 {
 			res.Methods = append(res.Methods, fmt.Sprintf("by-similarity:k=%d", SimilarityK))
-			ns, err := s.search(ctx, c.ID, e.Vector, SimilarityK)
-			if err != nil {
-				return nil, fmt.Errorf("probe: %w", err)
-			}
-			for _, n := range ns {
-				res.BySimilarity = res.BySimilarity || n.ID == k
-			}
+			qs, qi = append(qs, e.Vector), append(qi, len(out))
 		}
 		out = append(out, res)
+	}
+	// Every key's vector in batched queries, not one request per key.
+	ns, err := s.searchMany(ctx, c.ID, qs, SimilarityK)
+	if err != nil {
+		return nil, fmt.Errorf("probe: %w", err)
+	}
+	for j, i := range qi {
+		for _, n := range ns[j] {
+			out[i].BySimilarity = out[i].BySimilarity || n.ID == out[i].Key
+		}
 	}
 	return out, nil
 }

@@ -15,6 +15,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -812,5 +814,47 @@ func TestChromaCapture(t *testing.T) {
 	}
 	if r, err := s.CaptureGet(ctx, "missing"); err != nil || r != nil {
 		t.Fatalf("CaptureGet(missing) = %+v, %v", r, err)
+	}
+}
+
+// The probe sends the vectors of all its keys in batched query requests
+// (100 query embeddings per request) and reads each answer for its own
+// key: over two requests, an erased record is not found by similarity, and
+// each survivor is, as Search with its vector finds it.
+func TestChromaProbeBatchesQueries(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, nil)
+	var keys []string
+	for i := range 130 {
+		k := fmt.Sprintf("r%03d", i)
+		put(t, s, k, "tag"+strconv.Itoa(i%3), i)
+		keys = append(keys, k)
+	}
+	ev, err := s.ReadEvidence(ctx, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := []string{"r000", "r099", "r100", "r129"}
+	if err := s.Delete(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.ProbeLogical(ctx, keys, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		erased := slices.Contains(gone, keys[i])
+		if r.Key != keys[i] || r.BySimilarity == erased || r.ByID == erased {
+			t.Errorf("%s (erased %v): probe %+v", keys[i], erased, r)
+		}
+		if i%20 == 1 {
+			ns, err := s.Search(ctx, vector(s.Collection(), i), 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.ContainsFunc(ns, func(n chroma.Neighbor) bool { return n.ID == keys[i] }) {
+				t.Errorf("%s: Search with its vector does not find it, the probe does", keys[i])
+			}
+		}
 	}
 }

@@ -248,8 +248,8 @@ type queryResult struct {
 	Metadatas [][]map[string]any `json:"metadatas"`
 }
 
-func (c *client) query(ctx context.Context, collID string, q []float32, k int, where map[string]any) (*queryResult, error) {
-	in := map[string]any{"query_embeddings": [][]float32{q}, "n_results": k, "include": []string{"metadatas", "distances"}}
+func (c *client) query(ctx context.Context, collID string, qs [][]float32, k int, where map[string]any) (*queryResult, error) {
+	in := map[string]any{"query_embeddings": qs, "n_results": k, "include": []string{"metadatas", "distances"}}
 	if where != nil {
 		in["where"] = where
 	}
