@@ -45,17 +45,24 @@ func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*st
 	}
 	out := map[string]*store.Evidence{}
 	for j, k := range keys {
-		r := rows[k]
-		if r == nil {
+		rs := rows[k]
+		if len(rs) == 0 {
 			continue
 		}
+		// Every row the key answers to, as Delete removes them all: the
+		// evidence of one alone would leave the others' bytes unsearched.
 		comp := comps[j]
-		e := &store.Evidence{Key: k, Filter: map[string]string{"subject": r.Subject}}
-		for i, c := range r.contents {
-			if i < len(comp) && comp[i] {
-				e.AddUnsearchable([]byte(c))
-			} else {
-				e.AddWindows([]byte(c))
+		e := &store.Evidence{Key: k, Filter: map[string]string{"subject": rs[0].Subject}}
+		for _, r := range rs {
+			if e.Filter["subject"] == "" {
+				e.Filter["subject"] = r.Subject
+			}
+			for i, c := range r.contents {
+				if i < len(comp) && comp[i] {
+					e.AddUnsearchable([]byte(c))
+				} else {
+					e.AddWindows([]byte(c))
+				}
 			}
 		}
 		out[k] = e
@@ -77,11 +84,11 @@ func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*st
 	return out, nil
 }
 
-// rowsOf returns, for each of keys that a row of the mapped collections
-// answers to, one such row (as get returns for one key), read with one
-// query for all of them.
-func (s *Store) rowsOf(ctx context.Context, keys []string) (map[string]*row, error) {
-	out := map[string]*row{}
+// rowsOf returns, for each of keys that rows of the mapped collections
+// answer to, every such row (a key several rows share: all of them, as
+// Delete removes them all), read with one query for all of the keys.
+func (s *Store) rowsOf(ctx context.Context, keys []string) (map[string][]*row, error) {
+	out := map[string][]*row{}
 	if len(keys) == 0 {
 		return out, nil
 	}
@@ -94,8 +101,9 @@ func (s *Store) rowsOf(ctx context.Context, keys []string) (map[string]*row, err
 	set := pg.NewKeySet(keys)
 	for i := range rs {
 		set.Of(rs[i].ids, func(k string) {
-			if out[k] == nil {
-				out[k] = &rs[i]
+			// A row may answer to a key twice (its uuid and custom_id).
+			if n := len(out[k]); n == 0 || out[k][n-1] != &rs[i] {
+				out[k] = append(out[k], &rs[i])
 			}
 		})
 	}
@@ -113,7 +121,7 @@ func (s *Store) ProbeLogical(ctx context.Context, keys []string, ev map[string]*
 	byTag := map[string]map[string]bool{} // subject tag -> the ids its rows answer to
 	out := make([]store.LogicalResult, 0, len(keys))
 	for _, k := range keys {
-		res := store.LogicalResult{Key: k, Methods: []string{"by-id"}, ByID: rows[k] != nil}
+		res := store.LogicalResult{Key: k, Methods: []string{"by-id"}, ByID: len(rows[k]) > 0}
 		if e := ev[k]; e != nil && e.Filter["subject"] != "" {
 			res.Methods = append(res.Methods, "by-filter:"+s.m.Subject.String())
 			tag := e.Filter["subject"]

@@ -177,3 +177,42 @@ func TestCompressedContentIsNotCovered(t *testing.T) {
 		t.Fatal("the scan finds nothing of row 5, not even its summary")
 	}
 }
+
+// An application table whose key column is not unique: a key two rows
+// share is deleted in both, and its evidence holds the windows of both, so
+// the byte probe searches for every row Delete removes, not one of them.
+func TestEvidenceCoversEveryRowOfAKey(t *testing.T) {
+	ctx := context.Background()
+	c := config(t)
+	exec(t, admin(t), `CREATE TABLE `+c.Table+` (note_id varchar(64) NOT NULL, attrs jsonb NOT NULL, body text, summary varchar(2000), thread_id text)`)
+	c.Mapping = &store.Mapping{Key: "note_id", Subject: &store.Field{JSON: "attrs", Path: []string{"owner", "tag"}},
+		Content: []string{"body", "summary"}, Parent: &store.Field{Column: "thread_id"}}
+	s := open(t, c)
+	appPut(t, s, "dup", "tag-a", 1)
+	appPut(t, s, "dup", "tag-a", 99)
+	appPut(t, s, "other", "tag-a", 2)
+	ev := evidence(t, s, "dup")
+	set := store.NewNeedleSet(ev)
+	for _, seed := range []int{1, 99} {
+		sc := store.NewScanner(set, "test")
+		sc.ScanBytes([]byte(text(seed)))
+		if sc.Report().Found["dup"] == 0 {
+			t.Errorf("the evidence of key dup holds no window of its row with text(%d): that row's bytes would not be searched", seed)
+		}
+	}
+	sc := store.NewScanner(set, "test")
+	sc.ScanBytes([]byte(text(2)))
+	if n := sc.Report().Found["dup"]; n != 0 {
+		t.Errorf("the evidence of dup holds %d windows of another key's row", n)
+	}
+	if err := s.Delete(ctx, []string{"dup"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.ProbeLogical(ctx, []string{"dup", "other"}, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Found() || !res[1].ByID {
+		t.Errorf("after Delete of dup: %+v", res)
+	}
+}

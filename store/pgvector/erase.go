@@ -42,27 +42,36 @@ func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*st
 	}
 	out := map[string]*store.Evidence{}
 	for j, k := range keys {
-		r, err := s.get(ctx, k)
+		// Every row the key answers to, as Delete removes them all (a
+		// custom_id several rows share, a key one row has as uuid and
+		// another as custom_id): the evidence of one row alone would leave
+		// the others' bytes unsearched.
+		rs, err := s.getAll(ctx, k)
 		if err != nil {
 			return nil, fmt.Errorf("read evidence: %w", err)
 		}
-		if r == nil {
+		if len(rs) == 0 {
 			continue
 		}
 		comp := comps[j]
-		e := &store.Evidence{Key: k, Vector: r.Embedding, Filter: map[string]string{}}
-		if len(r.Embedding) > 0 {
-			e.AddWindows(OnDisk(r.Embedding))
-		}
-		for i, c := range r.contents {
-			if i < len(comp) && comp[i] {
-				e.AddUnsearchable([]byte(c))
-			} else {
-				e.AddWindows([]byte(c))
+		e := &store.Evidence{Key: k, Filter: map[string]string{}}
+		for _, r := range rs {
+			if len(r.Embedding) > 0 {
+				if e.Vector == nil {
+					e.Vector = r.Embedding // the similarity probe searches with the first
+				}
+				e.AddWindows(OnDisk(r.Embedding))
 			}
-		}
-		if r.Subject != "" {
-			e.Filter["subject"] = r.Subject
+			for i, c := range r.contents {
+				if i < len(comp) && comp[i] {
+					e.AddUnsearchable([]byte(c))
+				} else {
+					e.AddWindows([]byte(c))
+				}
+			}
+			if r.Subject != "" && e.Filter["subject"] == "" {
+				e.Filter["subject"] = r.Subject
+			}
 		}
 		out[k] = e
 	}

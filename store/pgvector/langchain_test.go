@@ -147,3 +147,44 @@ func vecText(v []float32) string {
 	}
 	return "[" + strings.Join(parts, ",") + "]"
 }
+
+// A key several rows answer to (Python LangChain's custom_id is not
+// unique) is deleted in all of them: its evidence holds the windows of every
+// such row, so the byte probe searches for them all, not for one row's.
+func TestEvidenceCoversEveryRowOfAKey(t *testing.T) {
+	ctx := context.Background()
+	c, _ := langchainConfig(t, true)
+	s := open(t, c)
+	put(t, s, "dup", "subj", 1)
+	put(t, s, "other", "subj", 2)
+	// A second row under the same custom_id, as add_texts with a repeated
+	// id writes it: another uuid, another document.
+	if err := s.Exec(ctx, `INSERT INTO `+s.Table()+` (uuid, collection_id, embedding, document, cmetadata, custom_id)
+		SELECT $1, collection_id, embedding, $2, cmetadata, custom_id FROM `+s.Table()+` WHERE custom_id = 'dup'`, newUUID(), text(99)); err != nil {
+		t.Fatal(err)
+	}
+	ev := evidence(t, s, "dup")
+	set := store.NewNeedleSet(ev)
+	for _, seed := range []int{1, 99} {
+		sc := store.NewScanner(set, "test")
+		sc.ScanBytes([]byte(text(seed)))
+		if sc.Report().Found["dup"] == 0 {
+			t.Errorf("the evidence of key dup holds no window of the document of its row with text(%d): that row's bytes would not be searched", seed)
+		}
+	}
+	sc := store.NewScanner(set, "test")
+	sc.ScanBytes([]byte(text(2)))
+	if n := sc.Report().Found["dup"]; n != 0 {
+		t.Errorf("the evidence of dup holds %d windows of another key's document", n)
+	}
+	if err := s.Delete(ctx, []string{"dup"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.ProbeLogical(ctx, []string{"dup", "other"}, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Found() || !res[1].ByID {
+		t.Errorf("after Delete of dup: %+v", res)
+	}
+}

@@ -279,6 +279,17 @@ func (s *Store) Get(ctx context.Context, id string) (*Record, error) {
 	return &r.Record, nil
 }
 
+// getAll returns every row of the mapped collections that answers to id,
+// ordered by the ids they answer to (the same order on every read).
+func (s *Store) getAll(ctx context.Context, id string) ([]row, error) {
+	var a pg.Args
+	rs, err := s.query(ctx, `WHERE `+s.lay.Where(&a, []string{id})+` ORDER BY `+s.lay.IDs(), a)
+	if err != nil {
+		return nil, fmt.Errorf("get vectors: %w", err)
+	}
+	return rs, nil
+}
+
 func (s *Store) get(ctx context.Context, id string) (*row, error) {
 	var a pg.Args
 	rs, err := s.query(ctx, `WHERE `+s.lay.Where(&a, []string{id})+` LIMIT 1`, a)
