@@ -70,22 +70,34 @@ func (s *Store) indexVectors(ctx context.Context, fn func(key string, vec []floa
 	for len(keys) > 0 {
 		part := keys[:min(pipeBatch, len(keys))]
 		keys = keys[len(part):]
-		pipe := s.rdb.Pipeline()
-		cmds := make([]*goredis.StringCmd, len(part))
-		for i, key := range part {
-			cmds[i] = pipe.HGet(ctx, key, s.lay.vector)
+		err := s.hgetEach(ctx, part, s.lay.vector, false, func(key, v string) { fn(key, decodeFloat32([]byte(v))) })
+		if err != nil {
+			return err
 		}
-		_, _ = pipe.Exec(ctx) // each command's error is read below
-		for i, c := range cmds {
-			v, err := c.Result()
-			if errors.Is(err, goredis.Nil) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			fn(part[i], decodeFloat32([]byte(v)))
+	}
+	return nil
+}
+
+// hgetEach reads field of each of keys in one pipelined round trip and
+// calls fn with the keys that have it, in order. A key that is gone or
+// lacks the field is skipped; so is one that is not a hash when
+// skipWrongType is set (otherwise its WRONGTYPE error is returned).
+func (s *Store) hgetEach(ctx context.Context, keys []string, field string, skipWrongType bool, fn func(key, v string)) error {
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*goredis.StringCmd, len(keys))
+	for i, key := range keys {
+		cmds[i] = pipe.HGet(ctx, key, field)
+	}
+	_, _ = pipe.Exec(ctx) // each command's error is read below
+	for i, c := range cmds {
+		v, err := c.Result()
+		if errors.Is(err, goredis.Nil) || skipWrongType && isWrongType(err) {
+			continue
 		}
+		if err != nil {
+			return err
+		}
+		fn(keys[i], v)
 	}
 	return nil
 }
@@ -250,25 +262,13 @@ func (s *Store) tagged(ctx context.Context, want map[string]bool) (map[string]ma
 		if err != nil {
 			return nil, err
 		}
-		if len(page) > 0 {
-			pipe := s.rdb.Pipeline()
-			cmds := make([]*goredis.StringCmd, len(page))
-			for i, key := range page {
-				cmds[i] = pipe.HGet(ctx, key, s.lay.subject)
+		err = s.hgetEach(ctx, page, s.lay.subject, true, func(key, t string) {
+			if want[t] {
+				out[t][key] = true
 			}
-			_, _ = pipe.Exec(ctx) // each command's error is read below
-			for i, c := range cmds {
-				t, err := c.Result()
-				if errors.Is(err, goredis.Nil) || isWrongType(err) {
-					continue
-				}
-				if err != nil {
-					return nil, err
-				}
-				if want[t] {
-					out[t][page[i]] = true
-				}
-			}
+		})
+		if err != nil {
+			return nil, err
 		}
 		if next == 0 {
 			return out, nil
