@@ -391,7 +391,7 @@ func (r *pgvRun) amnesia(ctx context.Context, cell *PGVectorCell, table, mode st
 		ev, pr := certs.Steps["evidence"], certs.Steps["probe"]
 		cell.Note += fmt.Sprintf("; the batch's one evidence read and byte scan before deletion: %.1fs (the first erasure's evidence step; median per erasure %.3fs); "+
 			"the one shared reclaim %.1fs; probe: %.1fs in the first erasure's step (its logical probes and the batch's one byte scan after reclaim), "+
-			"median %.1fs per erasure (its own logical probes: by id, by subject tag, exact and index k=10 searches per vector), %.1fs in all",
+			"median %.1fs per erasure (its own logical probes: by id, by subject tag, exact and index k=10 searches per vector), %.1fs summed over the erasures (saga.RunBatch runs several at once: the sum is not wall time)",
 			certs.FirstSteps["evidence"]/1000, ev.MedianMs/1000, certs.Steps["reclaim"].TotalMs/1000, certs.FirstSteps["probe"]/1000, pr.MedianMs/1000, pr.TotalMs/1000)
 	}
 	return nil

@@ -10,15 +10,16 @@ import (
 
 // StepClock sums, per kind of step (evidence, delete, reclaim, probe, …),
 // the durations the saga prints as progress for each step it runs
-// ("  evidence:docs                done (12.34ms)"). Steps replayed from a
-// journal ("done (journal)") are not counted. Erasures of one window may
+// ("  evidence:docs                done (12.34ms)"; in a batch the erasure's
+// id comes first: "  er-… evidence:docs done (12.34ms)"). Steps replayed
+// from a journal ("done (journal)") are not counted. Erasures of one window
 // print at once: Write is safe for concurrent use.
 type StepClock struct {
 	mu sync.Mutex
 	d  map[string]time.Duration
 }
 
-var stepDone = regexp.MustCompile(`^\s+(\S+)\s+done \(([^)]+)\)`)
+var stepDone = regexp.MustCompile(`^\s+(?:er-\S+\s+)?(\S+)\s+done \(([^)]+)\)`)
 
 func NewStepClock() *StepClock { return &StepClock{d: map[string]time.Duration{}} }
 

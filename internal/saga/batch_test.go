@@ -1,14 +1,20 @@
 package saga_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/amnesia-dev/amnesia/certificate"
 	"github.com/amnesia-dev/amnesia/internal/saga"
 	"github.com/amnesia-dev/amnesia/lineage"
 	"github.com/amnesia-dev/amnesia/store"
@@ -249,6 +255,145 @@ func TestBatchSharedDeleteFailsThenEachDeletes(t *testing.T) {
 		}
 		if own := sorted(append([]string(nil), planKeys(es[i].Trace, "docs")...)); !reflect.DeepEqual(sorted(docs.deletes[1+i]), own) {
 			t.Errorf("erasure %d deleted %d keys alone, want its own %d", i, len(docs.deletes[1+i]), len(own))
+		}
+	}
+}
+
+// overlapStore records how many logical probes (one per erasure, in the
+// probe-to-publish phase) run at once: each waits, up to a second, for
+// another to start. The probe of a key in failFor calls cancel and returns
+// the context's error.
+type overlapStore struct {
+	*sqlitedoc.Store
+	mu       sync.Mutex
+	inside   int
+	most     int
+	started  chan struct{}
+	failFor  map[string]bool
+	cancel   func()
+	failures int
+}
+
+func (o *overlapStore) ProbeLogical(ctx context.Context, keys []string, ev map[string]*store.Evidence) ([]store.LogicalResult, error) {
+	o.mu.Lock()
+	o.inside++
+	o.most = max(o.most, o.inside)
+	fail := len(keys) > 0 && o.failFor[keys[0]]
+	if fail {
+		o.failures++
+	}
+	o.mu.Unlock()
+	select {
+	case o.started <- struct{}{}: // another probe is waiting for this one
+	case <-o.started: // this one was waited for
+	case <-time.After(time.Second):
+	}
+	defer func() { o.mu.Lock(); o.inside--; o.mu.Unlock() }()
+	if fail {
+		o.cancel()
+		return nil, ctx.Err()
+	}
+	return o.Store.ProbeLogical(ctx, keys, ev)
+}
+
+// A batch's erasures run their phases concurrently: the logical probes of
+// different erasures overlap; every erasure still ends with the outcome it
+// gets alone, its own certificate at its own log index, and the progress
+// lines they share one writer for are whole lines. Run it with -race.
+func TestBatchRunsErasuresConcurrently(t *testing.T) {
+	const n = 12 // more than one round of saga's concurrent erasures
+	f := newFixture(t, n, 2)
+	docs := &overlapStore{Store: f.rawD, started: make(chan struct{})}
+	stores := map[string]store.Store{"docs": docs, "vectors": f.rawV}
+	var progress bytes.Buffer
+	var es []*saga.Erasure
+	for p := range n {
+		es = append(es, &saga.Erasure{Dir: f.dir, Ledger: f.ledger, Stores: stores, Trace: f.trace(t, p), Reason: "BATCH-C", Progress: &progress})
+	}
+	res, err := saga.RunBatch(context.Background(), es)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if docs.most < 2 {
+		t.Errorf("at most %d logical probe ran at once in a batch of %d: the erasures did not overlap", docs.most, n)
+	}
+	idx := map[int64]bool{}
+	for i, r := range res {
+		p := r.Statement.Predicate
+		if !p.Complete || p.Counts.VerifiedPhysical == 0 || p.Counts.Residual != 0 {
+			t.Errorf("erasure %d: complete=%v counts=%+v", i, p.Complete, p.Counts)
+		}
+		b, err := os.ReadFile(r.CertificatePath)
+		if err != nil {
+			t.Fatalf("erasure %d: %v", i, err)
+		}
+		chk, err := certificate.VerifyBundle(context.Background(), b, f.trusted())
+		if err != nil {
+			t.Fatalf("erasure %d: certificate does not verify: %v", i, err)
+		}
+		if idx[chk.LogIndex] {
+			t.Errorf("erasure %d: log index %d given twice", i, chk.LogIndex)
+		}
+		idx[chk.LogIndex] = true
+	}
+	ids := map[string]bool{}
+	for _, r := range res {
+		ids[r.ID] = true
+	}
+	lines := strings.Split(strings.TrimSuffix(progress.String(), "\n"), "\n")
+	starts := 0
+	for _, l := range lines {
+		// "erasure <id> of …" or "  <id> <step> done (…)": whole lines,
+		// each naming its erasure.
+		f := strings.Fields(l)
+		switch {
+		case len(f) > 3 && f[0] == "erasure" && ids[f[1]] && strings.Contains(l, " artifacts in "):
+			starts++
+		case len(f) > 2 && strings.HasPrefix(l, "  ") && ids[f[0]] && (f[2] == "done" || f[2] == "FAILED:"):
+		default:
+			t.Errorf("progress line %q is not a whole line naming its erasure", l)
+		}
+	}
+	if starts != n {
+		t.Errorf("%d progress lines start an erasure, want %d:\n%s", starts, n, progress.String())
+	}
+}
+
+// A batch cut short in a concurrent phase (its context cancelled in one
+// erasure's probe, while others run theirs) returns a BatchError of the
+// cancellation; run again, every erasure resumes from its journal and ends
+// complete.
+func TestBatchConcurrentFailureResumes(t *testing.T) {
+	const n = 10
+	f := newFixture(t, n, 2)
+	ctx, cancel := context.WithCancel(context.Background())
+	docs := &overlapStore{Store: f.rawD, started: make(chan struct{}), failFor: map[string]bool{}, cancel: cancel}
+	stores := map[string]store.Store{"docs": docs, "vectors": f.rawV}
+	var es []*saga.Erasure
+	for p := range n {
+		es = append(es, &saga.Erasure{Dir: f.dir, Ledger: f.ledger, Stores: stores, Trace: f.trace(t, p), Reason: "BATCH-F"})
+	}
+	bad := es[5]
+	for _, k := range planKeys(bad.Trace, "docs") {
+		docs.failFor[k] = true
+	}
+	_, err := saga.RunBatch(ctx, es)
+	var be *saga.BatchError
+	if !errors.As(err, &be) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("batch error %v, want a BatchError of the cancellation", err)
+	}
+	if docs.failures != 1 {
+		t.Fatalf("%d probes cancelled, want 1", docs.failures)
+	}
+	docs.failFor = nil
+	res, err := saga.RunBatch(context.Background(), es)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		p := r.Statement.Predicate
+		if !p.Complete || p.Counts.Residual != 0 {
+			t.Errorf("erasure %d after the rerun: complete=%v counts=%+v", i, p.Complete, p.Counts)
 		}
 	}
 }

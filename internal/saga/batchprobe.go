@@ -33,6 +33,49 @@ type batchShare struct {
 	ev      map[string]*sharedEvidence // store -> the batch's evidence
 	scans   map[string]*sharedScan     // step:store -> the batch's byte scan
 	dels    map[string]*sharedDelete   // store -> the batch's delete
+	// pend is which erasures will run a shared step ("evidence:" or
+	// "probe:" and the store), taken (snapshot) before the phase that runs
+	// it: the erasures of a phase run concurrently (RunBatch), so the one
+	// that reads or scans for all of them reads no other erasure's journal
+	// while that erasure writes it. For "probe:", the erasure's evidence
+	// (loaded before the phase; absent when it could not be).
+	pend map[string]map[*runner]map[string]*store.Evidence
+}
+
+// snapshot records in b.pend which erasures still run step on each of their
+// stores (runner.pending); for "probe" it loads their evidence too. It runs
+// before the phase that runs step, while no erasure of b runs.
+func (b *batchShare) snapshot(ctx context.Context, step string) {
+	if b.pend == nil {
+		b.pend = map[string]map[*runner]map[string]*store.Evidence{}
+	}
+	for _, o := range b.runners {
+		for st := range o.keys {
+			if !o.pending(step, st) {
+				continue
+			}
+			var ev map[string]*store.Evidence
+			if step == "probe" {
+				var err error
+				if ev, err = o.evidence(ctx, st); err != nil {
+					ev = nil // o's own probe step fails on it, and scans alone if it gets here
+				}
+			}
+			m := b.pend[step+":"+st]
+			if m == nil {
+				m = map[*runner]map[string]*store.Evidence{}
+				b.pend[step+":"+st] = m
+			}
+			m[o] = ev
+		}
+	}
+}
+
+// pendingAt reports whether o was to run step on st when the phase began
+// (snapshot), with the evidence loaded for it.
+func (b *batchShare) pendingAt(o *runner, step, st string) (map[string]*store.Evidence, bool) {
+	ev, ok := b.pend[step+":"+st][o]
+	return ev, ok
 }
 
 type sharedDelete struct {
@@ -102,7 +145,7 @@ func (r *runner) readStoreEvidence(ctx context.Context, st string, er store.Evid
 		seen := map[string]bool{}
 		var keys []string
 		for _, o := range b.runners {
-			if o != r && !o.pending("evidence", st) {
+			if _, ok := b.pendingAt(o, "evidence", st); o != r && !ok {
 				continue
 			}
 			for _, k := range o.keys[st] {
@@ -191,13 +234,16 @@ func (r *runner) scanPhysical(ctx context.Context, st string, pp store.PhysicalP
 			union[k] = e
 		}
 		for _, o := range b.runners {
-			if o == r || !o.pending(step, st) {
+			pev, ok := b.pendingAt(o, step, st)
+			if o == r || !ok {
 				continue
 			}
 			var oev map[string]*store.Evidence
 			if step == "evidence" {
 				// Not read by o yet: its part of the batch's read.
+				b.mu.Lock()
 				sev := b.ev[st]
+				b.mu.Unlock()
 				if sev == nil || sev.err != nil {
 					continue
 				}
@@ -207,11 +253,8 @@ func (r *runner) scanPhysical(ctx context.Context, st string, pp store.PhysicalP
 						oev[k] = e
 					}
 				}
-			} else {
-				var err error
-				if oev, err = o.evidence(ctx, st); err != nil {
-					continue // o's own probe step fails on it, and scans alone if it gets here
-				}
+			} else if oev = pev; oev == nil {
+				continue // its evidence could not be loaded: o's own probe step fails on it
 			}
 			for k, e := range oev {
 				union[k] = e

@@ -26,6 +26,8 @@ import (
 	"io"
 	"log/slog"
 	"sort"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/amnesia-dev/amnesia/certificate"
@@ -150,6 +152,9 @@ type runner struct {
 	// suppressed: the erasure's journal had the suppress step done when
 	// the run started (chooseID).
 	suppressed bool
+	// inBatch: the erasure runs beside others (RunBatch), whose progress
+	// lines interleave with its own: its step lines name it.
+	inBatch bool
 }
 
 // Run runs or resumes the erasure. A new erasure (no journal yet) is refused
@@ -290,9 +295,18 @@ func CheckFresh(ctx context.Context, l lineage.Ledger, t *lineage.Trace) error {
 
 func (r *runner) progress(format string, a ...any) {
 	if r.Progress != nil {
+		if r.inBatch && strings.HasPrefix(format, "  ") {
+			format = "  " + r.id + " " + format[2:]
+		}
+		// One line at a time: the erasures of a batch run concurrently,
+		// and may share one writer.
+		progressMu.Lock()
+		defer progressMu.Unlock()
 		fmt.Fprintf(r.Progress, format+"\n", a...)
 	}
 }
+
+var progressMu sync.Mutex
 
 // StepError is a step of an erasure that failed. Store is the store of a
 // per-store step (evidence, delete, reclaim, probe), empty for a step of
