@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"reflect"
 	"testing"
 )
 
@@ -249,6 +250,48 @@ func TestScanTiersMatchNaiveSearch(t *testing.T) {
 				setProbeBatch(t, batch)
 				checkScan(t, ev, data)
 			}
+		}
+	}
+}
+
+// The grams of a large set are chosen in parts, one goroutine each: the
+// index is the one a single loop builds, needle for needle, and it finds
+// what a naive search finds. Text needles of several strides and random
+// (vector-like) ones, in uneven parts.
+func TestTiersBuiltInPartsAsInOne(t *testing.T) {
+	defer func(m, p int) { tierPartsMin, tierParts = m, p }(tierPartsMin, tierParts)
+	text, data := textNeedles(400, 300)
+	random := map[string]*Evidence{}
+	for i := range 500 {
+		nd := make([]byte, WindowSize+i%9)
+		fill(nd, uint64(i))
+		k := fmt.Sprint("v", i%11)
+		if random[k] == nil {
+			random[k] = &Evidence{}
+		}
+		random[k].Needles = append(random[k].Needles, nd)
+	}
+	for name, ev := range map[string]map[string]*Evidence{"text": text, "random": random} {
+		tierPartsMin, tierParts = 1<<30, 1
+		one := NewNeedleSet(ev)
+		for _, parts := range []int{2, 3, 7} {
+			tierPartsMin, tierParts = 1, parts
+			got := NewNeedleSet(ev)
+			if !reflect.DeepEqual(got.chkOff, one.chkOff) || len(got.tiers) != len(one.tiers) {
+				t.Fatalf("%s, %d parts: check offsets or tiers differ from one loop's", name, parts)
+			}
+			for i, tr := range got.tiers {
+				o := one.tiers[i]
+				if tr.k != o.k || tr.maxOff != o.maxOff || !reflect.DeepEqual(tr.ents, o.ents) || !reflect.DeepEqual(tr.slots, o.slots) || !reflect.DeepEqual(tr.bloom, o.bloom) {
+					t.Fatalf("%s, %d parts: tier %d (stride %d) differs from one loop's (stride %d)", name, parts, i, tr.k, o.k)
+				}
+			}
+			if name == "text" {
+				checkScan(t, ev, data)
+			}
+		}
+		if name == "text" && len(one.tiers) < 1 {
+			t.Fatalf("text: no tiers")
 		}
 	}
 }

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"runtime"
 	"slices"
 	"sort"
+	"sync"
 )
 
 // The search index of a NeedleSet.
@@ -66,6 +68,10 @@ const (
 	// be looked up and compared with every needle indexed under it.
 	maxGramShare = 2
 )
+
+// buildTiers chooses the grams of a set of at least tierPartsMin needles
+// in tierParts goroutines (tests change both).
+var tierPartsMin, tierParts = 1 << 13, min(runtime.GOMAXPROCS(0), 8)
 
 // strideLadder lists the sampling strides a tier may have, ascending.
 var strideLadder = []int{1, 4, 8, 24, 48}
@@ -361,68 +367,60 @@ func buildTiers(needles [][]byte, owners []int32) (tiers []*tier, chkOff []uint8
 	if len(needles) > 0 {
 		kcap = max(1, indexBudget/len(needles))
 	}
-	gc := newGramCounts(needles, owners, gramLen)
-	gc4 := newGramCounts(needles, owners, 4)
-	var (
-		dist []uint8
-		cost []int
-		any  []int
-		tmp  []uint8
-	)
-	// costs computes dist, cost and any for needle n.
-	costs := func(n []byte) {
-		dist = gramDistinct(n, dist)
-		cost, any = cost[:0], any[:0]
-		for o := range min(len(dist), 1<<offBits) {
-			cost = append(cost, gramCost(n, o, dist, gc))
-			any = append(any, gramCostAny(n, o, dist, gc))
-		}
-	}
+	var gc, gc4 *gramCounts
+	counted := make(chan struct{})
+	go func() { gc4 = newGramCounts(needles, owners, 4); close(counted) }()
+	gc = newGramCounts(needles, owners, gramLen)
+	<-counted
 	// Each needle's stride and offsets (offs[at[i]:][:ks[i]]): the largest
-	// stride at which every residue has a gram within maxCost.
+	// stride at which every residue has a gram within maxCost. A needle's
+	// choice reads only the counts: the needles are taken in parts, one
+	// goroutine each (a window of many subjects has hundreds of thousands),
+	// and the parts' offsets joined in order, as one loop would have.
 	ks := make([]uint8, len(needles))
 	at := make([]int, len(needles))
-	offs := make([]uint8, 0, len(needles)*min(kcap, 24))
-	count := map[int]int{}
 	chkOff = make([]uint8, len(needles))
-	for i, n := range needles {
-		costs(n)
-		// The check bytes: the 4 bytes of the needle that the fewest other
-		// records share (the last such): template text around a few unique
-		// bytes would pass the check wherever the template is. Without a
-		// count (a very large set), the rarer half of the cheapest gram.
-		c := 0
-		if gc4 != nil {
-			best := math.MaxInt
-			for o := range countedGrams(n, 4) {
-				if x := gc4.of(gramAt(n, o, 4)); x <= best {
-					c, best = o, x
-				}
-			}
-		} else {
-			for o := range cost {
-				if cost[o] < cost[c] {
-					c = o
-				}
-			}
-			if rarity(n[c:c+4]) <= rarity(n[c+4:c+8]) {
-				c += 4
-			}
-		}
-		chkOff[i] = uint8(c)
-		var o []uint8
-		for j := len(strideLadder) - 1; j >= 0 && o == nil; j-- {
-			if k := strideLadder[j]; k <= 4 && (k <= kcap || k == 1) {
-				o = pickOffsets(dist, any, k, 1<<20-1, tmp)
-			} else if k <= kcap {
-				o = pickOffsets(dist, cost, k, maxCost[k], tmp)
-			}
-		}
-		tmp = o
-		ks[i], at[i] = uint8(len(o)), len(offs)
-		offs = append(offs, o...)
-		count[len(o)]++
+	type part struct {
+		from, to int
+		offs     []uint8
+		count    map[int]int
 	}
+	nparts := 1
+	if len(needles) >= tierPartsMin {
+		nparts = tierParts
+	}
+	parts := make([]part, nparts)
+	var wg sync.WaitGroup
+	for p := range parts {
+		pt := &parts[p]
+		pt.from, pt.to = p*len(needles)/nparts, (p+1)*len(needles)/nparts
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			nc := &needleCosts{gc: gc}
+			pt.offs = make([]uint8, 0, (pt.to-pt.from)*min(kcap, 24))
+			pt.count = map[int]int{}
+			for i := pt.from; i < pt.to; i++ {
+				chkOff[i], ks[i], at[i] = nc.choose(needles[i], gc4, kcap, &pt.offs)
+				pt.count[int(ks[i])]++
+			}
+		}()
+	}
+	wg.Wait()
+	offs := parts[0].offs
+	count := parts[0].count
+	for _, pt := range parts[1:] {
+		base := len(offs)
+		offs = append(offs, pt.offs...)
+		for i := pt.from; i < pt.to; i++ {
+			at[i] += base
+		}
+		for k, c := range pt.count {
+			count[k] += c
+		}
+	}
+	nc := &needleCosts{gc: gc}
+	costs := nc.costs
 	// Each stride is a pass over the data: a stride that few needles take
 	// costs as much as one that many take. Their needles go to the largest
 	// stride in use that they have room for, with any grams but degenerate
@@ -439,8 +437,8 @@ func buildTiers(needles [][]byte, owners []int32) (tiers []*tier, chkOff []uint8
 				if k2 <= k || count[k2] == 0 {
 					continue
 				}
-				if o := pickOffsets(dist, any, k2, 1<<20-1, tmp); o != nil {
-					tmp = o
+				if o := pickOffsets(nc.dist, nc.any, k2, 1<<20-1, nc.tmp); o != nil {
+					nc.tmp = o
 					count[k]--
 					count[k2]++
 					ks[i], at[i] = uint8(k2), len(offs)
@@ -465,8 +463,8 @@ func buildTiers(needles [][]byte, owners []int32) (tiers []*tier, chkOff []uint8
 				continue
 			}
 			costs(n)
-			if o := pickOffsets(dist, any, low, 1<<20-1, tmp); o != nil {
-				tmp = o
+			if o := pickOffsets(nc.dist, nc.any, low, 1<<20-1, nc.tmp); o != nil {
+				nc.tmp = o
 				count[int(ks[i])]--
 				count[low]++
 				ks[i], at[i] = uint8(low), len(offs)
@@ -498,6 +496,68 @@ func buildTiers(needles [][]byte, owners []int32) (tiers []*tier, chkOff []uint8
 		tiers = append(tiers, newTier(k, maxOff[k], byK[k]))
 	}
 	return tiers, chkOff
+}
+
+// needleCosts holds one goroutine's buffers for the grams of one needle at
+// a time: dist, cost and any per offset (costs), and the offsets picked.
+type needleCosts struct {
+	gc   *gramCounts
+	dist []uint8
+	cost []int
+	any  []int
+	tmp  []uint8
+}
+
+// costs computes dist, cost and any for needle n.
+func (nc *needleCosts) costs(n []byte) {
+	nc.dist = gramDistinct(n, nc.dist)
+	nc.cost, nc.any = nc.cost[:0], nc.any[:0]
+	for o := range min(len(nc.dist), 1<<offBits) {
+		nc.cost = append(nc.cost, gramCost(n, o, nc.dist, nc.gc))
+		nc.any = append(nc.any, gramCostAny(n, o, nc.dist, nc.gc))
+	}
+}
+
+// choose picks needle n's check offset and its stride and offsets, the
+// largest stride at which every residue has a gram within maxCost, and
+// appends the offsets to offs: it returns the check offset, the stride and
+// where in offs its offsets start.
+func (nc *needleCosts) choose(n []byte, gc4 *gramCounts, kcap int, offs *[]uint8) (chk, k uint8, at int) {
+	nc.costs(n)
+	// The check bytes: the 4 bytes of the needle that the fewest other
+	// records share (the last such): template text around a few unique
+	// bytes would pass the check wherever the template is. Without a
+	// count (a very large set), the rarer half of the cheapest gram.
+	c := 0
+	if gc4 != nil {
+		best := math.MaxInt
+		for o := range countedGrams(n, 4) {
+			if x := gc4.of(gramAt(n, o, 4)); x <= best {
+				c, best = o, x
+			}
+		}
+	} else {
+		for o := range nc.cost {
+			if nc.cost[o] < nc.cost[c] {
+				c = o
+			}
+		}
+		if rarity(n[c:c+4]) <= rarity(n[c+4:c+8]) {
+			c += 4
+		}
+	}
+	var o []uint8
+	for j := len(strideLadder) - 1; j >= 0 && o == nil; j-- {
+		if k := strideLadder[j]; k <= 4 && (k <= kcap || k == 1) {
+			o = pickOffsets(nc.dist, nc.any, k, 1<<20-1, nc.tmp)
+		} else if k <= kcap {
+			o = pickOffsets(nc.dist, nc.cost, k, maxCost[k], nc.tmp)
+		}
+	}
+	nc.tmp = o
+	at = len(*offs)
+	*offs = append(*offs, o...)
+	return uint8(c), uint8(len(o)), at
 }
 
 func newTier(k, maxOff int, ge []gramEnt) *tier {

@@ -32,11 +32,18 @@ const MaxSharedWith = 8
 // key of ev gets its SharedWith and SharedWithMore set anew (none when no
 // other record holds its windows, or it has none).
 func DropShared(ctx context.Context, ev map[string]*Evidence, others func(fn func(key string, b []byte) error) error) error {
-	ds := distinctNeedles(ev)
+	ds := collectNeedles(ev)
 	if ds.set.Len() == 0 {
 		return nil
 	}
-	sp := newSpans(ds.set)
+	// The search index and the boundary conditions are built from the
+	// same needles, independently: at once (a window of many subjects
+	// has hundreds of thousands of needles).
+	var sp *spans
+	built := make(chan struct{})
+	go func() { sp = newSpans(ds.set); close(built) }()
+	ds.index()
+	<-built
 	shared, hb, err := searchOthers(ctx, ds.set, sp, others)
 	if err != nil {
 		return err
@@ -70,8 +77,9 @@ func DropShared(ctx context.Context, ev map[string]*Evidence, others func(fn fun
 }
 
 // sharedWorkers is how many goroutines search the other records' bytes
-// while the caller's goroutine reads them (and checks their boundaries,
-// spans.record): one means the caller searches them itself. Tests set it.
+// (and check their boundaries, spans.recordInto) while the caller's
+// goroutine reads them: one means the caller does it all itself. Tests
+// set it.
 var sharedWorkers = min(runtime.GOMAXPROCS(0), 8)
 
 // A batch of records for a worker holds up to sharedBatchBytes bytes or
@@ -122,7 +130,8 @@ const maxPairs = 1<<31 - 1
 // searchOthers reads every record others passes, notes its boundaries in
 // sp, and searches it for set's needles: in the caller's goroutine, or,
 // with sharedWorkers above one, in that many workers, each with its own
-// scanner, fed copies of the records in batches. It returns which needles
+// scanner and boundary bits (merged into sp's at the end), fed copies of
+// the records in batches: the caller's goroutine only reads. It returns which needles
 // some record holds and the holders with their (needle, holder) pairs;
 // neither depends on how the records were spread over the workers (but for
 // the holders' numbering, which top does not depend on).
@@ -150,16 +159,20 @@ func searchOthers(ctx context.Context, set *NeedleSet, sp *spans, others func(fn
 	work := make(chan *batch, 2*sharedWorkers)
 	free := make(chan *batch, 3*sharedWorkers) // batches searched, for reuse
 	ss := make([]*searcher, sharedWorkers)
+	bits := make([]*spanBits, sharedWorkers) // each worker notes the boundaries of its records
 	var wg sync.WaitGroup
 	for i := range ss {
 		s := newSearcher(set)
 		ss[i] = s
+		bits[i] = sp.newBits()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for bt := range work {
 				for _, r := range bt.recs {
-					s.search(r.key, bt.buf[r.from:r.to])
+					b := bt.buf[r.from:r.to]
+					sp.recordInto(b, bits[i])
+					s.search(r.key, b)
 				}
 				bt.buf, bt.recs = bt.buf[:0], bt.recs[:0]
 				select {
@@ -191,7 +204,6 @@ func searchOthers(ctx context.Context, set *NeedleSet, sp *spans, others func(fn
 		}
 	}
 	err := others(func(key string, b []byte) error {
-		sp.record(b)
 		// b is the reader's until fn returns: the batch keeps a copy.
 		cur.recs = append(cur.recs, rec{key, len(cur.buf), len(cur.buf) + len(b)})
 		cur.buf = append(cur.buf, b...)
@@ -206,6 +218,9 @@ func searchOthers(ctx context.Context, set *NeedleSet, sp *spans, others func(fn
 	stop()
 	if err != nil {
 		return nil, nil, err
+	}
+	for _, b := range bits {
+		sp.merge(b)
 	}
 	// One numbering of the holders: the first worker's, extended by the
 	// others' holders, their pairs renumbered.
@@ -250,9 +265,24 @@ type needleOwners struct {
 	// occ[o] is, for each needle of ev[keys[o]] of 8 bytes or more in
 	// order, its index in set (repeated where the record repeats it).
 	occ [][]int32
+	// first is, per distinct needle, its first owner's number (for the
+	// index's gram counts).
+	first []int32
 }
 
 func distinctNeedles(ev map[string]*Evidence) *needleOwners {
+	ds := collectNeedles(ev)
+	ds.index()
+	return ds
+}
+
+// index builds the search index of ds's set.
+func (ds *needleOwners) index() {
+	ds.set.tiers, ds.set.chkOff = buildTiers(ds.set.needles, ds.first)
+}
+
+// collectNeedles is distinctNeedles without the search index.
+func collectNeedles(ev map[string]*Evidence) *needleOwners {
 	ds := &needleOwners{keys: make([]string, 0, len(ev))}
 	for k := range ev {
 		ds.keys = append(ds.keys, k)
@@ -283,7 +313,7 @@ func distinctNeedles(ev map[string]*Evidence) *needleOwners {
 	for d, o := range first {
 		ds.set.owner[d] = ds.keys[o]
 	}
-	ds.set.tiers, ds.set.chkOff = buildTiers(needles, first)
+	ds.first = first
 	return ds
 }
 

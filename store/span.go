@@ -34,20 +34,41 @@ const minSpanPart = gramLen
 // spans finds the needles that can be read as a suffix of some record
 // followed by a prefix of some record, either of which may be zero fill.
 type spans struct {
-	// head[i] bit s: needles[i][:s] is the end of some record (or zeros);
-	// tail[i] bit s: needles[i][s:] is the start of some record (or zeros).
-	head, tail []uint64
-	// Pending conditions, keyed by the hash of the bytes and their length,
-	// in buckets: most of a record's ends match nothing.
+	spanBits
+	// Conditions, keyed by the hash of the bytes and their length, in
+	// buckets: most of a record's ends match nothing. Read only once
+	// built: several goroutines resolve records against them, each into
+	// its own spanBits (see recordInto).
 	heads, tails conds
 	maxPart      int
+}
+
+// spanBits holds what the records seen so far resolved: head[i] bit s:
+// needles[i][:s] is the end of some record (or zeros); tail[i] bit s:
+// needles[i][s:] is the start of some record (or zeros).
+type spanBits struct {
+	head, tail []uint64
+}
+
+// newBits returns empty bits for sp's needles, for one goroutine's records.
+func (sp *spans) newBits() *spanBits {
+	return &spanBits{head: make([]uint64, len(sp.head)), tail: make([]uint64, len(sp.tail))}
+}
+
+// merge adds what o's records resolved to sp's own bits.
+func (sp *spans) merge(o *spanBits) {
+	for i, w := range o.head {
+		sp.head[i] |= w
+	}
+	for i, w := range o.tail {
+		sp.tail[i] |= w
+	}
 }
 
 type cond struct {
 	key    uint64
 	needle int32
 	split  uint8
-	done   bool // resolved already
 }
 
 // conds are grouped by bucket, the top bits of their key (a counting sort:
@@ -110,15 +131,14 @@ func (cs *conds) resolve(key uint64, bits []uint64) {
 	}
 	b := key >> cs.shift
 	for i := cs.start[b]; i < cs.start[b+1]; i++ {
-		if c := &cs.c[i]; c.key == key && !c.done {
-			c.done = true
+		if c := &cs.c[i]; c.key == key {
 			bits[c.needle] |= 1 << c.split
 		}
 	}
 }
 
 func newSpans(set *NeedleSet) *spans {
-	sp := &spans{head: make([]uint64, set.Len()), tail: make([]uint64, set.Len())}
+	sp := &spans{spanBits: spanBits{head: make([]uint64, set.Len()), tail: make([]uint64, set.Len())}}
 	// Count the conditions first: millions of them for a window of many
 	// subjects, appended without growing.
 	nh, nt := 0, 0
@@ -174,25 +194,35 @@ func newSpans(set *NeedleSet) *spans {
 			}
 		}
 	}
-	sp.heads.build()
+	// The two sorts are independent: one in another goroutine (millions
+	// of conditions each for a window of many subjects).
+	done := make(chan struct{})
+	go func() { sp.heads.build(); close(done) }()
 	sp.tails.build()
+	<-done
 	return sp
 }
 
-// record notes the start and end of one record's bytes.
-func (sp *spans) record(b []byte) {
+// record notes the start and end of one record's bytes in sp's own bits
+// (one goroutine only; others use recordInto and merge).
+func (sp *spans) record(b []byte) { sp.recordInto(b, &sp.spanBits) }
+
+// recordInto notes the start and end of one record's bytes in bits, which
+// belong to the calling goroutine: the conditions are only read, so
+// several goroutines may record at once, each into its own bits.
+func (sp *spans) recordInto(b []byte, bits *spanBits) {
 	h := uint64(0)
 	for s := 1; s <= min(len(b), sp.maxPart); s++ {
 		h = h*polyBase + polyByte(b[len(b)-s]) // b[len-s:] hashed from its last byte back
 		if s >= minSpanPart {
-			sp.heads.resolve(finish(h, s), sp.head)
+			sp.heads.resolve(finish(h, s), bits.head)
 		}
 	}
 	h = 0
 	for t := 1; t <= min(len(b), sp.maxPart); t++ {
 		h = h*polyBase + polyByte(b[t-1])
 		if t >= minSpanPart {
-			sp.tails.resolve(finish(h, t), sp.tail)
+			sp.tails.resolve(finish(h, t), bits.tail)
 		}
 	}
 }

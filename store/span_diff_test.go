@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"math/rand/v2"
+	"sync"
 	"testing"
 )
 
@@ -57,6 +58,24 @@ func TestSpansMatchNaive(t *testing.T) {
 		for _, r := range recs {
 			sp.record(r)
 		}
+		// As DropShared's workers do: the records spread over goroutines,
+		// each into its own bits, merged after.
+		par := newSpans(set)
+		var wg sync.WaitGroup
+		bits := []*spanBits{par.newBits(), par.newBits(), par.newBits()}
+		for w, b := range bits {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for j := w; j < len(recs); j += len(bits) {
+					par.recordInto(recs[j], b)
+				}
+			}()
+		}
+		wg.Wait()
+		for _, b := range bits {
+			par.merge(b)
+		}
 		// formable: p is short, all zeros, or has(r, p) for some record r.
 		formable := func(p []byte, has func(r, p []byte) bool) bool {
 			if len(p) < minSpanPart || bytes.Count(p, []byte{0}) == len(p) {
@@ -81,6 +100,9 @@ func TestSpansMatchNaive(t *testing.T) {
 			}
 			if got := sp.spanning(i); got != want {
 				t.Fatalf("round %d: needle %x: spanning = %v, naive %v", round, n, got, want)
+			}
+			if got := par.spanning(i); got != want {
+				t.Fatalf("round %d: needle %x: spanning = %v with the records spread over goroutines, naive %v", round, n, got, want)
 			}
 			if want {
 				spanning++
