@@ -28,6 +28,7 @@ type readCountingStore struct {
 	*sqlitedoc.Store
 	reads    [][]string
 	scans    [][]string
+	sets     []*store.NeedleSet // the set of each byte scan
 	deletes  [][]string
 	onDelete func(ctx context.Context) error
 }
@@ -39,6 +40,7 @@ func (c *readCountingStore) ReadEvidence(ctx context.Context, keys []string) (ma
 
 func (c *readCountingStore) ProbePhysical(ctx context.Context, set *store.NeedleSet) (store.ScanReport, error) {
 	c.scans = append(c.scans, set.Keys())
+	c.sets = append(c.sets, set)
 	return c.Store.ProbePhysical(ctx, set)
 }
 
@@ -135,6 +137,9 @@ func TestBatchSharesEvidenceAndScans(t *testing.T) {
 			t.Errorf("byte scan %d was for %d keys, want the %d of every erasure", i, len(s), len(all))
 		}
 	}
+	if docs.sets[0] != docs.sets[1] {
+		t.Errorf("the scan after reclaim built its needle set again, for the same needles as the scan before deletion")
+	}
 
 	// The same people erased one at a time, on a fixture built the same way.
 	g := newFixture(t, 6, 3)
@@ -196,7 +201,7 @@ func TestBatchResumesSharedReads(t *testing.T) {
 	if len(docs.reads) != 1 || len(docs.deletes) != 1 {
 		t.Fatalf("first batch: %d evidence reads and %d deletes of docs, want 1 and 1", len(docs.reads), len(docs.deletes))
 	}
-	docs.onDelete, docs.reads, docs.scans, docs.deletes = nil, nil, nil, nil
+	docs.onDelete, docs.reads, docs.scans, docs.sets, docs.deletes = nil, nil, nil, nil, nil
 	es := erasures(1, 3, 5)
 	res, err := saga.RunBatch(context.Background(), es)
 	if err != nil {
@@ -208,6 +213,11 @@ func TestBatchResumesSharedReads(t *testing.T) {
 	}
 	if got := sorted(append([]string(nil), docs.reads[0]...)); !reflect.DeepEqual(got, third) {
 		t.Errorf("resumed batch read evidence for %d keys, want only the new erasure's %d", len(got), len(third))
+	}
+	// Its scan before deletion was for the new erasure's needles, the one
+	// after reclaim for all three erasures': a needle set each.
+	if len(docs.sets) != 2 || docs.sets[0] == docs.sets[1] || docs.sets[1].Len() <= docs.sets[0].Len() {
+		t.Errorf("resumed batch: %d byte scans; want 2, the second with a set of its own, larger than the first's", len(docs.sets))
 	}
 	var all []string
 	for _, e := range es {

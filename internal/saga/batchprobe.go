@@ -3,7 +3,9 @@ package saga
 import (
 	"context"
 	"reflect"
+	"slices"
 	"sync"
+	"unsafe"
 
 	"github.com/amnesia-dev/amnesia/store"
 )
@@ -40,6 +42,63 @@ type batchShare struct {
 	// while that erasure writes it. For "probe:", the erasure's evidence
 	// (loaded before the phase; absent when it could not be).
 	pend map[string]map[*runner]map[string]*store.Evidence
+	// sets is, per store, the needle set of the last byte scan for the
+	// batch (needleSet): the scan after reclaim looks for the same needles
+	// as the scan before deletion when no erasure dropped out between.
+	sets map[string]*unionSet
+}
+
+// unionSet is a needle set with the evidence it was built from: each key's
+// Evidence and its needles as they were (the slices, not copies of their
+// bytes: needles are never written once made).
+type unionSet struct {
+	ev  map[string]*store.Evidence
+	was map[string][][]byte
+	set *store.NeedleSet
+}
+
+// builtFrom reports whether ev holds exactly the needles u was built from:
+// the same keys, each with the same needle slices in the same order.
+func (u *unionSet) builtFrom(ev map[string]*store.Evidence) bool {
+	if len(ev) != len(u.ev) {
+		return false
+	}
+	for k, e := range ev {
+		was, ok := u.was[k]
+		if !ok || u.ev[k] != e || len(was) != len(e.Needles) {
+			return false
+		}
+		for i, n := range e.Needles {
+			if len(n) != len(was[i]) || unsafe.SliceData(n) != unsafe.SliceData(was[i]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// needleSet returns the needle set of union, the evidence of the
+// erasures a byte scan of st covers: the set built for the batch's
+// previous scan of st when union holds the same needles (building one for
+// a window of many subjects takes a while), otherwise a new one.
+func (b *batchShare) needleSet(st string, union map[string]*store.Evidence) *store.NeedleSet {
+	b.mu.Lock()
+	u := b.sets[st]
+	b.mu.Unlock()
+	if u != nil && u.builtFrom(union) {
+		return u.set
+	}
+	u = &unionSet{ev: union, was: make(map[string][][]byte, len(union)), set: store.NewNeedleSet(union)}
+	for k, e := range union {
+		u.was[k] = slices.Clone(e.Needles)
+	}
+	b.mu.Lock()
+	if b.sets == nil {
+		b.sets = map[string]*unionSet{}
+	}
+	b.sets[st] = u
+	b.mu.Unlock()
+	return u.set
 }
 
 // snapshot records in b.pend which erasures still run step on each of their
@@ -264,7 +323,7 @@ func (r *runner) scanPhysical(ctx context.Context, st string, pp store.PhysicalP
 		for k := range union {
 			sh.keys[k] = true
 		}
-		sh.rep, sh.err = pp.ProbePhysical(ctx, store.NewNeedleSet(union))
+		sh.rep, sh.err = pp.ProbePhysical(ctx, b.needleSet(st, union))
 	})
 	for k := range ev {
 		if !sh.keys[k] {
