@@ -53,6 +53,16 @@ func Encode(st *Statement) ([]byte, error) {
 // spaces with a trailing newline. Ed25519 is deterministic: the same
 // statement and key always give the same bytes.
 func Sign(ctx context.Context, st *Statement, priv ed25519.PrivateKey) ([]byte, error) {
+	s, err := SignStatement(ctx, st, priv)
+	if err != nil {
+		return nil, err
+	}
+	return s.Envelope, nil
+}
+
+// checkedPayload is Sign's payload: st with its key id, encoded and
+// checked.
+func checkedPayload(st *Statement, priv ed25519.PrivateKey) ([]byte, error) {
 	if st == nil {
 		return nil, fmt.Errorf("sign certificate: nil statement")
 	}
@@ -68,12 +78,20 @@ func Sign(ctx context.Context, st *Statement, priv ed25519.PrivateKey) ([]byte, 
 	if _, err := checkEncoded(payload, keyID); err != nil {
 		return nil, fmt.Errorf("sign certificate: %w: %w", err, ErrSchema)
 	}
-	return signPayload(ctx, payload, priv)
+	return payload, nil
 }
 
 // signPayload signs payload as-is and returns the formatted envelope. It
 // checks nothing, so tests can sign broken statements.
 func signPayload(ctx context.Context, payload []byte, priv ed25519.PrivateKey) ([]byte, error) {
+	s, err := signEnvelope(ctx, payload, priv)
+	if err != nil {
+		return nil, err
+	}
+	return s.Envelope, nil
+}
+
+func signEnvelope(ctx context.Context, payload []byte, priv ed25519.PrivateKey) (*Signed, error) {
 	signer, err := NewSigner(priv)
 	if err != nil {
 		return nil, fmt.Errorf("sign certificate: %w", err)
@@ -86,18 +104,19 @@ func signPayload(ctx context.Context, payload []byte, priv ed25519.PrivateKey) (
 	if err != nil {
 		return nil, fmt.Errorf("sign certificate: %w", err)
 	}
-	return encodeEnvelope(env)
+	b, err := encodeEnvelope(env)
+	if err != nil {
+		return nil, err
+	}
+	return &Signed{Envelope: b, Payload: payload, env: env}, nil
 }
 
 // encodeEnvelope formats env for a file: two-space indent, no HTML
-// escaping, trailing newline.
+// escaping, trailing newline (encoding/json's form: see appendEnvelope).
 func encodeEnvelope(env *dsse.Envelope) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(env); err != nil {
+	b, err := appendEnvelope(make([]byte, 0, len(env.Payload)+512), env, "")
+	if err != nil {
 		return nil, fmt.Errorf("encode envelope: %w", err)
 	}
-	return buf.Bytes(), nil
+	return append(b, '\n'), nil
 }

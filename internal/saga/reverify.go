@@ -425,11 +425,11 @@ func Reverify(ctx context.Context, rv *Reverification) (*Result, error) {
 
 	// Sign, log, publish: the path of every certificate.
 	st := certificate.NewStatement(*p, op.Trace.ID)
-	env, err := certificate.Sign(ctx, st, rv.Dir.Key)
+	env, err := certificate.SignStatement(ctx, st, rv.Dir.Key)
 	if err != nil {
 		return nil, fmt.Errorf("reverify: %w", err)
 	}
-	envSum := sha256.Sum256(env)
+	envSum := sha256.Sum256(env.Envelope)
 	if err := done("certificate", certResult{SHA256: hex.EncodeToString(envSum[:])}); err != nil {
 		return nil, err
 	}

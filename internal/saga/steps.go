@@ -353,31 +353,31 @@ func (r *runner) after(ctx context.Context, res *results) (*certificate.Statemen
 	// was replayed from the journal, signs again (Ed25519 is deterministic),
 	// checks the digest and writes the file. No certificate file exists
 	// before every step is done.
-	var signed []byte // the envelope the certificate step signed in this run
-	sign := func() ([]byte, error) {
+	var signed *certificate.Signed // the envelope the certificate step signed in this run
+	sign := func() (*certificate.Signed, error) {
 		if signed != nil {
 			return signed, nil
 		}
-		return certificate.Sign(ctx, st, r.Dir.Key)
+		return certificate.SignStatement(ctx, st, r.Dir.Key)
 	}
 	var cr certResult
 	if _, err := r.step("certificate", "", &cr, func() (any, error) {
-		env, err := sign()
+		s, err := sign()
 		if err != nil {
 			return nil, err
 		}
-		signed = env
-		sum := sha256.Sum256(env)
+		signed = s
+		sum := sha256.Sum256(s.Envelope)
 		return certResult{SHA256: hex.EncodeToString(sum[:])}, nil
 	}); err != nil {
 		return nil, err
 	}
 	if _, err := r.step("publish", "", nil, func() (any, error) {
-		env, err := sign()
+		s, err := sign()
 		if err != nil {
 			return nil, err
 		}
-		return nil, r.publish(ctx, st.Predicate.CertificateID, env, cr.SHA256)
+		return nil, r.publish(ctx, st.Predicate.CertificateID, s, cr.SHA256)
 	}); err != nil {
 		return nil, err
 	}
@@ -654,8 +654,8 @@ func (r *runner) probe(ctx context.Context, st string) (any, error) {
 // rerun needs no evidence (a missing file is not an error). With the
 // ledger (PostgreSQL) the evidence is destroyed after the certificate is
 // stored, as before.
-func (r *runner) publish(ctx context.Context, certID string, env []byte, sum string) error {
-	got := sha256.Sum256(env)
+func (r *runner) publish(ctx context.Context, certID string, env *certificate.Signed, sum string) error {
+	got := sha256.Sum256(env.Envelope)
 	if hex.EncodeToString(got[:]) != sum {
 		return fmt.Errorf("publish: certificate does not match the digest journaled when it was signed")
 	}
@@ -698,7 +698,7 @@ type shredOutcome struct {
 
 // putCertificate logs the certificate env, whose id is certID, and stores
 // its bundle (Durable.PutCertificate).
-func (r *runner) putCertificate(ctx context.Context, certID string, env []byte) error {
+func (r *runner) putCertificate(ctx context.Context, certID string, env *certificate.Signed) error {
 	bundle, err := r.logCertificate(ctx, certID, env)
 	if err != nil {
 		return fmt.Errorf("publish: %w", err)

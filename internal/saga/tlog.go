@@ -50,14 +50,10 @@ func OpenLog(ctx context.Context, e *Erasure) (*transparency.Log, error) {
 // is certID, signs a checkpoint (with the append, one write to the ledger:
 // transparency.Log.AppendCheckpoint) and returns the bundle: env with its
 // index, inclusion proof and checkpoint. env was signed from a statement
-// the certificate package checked (certificate.Sign): it is not parsed and
+// the certificate package checked (certificate.SignStatement): it is not parsed and
 // checked again here.
-func (r *runner) logCertificate(ctx context.Context, certID string, env []byte) ([]byte, error) {
-	payload, err := certificate.Payload(env)
-	if err != nil {
-		return nil, err
-	}
-	leaf, err := transparency.CertificateLeaf(certID, payload)
+func (r *runner) logCertificate(ctx context.Context, certID string, env *certificate.Signed) ([]byte, error) {
+	leaf, err := transparency.CertificateLeaf(certID, env.Payload)
 	if err != nil {
 		return nil, err
 	}
@@ -90,11 +86,7 @@ func (r *runner) logCertificate(ctx context.Context, certID string, env []byte) 
 			entry.Timestamp = base64.StdEncoding.EncodeToString(tok)
 		}
 	}
-	return certificate.EncodeBundle(&certificate.Bundle{
-		MediaType:    certificate.BundleMediaType,
-		DSSEEnvelope: env,
-		LogEntry:     entry,
-	})
+	return env.EncodeBundle(entry)
 }
 
 // Anchor obtains an RFC 3161 token over the signed body of cp from the TSA
