@@ -42,10 +42,49 @@ type batchShare struct {
 	// while that erasure writes it. For "probe:", the erasure's evidence
 	// (loaded before the phase; absent when it could not be).
 	pend map[string]map[*runner]map[string]*store.Evidence
+	// owners are the owners (subject keys, "" when the ledger does not
+	// know the record) of the records that share windows with the
+	// batch's, as the erasures' evidence steps looked them up
+	// (lookUpOwners): the records of a template hold windows of many
+	// erasures of a window, each looked up once.
+	owners map[ownerKey]string
 	// sets is, per store, the needle set of the last byte scan for the
 	// batch (needleSet): the scan after reclaim looks for the same needles
 	// as the scan before deletion when no erasure dropped out between.
 	sets map[string]*unionSet
+}
+
+type ownerKey struct{ scope, store, key string }
+
+// batchOwnerCache: the erasures of a batch share their owner lookups
+// (tests turn it off to compare).
+var batchOwnerCache = true
+
+// owner returns the owner of key that an erasure of the batch looked up
+// (false outside a batch, or when none did).
+func (b *batchShare) owner(scope, st, key string) (string, bool) {
+	if b == nil || !batchOwnerCache {
+		return "", false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	o, ok := b.owners[ownerKey{scope, st, key}]
+	return o, ok
+}
+
+// setOwners keeps the owners of keys, as looked holds them.
+func (b *batchShare) setOwners(scope, st string, keys []string, looked map[string]string) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.owners == nil {
+		b.owners = map[ownerKey]string{}
+	}
+	for _, k := range keys {
+		b.owners[ownerKey{scope, st, k}] = looked[k]
+	}
 }
 
 // unionSet is a needle set with the evidence it was built from: each key's

@@ -28,3 +28,11 @@ func OnJournalSyncFile(fn func(path string)) { onJournalSyncFile = fn }
 
 // OnJournalSyncDir calls fn with each directory a new journal fsyncs.
 func OnJournalSyncDir(fn func(dir string)) { onJournalSyncDir = fn }
+
+// SetBatchOwnerCache turns the batch's shared owner lookups on or off
+// (lookUpOwners) and returns the function that restores the setting.
+func SetBatchOwnerCache(on bool) (restore func()) {
+	was := batchOwnerCache
+	batchOwnerCache = on
+	return func() { batchOwnerCache = was }
+}

@@ -2,11 +2,16 @@ package saga_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
+	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/amnesia-dev/amnesia/internal/saga"
@@ -155,20 +160,25 @@ func TestResumeAfterPowerLossKeepsEvidence(t *testing.T) {
 // and LookupKeys are asked for.
 type countingLedger struct {
 	*sqliteledger.Ledger
+	mu      sync.Mutex // the erasures of a batch look up at once
 	lookups map[string]int
 }
 
 func (l *countingLedger) Lookup(ctx context.Context, scope, st, key string) (*lineage.Artifact, error) {
+	l.mu.Lock()
 	l.lookups[st+"\x00"+key]++
+	l.mu.Unlock()
 	return l.Ledger.Lookup(ctx, scope, st, key)
 }
 
 // LookupKeys counts each key it is asked for, as Lookup does: the evidence
 // step looks owners up in one batch where the ledger can.
 func (l *countingLedger) LookupKeys(ctx context.Context, scope, st string, keys []string) (map[string]*lineage.Artifact, error) {
+	l.mu.Lock()
 	for _, k := range keys {
 		l.lookups[st+"\x00"+k]++
 	}
+	l.mu.Unlock()
 	return l.Ledger.LookupKeys(ctx, scope, st, keys)
 }
 
@@ -199,5 +209,68 @@ func TestSharedOwnersLookedUpOnce(t *testing.T) {
 	}
 	if shared == 0 {
 		t.Fatal("no evidence result names the owners of shared records")
+	}
+}
+
+// In a batch, a record that shares windows with the records of several
+// erasures is looked up for all of them at once (the erasures whose
+// evidence steps run at the same moment may each look it up): fewer
+// lookups than when each erasure looks up its own, and each erasure's
+// evidence names the same owners.
+func TestSharedOwnersLookedUpOnceInABatch(t *testing.T) {
+	people := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19}
+	run := func(cache bool) (*countingLedger, []string) {
+		defer saga.SetBatchOwnerCache(cache)()
+		f := newFixture(t, 24, 6)
+		l := &countingLedger{Ledger: f.ledger, lookups: map[string]int{}}
+		var es []*saga.Erasure
+		for _, p := range people {
+			es = append(es, &saga.Erasure{Dir: f.dir, Ledger: l, Stores: f.stores(), Trace: f.trace(t, p), Reason: "TICKET-B"})
+		}
+		res, err := saga.RunBatch(context.Background(), es)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var owners []string
+		for i, r := range res {
+			for _, e := range readJournal(t, filepath.Join(f.dir.ErasureDir(r.ID), "journal.jsonl")) {
+				if !strings.HasPrefix(e.Step, "evidence:") || e.Phase != "done" {
+					continue
+				}
+				var ev struct {
+					Records map[string]struct {
+						SharedWith  map[string]int `json:"shared_with"`
+						SharedOwner map[string]int `json:"shared_owner"`
+					} `json:"records"`
+				}
+				if err := json.Unmarshal(e.Result, &ev); err != nil {
+					t.Fatal(err)
+				}
+				for k, rec := range ev.Records {
+					if len(rec.SharedOwner) > 0 {
+						owners = append(owners, fmt.Sprint(people[i], e.Step, k, rec.SharedWith, rec.SharedOwner))
+					}
+				}
+			}
+		}
+		sort.Strings(owners)
+		return l, owners
+	}
+	each, want := run(false)
+	once, got := run(true)
+	if len(want) == 0 {
+		t.Fatal("no evidence result names an owner: the fixture does not exercise the lookup")
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("with the batch's lookups the evidence names other owners:\n%v\nwant\n%v", got, want)
+	}
+	sum := func(l *countingLedger) (n int) {
+		for _, c := range l.lookups {
+			n += c
+		}
+		return n
+	}
+	if sum(once)*2 > sum(each) {
+		t.Errorf("%d lookups of the records sharing windows with the batch's (%d distinct); %d when each erasure looks up its own", sum(once), len(once.lookups), sum(each))
 	}
 }

@@ -517,13 +517,19 @@ func (r *runner) lookUpOwners(ctx context.Context, st string, ev map[string]*sto
 	if !ok {
 		return nil
 	}
+	b := batchOf(ctx)
 	var keys []string
 	for _, e := range ev {
 		for k := range e.SharedWith {
-			if _, dup := looked[k]; !dup && utf8.ValidString(k) {
-				looked[k] = "" // until found below
-				keys = append(keys, k)
+			if _, dup := looked[k]; dup || !utf8.ValidString(k) {
+				continue
 			}
+			if owner, ok := b.owner(r.Trace.Scope, st, k); ok {
+				looked[k] = owner // looked up by another erasure of the batch
+				continue
+			}
+			looked[k] = "" // until found below
+			keys = append(keys, k)
 		}
 	}
 	if len(keys) == 0 {
@@ -538,6 +544,7 @@ func (r *runner) lookUpOwners(ctx context.Context, st string, ev map[string]*sto
 			looked[k] = a.Subject.String()
 		}
 	}
+	b.setOwners(r.Trace.Scope, st, keys, looked)
 	return nil
 }
 
