@@ -120,24 +120,43 @@ func (f *File) defaults() []string {
 	return provenance.ResiduePaths
 }
 
-// runs is the store the file's benchmark ran alone, or "" (several
-// stores, or none): the other adapters' code is not what it measured
-// (provenance.ForStore).
-func (f *File) runs() string {
+// runs is the stores the file's benchmark opened (none: an empty list),
+// and whether that is known: the other adapters' code is not what it
+// measured (provenance.ForStores). Residue, window, scale, fixedcost and
+// pgvector files run their own store; the capture benchmark writes to
+// sqlite-doc and sqlite-vec (perf.go), the model benchmark erases from
+// JSONL files (model.go), the workers benchmark from a PostgreSQL table
+// (workers.go); the scanner and serve-capture benchmarks open no store
+// (scanner.go searches files itself, servebench's configuration has no
+// stores). A kind not named here keeps every adapter in its measured code.
+func (f *File) runs() ([]string, bool) {
 	switch f.Kind {
 	case "residue", "window", "scale", "fixedcost":
-		return f.Store
+		return []string{f.Store}, true
 	case "pgvector":
-		return "pgvector"
+		return []string{"pgvector"}, true
+	case "capture":
+		return []string{"sqlite-doc", "sqlite-vec"}, true
+	case "model":
+		return []string{"file-jsonl"}, true
+	case "workers":
+		return []string{"postgres"}, true
+	case "scanner", "serve-capture":
+		return nil, true
 	}
-	return ""
+	return nil, false
 }
 
 // Check compares every file's measured code with HEAD of the git working
 // tree at root (`git diff <commit> HEAD -- <measured paths>`).
 func (r *Results) Check(root string) {
 	for _, f := range r.Files {
-		fr := provenance.CheckStore(root, f.Prov, f.defaults(), f.runs())
+		var fr provenance.Freshness
+		if sts, ok := f.runs(); ok {
+			fr = provenance.CheckStores(root, f.Prov, f.defaults(), sts...)
+		} else {
+			fr = provenance.Check(root, f.Prov, f.defaults())
+		}
 		f.Fresh = &fr
 	}
 }

@@ -230,12 +230,16 @@ func TestMarkdownShowsNotes(t *testing.T) {
 // A results file of one store is not made stale by a change to another
 // store's adapter, and is by a change to its own adapter, to the code its
 // adapter shares with others of its kind, or to the code every store
-// shares. A file whose benchmark ran no single store (capture) and a store
-// StoreDirs does not name keep every adapter in their measured code.
+// shares. A file whose benchmark ran several stores is stale when any of
+// theirs changed; one whose benchmark ran none only when the code every
+// store shares changed; a file whose stores are not known (provenance.Check)
+// and a store StoreDirs does not name keep every adapter in their measured
+// code.
 func TestStaleOnlyForItsOwnAdapter(t *testing.T) {
 	dir := gitRepo(t, map[string]string{
 		"store/scan.go":                     "package store\n",
 		"store/sqlitedoc/sqlitedoc.go":      "package sqlitedoc\n",
+		"store/sqlitevec/sqlitevec.go":      "package sqlitevec\n",
 		"store/internal/sqlitex/sqlitex.go": "package sqlitex\n",
 		"store/chromem/chromem.go":          "package chromem\n",
 		"store/internal/pg/pg.go":           "package pg\n",
@@ -243,17 +247,40 @@ func TestStaleOnlyForItsOwnAdapter(t *testing.T) {
 	t.Chdir(dir)
 	prov := provenance.Capture(provenance.ResiduePaths)
 	checkStale(t, dir, prov, false, "unchanged")
+	kind := func(k string) *File { // a file of kind k measured at prov, checked at HEAD
+		r := &Results{Files: []*File{{Kind: k, Prov: prov}}}
+		r.Check(dir)
+		return r.Files[0]
+	}
 
 	commitFiles(t, dir, map[string]string{"store/chromem/chromem.go": "package chromem // edited\n", "store/internal/pg/pg.go": "package pg // edited\n"})
 	checkStale(t, dir, prov, false, "another store's adapter changed")
-	if f := provenance.CheckStore(dir, prov, nil, ""); !f.Stale {
-		t.Error("a file of no single store is not stale after an adapter changed")
+	if f := provenance.Check(dir, prov, nil); !f.Stale {
+		t.Error("a file whose stores are not known is not stale after an adapter changed")
 	}
-	if f := provenance.CheckStore(dir, prov, nil, "some-new-store"); !f.Stale {
+	if f := provenance.CheckStores(dir, prov, nil, "sqlite-doc", "some-new-store"); !f.Stale {
 		t.Error("a file of a store StoreDirs does not name is not stale after an adapter changed")
 	}
-	if f := provenance.CheckStore(dir, prov, nil, "chromem"); !f.Stale {
+	if f := provenance.CheckStores(dir, prov, nil, "chromem"); !f.Stale {
 		t.Error("chromem's file is not stale after its adapter changed")
+	}
+	if f := provenance.CheckStores(dir, prov, nil, "sqlite-vec", "chromem"); !f.Stale {
+		t.Error("a file of sqlite-vec and chromem is not stale after chromem's adapter changed")
+	}
+	if f := provenance.CheckStores(dir, prov, nil); f.Stale {
+		t.Errorf("a file that ran no store is stale after two adapters changed: %s", f.Why)
+	}
+	for k, want := range map[string]bool{"scanner": false, "serve-capture": false, "capture": false, "model": false, "workers": true, "some-new-kind": true} {
+		if f := kind(k); f.Fresh.Stale != want {
+			t.Errorf("a %s file after chromem's and the pg adapters' code changed: stale = %v, want %v (%s)", k, f.Fresh.Stale, want, f.Fresh.Why)
+		}
+	}
+
+	prov = provenance.Capture(provenance.ResiduePaths)
+	commitFiles(t, dir, map[string]string{"store/sqlitevec/sqlitevec.go": "package sqlitevec // edited\n"})
+	checkStale(t, dir, prov, false, "sqlite-vec's adapter changed")
+	if f := kind("capture"); !f.Fresh.Stale {
+		t.Error("the capture file is not stale after sqlite-vec's adapter, which it writes to, changed")
 	}
 
 	commitFiles(t, dir, map[string]string{"store/internal/sqlitex/sqlitex.go": "package sqlitex // edited\n"})
@@ -261,8 +288,11 @@ func TestStaleOnlyForItsOwnAdapter(t *testing.T) {
 
 	prov = provenance.Capture(provenance.ResiduePaths)
 	commitFiles(t, dir, map[string]string{"store/scan.go": "package store // edited\n"})
-	if f := provenance.CheckStore(dir, prov, nil, "chromem"); !f.Stale {
+	if f := provenance.CheckStores(dir, prov, nil, "chromem"); !f.Stale {
 		t.Error("chromem's file is not stale after the scanner every store shares changed")
+	}
+	if f := kind("scanner"); !f.Fresh.Stale {
+		t.Error("the scanner file is not stale after the scanner changed")
 	}
 }
 

@@ -119,9 +119,8 @@ var adapterDirs = []string{
 	"store/internal/pg/", "store/internal/sqlitex/",
 }
 
-// StoreDirs names, for each store a benchmark measures on its own (a
-// residue, window, scale, fixedcost or pgvector results file), the
-// directories of adapterDirs that its erasures run: its adapter and what
+// StoreDirs names, for each store a benchmark runs (see ForStores), the
+// directories of adapterDirs that running it takes: its adapter and what
 // the adapter imports (TestStoreDirsCoverWhatRuns checks both, and that
 // no package but the benchmarks' own dispatch imports an adapter).
 var StoreDirs = map[string][]string{
@@ -139,15 +138,23 @@ var StoreDirs = map[string][]string{
 	"redis":        {"store/redis/"},
 }
 
-// ForStore narrows measured paths to what a benchmark of store st runs:
-// the other adapters' directories are excluded, so that a change to one
-// adapter makes only the results of its own store stale. Paths that do
-// not hold "store/" whole, and stores StoreDirs does not name, are
+// ForStores narrows measured paths to what a benchmark that runs the
+// stores sts (none at all when sts is empty) runs: the other adapters'
+// directories are excluded, so that a change to one adapter makes only the
+// results of the benchmarks that run its store stale. Paths that do not
+// hold "store/" whole, and a list with a store StoreDirs does not name, are
 // returned unchanged.
-func ForStore(paths []string, st string) []string {
-	own, ok := StoreDirs[st]
-	if !ok || !slices.Contains(paths, "store/") {
+func ForStores(paths []string, sts ...string) []string {
+	if !slices.Contains(paths, "store/") {
 		return paths
+	}
+	var own []string
+	for _, st := range sts {
+		dirs, ok := StoreDirs[st]
+		if !ok {
+			return paths
+		}
+		own = append(own, dirs...)
 	}
 	out := slices.Clone(paths)
 	for _, d := range adapterDirs {
@@ -158,11 +165,12 @@ func ForStore(paths []string, st string) []string {
 	return out
 }
 
-// CheckStore is Check for a results file whose benchmark ran store st
-// alone: a file measured on a clean commit is compared with HEAD on
-// ForStore's paths. A file measured with uncommitted changes keeps its
-// recorded paths, over which its measured tree was hashed.
-func CheckStore(root string, p Provenance, defaults []string, st string) Freshness {
+// CheckStores is Check for a results file whose benchmark ran the stores
+// sts and no other adapter (none when sts is empty): a file measured on a
+// clean commit is compared with HEAD on ForStores's paths. A file measured
+// with uncommitted changes keeps its recorded paths, over which its
+// measured tree was hashed.
+func CheckStores(root string, p Provenance, defaults []string, sts ...string) Freshness {
 	if strings.HasSuffix(p.Commit, "+dirty") || strings.HasSuffix(p.Commit, "-dirty") {
 		return Check(root, p, defaults)
 	}
@@ -170,7 +178,7 @@ func CheckStore(root string, p Provenance, defaults []string, st string) Freshne
 	if len(paths) == 0 {
 		paths = defaults
 	}
-	p.MeasuredPaths = ForStore(paths, st)
+	p.MeasuredPaths = ForStores(paths, sts...)
 	return Check(root, p, defaults)
 }
 
