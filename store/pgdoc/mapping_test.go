@@ -216,3 +216,42 @@ func TestEvidenceCoversEveryRowOfAKey(t *testing.T) {
 		t.Errorf("after Delete of dup: %+v", res)
 	}
 }
+
+// The other rows are read as the server sends them: a copy in either
+// content column is found and its row named, a NULL content column is
+// empty, and a row with no key (nothing could delete or name it) is no
+// other record.
+func TestEvidenceReadsEachContentColumnOfOtherRows(t *testing.T) {
+	ctx := context.Background()
+	c := config(t)
+	exec(t, admin(t), `CREATE TABLE `+c.Table+` (note_id text, owner_tag text, body text, summary text)`)
+	c.Mapping = &store.Mapping{Key: "note_id", Subject: &store.Field{Column: "owner_tag"}, Content: []string{"body", "summary"}}
+	s := open(t, c)
+	for _, r := range []struct {
+		id            any
+		body, summary any
+	}{
+		{"mine", text(1), nil},
+		{"in-summary", nil, "fwd: " + text(1)},
+		{"in-body", text(1)[:200], "short"},
+		{nil, text(1), text(1)}, // no key
+		{"unrelated", text(2), nil},
+	} {
+		if err := s.Exec(ctx, `INSERT INTO `+s.Table()+` (note_id, owner_tag, body, summary) VALUES ($1, 'tag', $2, $3)`, r.id, r.body, r.summary); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := evidence(t, s, "mine")["mine"]
+	if e == nil || e.Shared == 0 {
+		t.Fatalf("evidence: %+v", e)
+	}
+	if e.SharedWith["in-summary"] != e.Shared {
+		t.Errorf("SharedWith = %v: want in-summary holding all %d shared windows", e.SharedWith, e.Shared)
+	}
+	if n := e.SharedWith["in-body"]; n == 0 || n >= e.Shared {
+		t.Errorf("SharedWith[in-body] = %d, want some of the %d (its body is the first 200 bytes)", n, e.Shared)
+	}
+	if _, ok := e.SharedWith[""]; ok || e.SharedWith["unrelated"] >= e.Shared/4 || len(e.SharedWith) > 3 {
+		t.Errorf("SharedWith = %v names a row with no key, or unrelated for more than boilerplate", e.SharedWith)
+	}
+}

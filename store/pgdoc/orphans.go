@@ -38,7 +38,7 @@ func (s *Store) ProbeOrphans(ctx context.Context, digest func([]byte) string, wa
 	}
 	others := func(fn func(key string, b []byte) error) error {
 		return s.db.With(ctx, func(c *pgx.Conn) error {
-			return s.eachContent(ctx, c, func(ids []string, content string) error { return fn(ids[len(ids)-1], []byte(content)) })
+			return s.eachContent(ctx, c, func(ids [][]byte, content []byte) error { return fn(string(ids[len(ids)-1]), content) })
 		})
 	}
 	if err := store.DropShared(ctx, found, others); err != nil {

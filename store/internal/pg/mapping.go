@@ -330,6 +330,17 @@ func (s KeySet) Holds(ids []string) bool {
 	return false
 }
 
+// HoldsRaw is Holds of ids as the server sent them: no string is made of
+// them.
+func (s KeySet) HoldsRaw(ids [][]byte) bool {
+	for _, id := range ids {
+		if len(s[string(id)]) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // Of calls fn with each key k of the set for which Matches(ids, k) holds
 // (a key may come more than once).
 func (s KeySet) Of(ids []string, fn func(key string)) {
