@@ -78,31 +78,26 @@ func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*st
 	batch := pg.NewKeySet(keys)
 	others := func(fn func(key string, b []byte) error) error {
 		return s.db.With(ctx, func(c *pgx.Conn) error {
-			rows, err := c.Query(ctx, `SELECT `+s.selectList()+` FROM `+s.tbl.Ident())
-			if err != nil {
-				return err
-			}
-			defer rows.Close()
-			for rows.Next() {
-				x, err := scanRow(rows)
-				if err != nil {
-					return err
+			return s.eachOther(ctx, c, func(ids [][]byte, vec []byte, contents [][]byte) error {
+				if batch.HoldsRaw(ids) {
+					return nil
 				}
-				if batch.Holds(x.ids) {
-					continue
-				}
-				if len(x.Embedding) > 0 {
-					if err := fn("", OnDisk(x.Embedding)); err != nil {
+				if len(vec) > 0 {
+					if err := fn("", vec); err != nil {
 						return err
 					}
 				}
-				for _, c := range x.contents {
-					if err := fn(x.ID, []byte(c)); err != nil {
+				key := "" // a row with no key is searched, and named by none
+				if len(ids) > 0 {
+					key = string(ids[len(ids)-1]) // custom_id when there is one
+				}
+				for _, c := range contents {
+					if err := fn(key, c); err != nil {
 						return err
 					}
 				}
-			}
-			return rows.Err()
+				return nil
+			})
 		})
 	}
 	if err := store.DropShared(ctx, out, others); err != nil {
@@ -248,3 +243,71 @@ func (s *Store) SetDeleteMark(mark string) error { return s.t.SetDeleteMark(mark
 
 // Identity implements store.Identifier: the server and the table.
 func (s *Store) Identity(ctx context.Context) (string, error) { return s.t.Identity(ctx) }
+
+// eachOther calls fn with every row of the table: its key columns that are
+// not NULL (in the layout's order), its vector in
+// its on-disk encoding (OnDisk; nil when NULL or of no dimensions) and its
+// content values. The bytes are the reader's, valid until fn returns. They
+// are read as the server sends them, the vector in pgvector's binary form
+// (turned into the on-disk one in place), not parsed from text: at 100,000
+// vectors of 384 dimensions parsing their text was most of this read's
+// cost. A connection that returns text anyway (the simple protocol) has
+// its vectors parsed.
+func (s *Store) eachOther(ctx context.Context, c *pgx.Conn, fn func(ids [][]byte, vec []byte, contents [][]byte) error) error {
+	cols := make([]string, 0, len(s.lay.Keys)+1+len(s.lay.Content))
+	for _, k := range s.lay.Keys {
+		cols = append(cols, pg.Quote(k)+"::text")
+	}
+	cols = append(cols, pg.Quote(s.lay.vector))
+	for _, col := range s.lay.Content {
+		cols = append(cols, "COALESCE("+pg.Quote(col)+"::text, '')")
+	}
+	formats := make(pgx.QueryResultFormats, len(cols))
+	for i := range formats {
+		formats[i] = pgx.BinaryFormatCode
+	}
+	rows, err := c.Query(ctx, `SELECT `+strings.Join(cols, ", ")+` FROM `+s.tbl.Ident(), formats)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	nk := len(s.lay.Keys)
+	binaryVec := false
+	if fds := rows.FieldDescriptions(); len(fds) == len(cols) {
+		binaryVec = fds[nk].Format == pgx.BinaryFormatCode
+	}
+	ids := make([][]byte, 0, nk)
+	var vec []byte
+	for rows.Next() {
+		vals := rows.RawValues()
+		if len(vals) != len(cols) {
+			return fmt.Errorf("read %s: %d columns, want %d", s.tbl, len(vals), len(cols))
+		}
+		ids = ids[:0]
+		for _, v := range vals[:nk] {
+			if v != nil {
+				ids = append(ids, v)
+			}
+		}
+		vec = vec[:0]
+		switch v := vals[nk]; {
+		case v == nil:
+		case binaryVec:
+			if vec, err = onDiskFromSend(vec, v); err != nil {
+				return err
+			}
+		default:
+			f, err := parseVector(string(v))
+			if err != nil {
+				return err
+			}
+			if len(f) > 0 {
+				vec = append(vec, OnDisk(f)...)
+			}
+		}
+		if err := fn(ids, vec, vals[nk+1:]); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}

@@ -153,6 +153,33 @@ func OnDisk(v []float32) []byte {
 	return b
 }
 
+// onDiskFromSend appends to dst the on-disk encoding (OnDisk) of the
+// vector whose binary output (pgvector's vector_send: dimensions and an
+// unused field as big-endian 16-bit integers, then each element as a
+// big-endian float4) is b: the same fields, little-endian. A vector of no
+// dimensions appends nothing.
+func onDiskFromSend(dst, b []byte) ([]byte, error) {
+	if len(b) < 4 {
+		return dst, fmt.Errorf("parse vector: %d bytes of binary output, want at least 4", len(b))
+	}
+	dim := int(binary.BigEndian.Uint16(b))
+	if len(b) != 4+4*dim {
+		return dst, fmt.Errorf("parse vector: %d bytes of binary output for %d dimensions", len(b), dim)
+	}
+	if dim == 0 {
+		return dst, nil
+	}
+	n := len(dst)
+	dst = append(dst, b...)
+	out := dst[n:]
+	binary.LittleEndian.PutUint16(out, uint16(dim))
+	binary.LittleEndian.PutUint16(out[2:], binary.BigEndian.Uint16(b[2:]))
+	for i := 4; i < len(out); i += 4 {
+		binary.LittleEndian.PutUint32(out[i:], binary.BigEndian.Uint32(b[i:]))
+	}
+	return dst, nil
+}
+
 // vectorText is v in pgvector's text input format (exact for float32).
 func vectorText(v []float32) string { return pgv.NewVector(v).String() }
 
