@@ -40,16 +40,17 @@ func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*st
 	if err != nil {
 		return nil, fmt.Errorf("read evidence: %w", err)
 	}
+	// Every row each key answers to, as Delete removes them all (a
+	// custom_id several rows share, a key one row has as uuid and another as
+	// custom_id): the evidence of one row alone would leave the others'
+	// bytes unsearched. One query for all keys.
+	rows, err := s.rowsOf(ctx, keys)
+	if err != nil {
+		return nil, fmt.Errorf("read evidence: %w", err)
+	}
 	out := map[string]*store.Evidence{}
 	for j, k := range keys {
-		// Every row the key answers to, as Delete removes them all (a
-		// custom_id several rows share, a key one row has as uuid and
-		// another as custom_id): the evidence of one row alone would leave
-		// the others' bytes unsearched.
-		rs, err := s.getAll(ctx, k)
-		if err != nil {
-			return nil, fmt.Errorf("read evidence: %w", err)
-		}
+		rs := rows[k]
 		if len(rs) == 0 {
 			continue
 		}

@@ -54,3 +54,18 @@ func TestEvidenceReadsOtherVectorsInEitherProtocol(t *testing.T) {
 		t.Errorf("the two protocols' evidence differ: %d and %d shared, %d and %d needles", a.Shared, b.Shared, len(a.Needles), len(b.Needles))
 	}
 }
+
+// Vectors reads every key's vector with one query: each key gets its own
+// row's vector, exactly, and a key no row answers to gets none.
+func TestVectorsOfSeveralKeys(t *testing.T) {
+	s := open(t, config(t))
+	put(t, s, "a", "subject-1", 1)
+	put(t, s, "b", "subject-2", 2)
+	got, err := s.Vectors(context.Background(), []string{"b", "missing", "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || !slices.Equal(got["a"], vector(1)) || !slices.Equal(got["b"], vector(2)) {
+		t.Errorf("Vectors = %d keys (a %d, b %d dimensions), want a and b with their own vectors", len(got), len(got["a"]), len(got["b"]))
+	}
+}

@@ -279,15 +279,30 @@ func (s *Store) Get(ctx context.Context, id string) (*Record, error) {
 	return &r.Record, nil
 }
 
-// getAll returns every row of the mapped collections that answers to id,
-// ordered by the ids they answer to (the same order on every read).
-func (s *Store) getAll(ctx context.Context, id string) ([]row, error) {
+// rowsOf returns, for each of keys that rows of the mapped collections
+// answer to, every such row, ordered by the ids they answer to (the same
+// order on every read), read with one query for all of the keys. A row that
+// answers to several of the keys is each one's.
+func (s *Store) rowsOf(ctx context.Context, keys []string) (map[string][]*row, error) {
+	out := map[string][]*row{}
+	if len(keys) == 0 {
+		return out, nil
+	}
 	var a pg.Args
-	rs, err := s.query(ctx, `WHERE `+s.lay.Where(&a, []string{id})+` ORDER BY `+s.lay.IDs(), a)
+	rs, err := s.query(ctx, `WHERE `+s.lay.Where(&a, keys)+` ORDER BY `+s.lay.IDs(), a)
 	if err != nil {
 		return nil, fmt.Errorf("get vectors: %w", err)
 	}
-	return rs, nil
+	set := pg.NewKeySet(keys)
+	for i := range rs {
+		set.Of(rs[i].ids, func(k string) {
+			// A row may answer to a key twice (its uuid and custom_id).
+			if n := len(out[k]); n == 0 || out[k][n-1] != &rs[i] {
+				out[k] = append(out[k], &rs[i])
+			}
+		})
+	}
+	return out, nil
 }
 
 func (s *Store) get(ctx context.Context, id string) (*row, error) {

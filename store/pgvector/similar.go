@@ -26,16 +26,18 @@ func (s *Store) Similar(ctx context.Context, vec []float32, k int) ([]store.Neig
 	return out, nil
 }
 
-// Vectors implements store.SimilarSearcher.
+// Vectors implements store.SimilarSearcher: the vector of the first row
+// (by the ids it answers to) each key answers to, read with one query for
+// all of the keys; a key whose first row has no vector has none.
 func (s *Store) Vectors(ctx context.Context, keys []string) (map[string][]float32, error) {
+	rows, err := s.rowsOf(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
 	out := map[string][]float32{}
 	for _, k := range keys {
-		r, err := s.get(ctx, k)
-		if err != nil {
-			return nil, err
-		}
-		if r != nil && len(r.Embedding) > 0 {
-			out[k] = r.Embedding
+		if rs := rows[k]; len(rs) > 0 && len(rs[0].Embedding) > 0 {
+			out[k] = rs[0].Embedding
 		}
 	}
 	return out, nil
