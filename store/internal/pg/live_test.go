@@ -53,7 +53,9 @@ func TestSQLFileChunks(t *testing.T) {
 		if err := c.QueryRow(ctx, `SELECT pg_relation_filepath($1)`, tbl).Scan(&rel); err != nil {
 			return err
 		}
-		got, err := io.ReadAll(&sqlFile{ctx: ctx, c: c, path: rel})
+		f := &sqlFile{ctx: ctx, c: c, path: rel}
+		got, err := io.ReadAll(f)
+		f.close()
 		if err != nil {
 			return err
 		}
@@ -64,9 +66,32 @@ func TestSQLFileChunks(t *testing.T) {
 		if len(want) < 3*1000 || !bytes.Equal(got, want) {
 			t.Errorf("chunked read: %d bytes, direct read %d bytes, equal=%v", len(got), len(want), bytes.Equal(got, want))
 		}
-		missing, err := io.ReadAll(&sqlFile{ctx: ctx, c: c, path: "base/0/nope"})
-		if err != nil || len(missing) != 0 {
-			t.Errorf("missing file: %d bytes, %v", len(missing), err)
+		if f.off != int64(len(want)) {
+			t.Errorf("%d bytes fetched, the file has %d", f.off, len(want))
+		}
+		// A reader that stops part-way (a scan that found every needle)
+		// leaves the connection usable once closed: the fetch ahead of it
+		// has finished.
+		for _, stopAt := range []int{0, 1, 1500, 2999} {
+			part := &sqlFile{ctx: ctx, c: c, path: rel}
+			b := make([]byte, stopAt)
+			if _, err := io.ReadFull(part, b); err != nil {
+				return err
+			}
+			part.close()
+			if !bytes.Equal(b, want[:stopAt]) {
+				t.Errorf("the first %d bytes differ from the file's", stopAt)
+			}
+			var one int
+			if err := c.QueryRow(ctx, `SELECT 1`).Scan(&one); err != nil || one != 1 {
+				t.Fatalf("the connection after a reader stopped at %d bytes: %d, %v", stopAt, one, err)
+			}
+		}
+		f = &sqlFile{ctx: ctx, c: c, path: "base/0/nope"}
+		missing, err := io.ReadAll(f)
+		f.close()
+		if err != nil || len(missing) != 0 || f.off != 0 {
+			t.Errorf("missing file: %d bytes (%d fetched), %v", len(missing), f.off, err)
 		}
 		_, err = c.Exec(ctx, `DROP TABLE `+tbl)
 		return err

@@ -142,7 +142,9 @@ func (t *Target) scanFileGone(ctx context.Context, c *pgx.Conn, sc *store.Scanne
 		return false, "", nil
 	}
 	r := &sqlFile{ctx: ctx, c: c, path: rel}
-	if err := sc.Scan(ctx, r); err != nil {
+	err = sc.Scan(ctx, r)
+	r.close()
+	if err != nil {
 		return false, "", fmt.Errorf("probe physical: read %s: %w", rel, err)
 	}
 	return r.off < size, "", nil
@@ -190,31 +192,95 @@ func (t *Target) scanWAL(ctx context.Context, c *pgx.Conn, sc *store.Scanner) (w
 }
 
 // sqlFile reads a file under the data directory through
-// pg_read_binary_file(path, offset, length, missing_ok).
+// pg_read_binary_file(path, offset, length, missing_ok), one chunk ahead of
+// its reader: the next chunk is fetched (the server reads the file and
+// sends it) while the reader searches the last one. It has the connection
+// from its first Read until close, which every sqlFile that was read must
+// get before the connection is used again.
 type sqlFile struct {
 	ctx  context.Context
 	c    *pgx.Conn
 	path string
-	off  int64
+	off  int64 // bytes fetched; read it after close
 	buf  []byte
 	eof  bool
+
+	chunks chan fetchedChunk // nil until the first Read
+	stop   chan struct{}
+	done   chan struct{}
 }
 
+type fetchedChunk struct {
+	b   []byte
+	err error
+}
+
+// prefetchChunks is how many chunks are fetched ahead of the reader, at
+// most: with ChunkSize, up to 8 MiB waiting besides the one being read.
+const prefetchChunks = 2
+
 func (f *sqlFile) Read(p []byte) (int, error) {
+	if f.chunks == nil {
+		f.fetch()
+	}
 	for len(f.buf) == 0 {
 		if f.eof {
 			return 0, io.EOF
 		}
-		var b []byte
-		err := f.c.QueryRow(f.ctx, `SELECT pg_read_binary_file($1, $2, $3, true)`, f.path, f.off, chunkSize).Scan(&b)
-		if err != nil {
-			return 0, err
+		ch, ok := <-f.chunks
+		if !ok { // fetched to the end, or stopped
+			f.eof = true
+			return 0, io.EOF
 		}
-		f.off += int64(len(b))
-		f.buf = b
-		f.eof = int64(len(b)) < chunkSize // short read: end of file (nil: the file is gone)
+		if ch.err != nil {
+			f.eof = true
+			return 0, ch.err
+		}
+		f.buf = ch.b
+		f.eof = int64(len(ch.b)) < chunkSize // short read: end of file (nil: the file is gone)
 	}
 	n := copy(p, f.buf)
 	f.buf = f.buf[n:]
 	return n, nil
+}
+
+// fetch starts the goroutine that fetches the chunks in order until a short
+// one (the end of the file), an error, or close.
+func (f *sqlFile) fetch() {
+	f.chunks = make(chan fetchedChunk, prefetchChunks)
+	f.stop, f.done = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(f.done)
+		defer close(f.chunks)
+		for {
+			select {
+			case <-f.stop:
+				return
+			default:
+			}
+			var b []byte
+			err := f.c.QueryRow(f.ctx, `SELECT pg_read_binary_file($1, $2, $3, true)`, f.path, f.off, chunkSize).Scan(&b)
+			if err == nil {
+				f.off += int64(len(b))
+			}
+			select {
+			case f.chunks <- fetchedChunk{b, err}:
+			case <-f.stop:
+				return
+			}
+			if err != nil || int64(len(b)) < chunkSize {
+				return
+			}
+		}
+	}()
+}
+
+// close stops fetching and waits for a fetch under way to finish: the
+// connection is the caller's again.
+func (f *sqlFile) close() {
+	if f.chunks == nil {
+		return
+	}
+	close(f.stop)
+	<-f.done
 }
