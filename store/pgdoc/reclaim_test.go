@@ -266,6 +266,48 @@ func deadTuplesScenario(t *testing.T, attempt int) bool {
 	return true
 }
 
+// shortContent is record i's content: short, so pg_statistic keeps it
+// uncompressed, where the probe can see it.
+func shortContent(i int) string {
+	return fmt.Sprintf("turn %d: the caller asked about order %x, due on day %d.", i, i*7919+13, 100+i)
+}
+
+// analysed opens a store of six short records whose statistics hold the
+// content of rec-0, and returns their evidence.
+func analysed(t *testing.T, c store.Config) (*pgdoc.Store, map[string]*store.Evidence) {
+	t.Helper()
+	ctx := context.Background()
+	s := open(t, c)
+	for i := 0; i < 6; i++ {
+		if err := s.Put(ctx, pgdoc.Record{ID: fmt.Sprintf("rec-%d", i), Subject: fmt.Sprintf("subject-%d", i), Kind: "chat", Content: shortContent(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := admin(t)
+	exec(t, a, "ANALYZE "+s.Table())
+	if !inStatistics(t, a, s.Table(), shortContent(0)) {
+		t.Fatal("ANALYZE kept no sample of rec-0's content in pg_statistic: the test has no power")
+	}
+	ev := evidence(t, s, "rec-0")
+	for i := 1; i < 6; i++ {
+		k := fmt.Sprintf("rec-%d", i)
+		ev[k] = evidence(t, s, k)[k]
+	}
+	return s, ev
+}
+
+// inStatistics reports whether a live pg_statistic row of table holds value.
+func inStatistics(t *testing.T, c *pgx.Conn, table, value string) bool {
+	t.Helper()
+	var in bool
+	if err := c.QueryRow(context.Background(), `SELECT EXISTS (SELECT 1 FROM pg_statistic WHERE starelid = $1::text::regclass
+		AND concat(stavalues1::text, stavalues2::text, stavalues3::text, stavalues4::text, stavalues5::text) LIKE '%' || $2 || '%')`,
+		table, value).Scan(&in); err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
 // A transaction with an xid open in another database of the cluster holds
 // back the xmin of every snapshot, VACUUM FULL's own included: a VACUUM FULL
 // of pg_statistic alone keeps the deleted statistics rows as "recently dead"
@@ -276,33 +318,7 @@ func deadTuplesScenario(t *testing.T, attempt int) bool {
 // on the shared test server.
 func TestStatisticsReclaimedWhileAnotherDatabaseWrites(t *testing.T) {
 	ctx := context.Background()
-	s := open(t, config(t))
-	// Short contents: pg_statistic keeps them uncompressed, where the
-	// probe can see them.
-	content := func(i int) string {
-		return fmt.Sprintf("turn %d: the caller asked about order %x, due on day %d.", i, i*7919+13, 100+i)
-	}
-	for i := 0; i < 6; i++ {
-		if err := s.Put(ctx, pgdoc.Record{ID: fmt.Sprintf("rec-%d", i), Subject: fmt.Sprintf("subject-%d", i), Kind: "chat", Content: content(i)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	a := admin(t)
-	exec(t, a, "ANALYZE "+s.Table())
-	var inStats bool
-	if err := a.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_statistic WHERE starelid = $1::text::regclass
-		AND concat(stavalues1::text, stavalues2::text, stavalues3::text, stavalues4::text, stavalues5::text) LIKE '%' || $2 || '%')`,
-		s.Table(), content(0)).Scan(&inStats); err != nil {
-		t.Fatal(err)
-	}
-	if !inStats {
-		t.Fatal("ANALYZE kept no sample of rec-0's content in pg_statistic: the test has no power")
-	}
-	ev := evidence(t, s, "rec-0")
-	for i := 1; i < 6; i++ {
-		k := fmt.Sprintf("rec-%d", i)
-		ev[k] = evidence(t, s, k)[k]
-	}
+	s, ev := analysed(t, config(t))
 
 	// The other database's writer: an xid, held until the test ends.
 	other, err := pgx.Connect(ctx, pgtest.DB(t))
@@ -382,6 +398,144 @@ func deleteMarkScenario(t *testing.T, attempt int) bool {
 	}
 	if f := found(t, resumed, ev); f["rec-a"] != 0 || f["rec-b"] == 0 {
 		t.Errorf("after the resumed reclaim found %v: want none of rec-a and some of rec-b", f)
+	}
+	return true
+}
+
+// A snapshot taken after the delete does not pin the deleted row, but it
+// still sees the statistics sampled before the delete, which the reclaim
+// clears: VACUUM cannot remove them from pg_statistic while it lasts (and
+// VACUUM FULL would copy them into its new file). The reclaim waits up to
+// the lock timeout for it to end, then reports PENDING-long-transaction
+// naming it; once it has ended, a reclaim leaves no copy. This is how a
+// workers=4 benchmark run on one database ended an erasure RESIDUAL.
+func TestStatisticsHeldByASnapshotAfterTheDelete(t *testing.T) {
+	for attempt := 1; attempt <= 30; attempt++ {
+		if statisticsHeldScenario(t, attempt) {
+			return
+		}
+		time.Sleep(time.Duration(attempt) * 50 * time.Millisecond)
+	}
+	t.Fatal("every attempt was pinned by a transaction older than the delete: the server is too busy for this test")
+}
+
+func statisticsHeldScenario(t *testing.T, attempt int) bool {
+	ctx := context.Background()
+	c := config(t)
+	c.LockTimeout = "300ms"
+	s, ev := analysed(t, c)
+	if err := s.Delete(ctx, []string{"rec-0"}); err != nil {
+		t.Fatal(err)
+	}
+	holder := admin(t)
+	exec(t, holder, "BEGIN ISOLATION LEVEL REPEATABLE READ")
+	exec(t, holder, "SELECT 1")
+	var pid int
+	if err := holder.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	rep := reclaim(t, s)
+	waited := time.Since(start)
+	if rep.State == "PENDING-long-transaction" && !strings.Contains(rep.Evidence, "pg_statistic") {
+		// The heap step's pin: the snapshot's xmin predates the delete
+		// (another database's transaction was open when it was taken).
+		t.Logf("attempt %d: the snapshot's xmin predates the delete; setting up again", attempt)
+		exec(t, holder, "COMMIT")
+		return false
+	}
+	if rep.State != "PENDING-long-transaction" || !strings.Contains(rep.Evidence, "pid "+strconv.Itoa(pid)) || !strings.Contains(rep.Evidence, "pg_statistic") {
+		t.Fatalf("Reclaim while a snapshot sees the cleared statistics = state %q evidence %q, want PENDING-long-transaction naming pid %d and pg_statistic", rep.State, rep.Evidence, pid)
+	}
+	if waited < 300*time.Millisecond {
+		t.Errorf("Reclaim returned after %v: it did not wait the lock timeout (300ms) for the snapshot", waited)
+	}
+	if f := found(t, s, ev); f["rec-0"] == 0 {
+		t.Errorf("the statistics are held, yet no bytes of rec-0 were found: the PENDING state would be unfounded")
+	}
+	exec(t, holder, "COMMIT")
+	if rep := reclaim(t, s); rep.State != "" {
+		t.Fatalf("Reclaim after the snapshot ended = state %q evidence %q, want clean", rep.State, rep.Evidence)
+	}
+	if f := found(t, s, ev); f["rec-0"] != 0 || f["rec-1"] == 0 {
+		t.Errorf("after reclaim found %v: want none of rec-0 (pg_statistic's copies included) and some of rec-1", f)
+	}
+	return true
+}
+
+// A snapshot that sees the cleared statistics and ends while the reclaim
+// waits for it: the reclaim goes on, rewrites pg_statistic and is clean.
+func TestStatisticsWaitForASnapshotToEnd(t *testing.T) {
+	for attempt := 1; attempt <= 30; attempt++ {
+		if statisticsWaitScenario(t, attempt) {
+			return
+		}
+		time.Sleep(time.Duration(attempt) * 50 * time.Millisecond)
+	}
+	t.Fatal("every attempt was pinned by a transaction older than the delete: the server is too busy for this test")
+}
+
+func statisticsWaitScenario(t *testing.T, attempt int) bool {
+	ctx := context.Background()
+	c := config(t)
+	c.LockTimeout = "20s"
+	s, ev := analysed(t, c)
+	if err := s.Delete(ctx, []string{"rec-0"}); err != nil {
+		t.Fatal(err)
+	}
+	holder := admin(t)
+	exec(t, holder, "BEGIN ISOLATION LEVEL REPEATABLE READ")
+	exec(t, holder, "SELECT 1")
+	var holderPid int
+	if err := holder.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&holderPid); err != nil {
+		t.Fatal(err)
+	}
+	// The holder ends once the reclaim has cleared the statistics (rec-0's
+	// content is gone from the table's live pg_statistic rows) and looks
+	// for pins (its last query reads pg_replication_slots: the heap's pin
+	// check came before the clearing, and each later statement replaces
+	// the query pg_stat_activity shows).
+	done := make(chan error, 1)
+	go func() {
+		done <- func() error {
+			watch, err := pgx.Connect(ctx, dsn(t))
+			if err != nil {
+				return err
+			}
+			defer watch.Close(ctx)
+			for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				var waiting bool
+				if err := watch.QueryRow(ctx, `SELECT NOT EXISTS (SELECT 1 FROM pg_statistic WHERE starelid = $1::text::regclass
+					AND concat(stavalues1::text, stavalues2::text, stavalues3::text, stavalues4::text, stavalues5::text) LIKE '%' || $2 || '%')
+					AND EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND pid NOT IN (pg_backend_pid(), $3)
+					AND query LIKE '%pg_replication_slots%')`, s.Table(), shortContent(0), holderPid).Scan(&waiting); err != nil {
+					return err
+				}
+				if waiting {
+					break
+				}
+			}
+			_, err = holder.Exec(ctx, "COMMIT")
+			return err
+		}()
+	}()
+	rep := reclaim(t, s)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if rep.State == "PENDING-long-transaction" && !strings.Contains(rep.Evidence, "pg_statistic") {
+		t.Logf("attempt %d: the snapshot's xmin predates the delete; setting up again", attempt)
+		return false
+	}
+	if rep.State != "" {
+		t.Fatalf("Reclaim with a snapshot that ended during the wait = state %q evidence %q, want clean", rep.State, rep.Evidence)
+	}
+	steps := strings.Join(rep.Steps, "\n")
+	if !strings.Contains(steps, "waited") || !strings.Contains(steps, "VACUUM FULL pg_statistic") {
+		t.Errorf("steps %q: want the wait and the rewrite of pg_statistic recorded", rep.Steps)
+	}
+	if f := found(t, s, ev); f["rec-0"] != 0 || f["rec-1"] == 0 {
+		t.Errorf("after reclaim found %v: want none of rec-0 and some of rec-1", f)
 	}
 	return true
 }

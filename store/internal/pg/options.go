@@ -40,7 +40,7 @@ const (
 // Options is the PostgreSQL part of a store configuration.
 type Options struct {
 	Mode             string        // ModeFull or ModeDeleteOnly
-	LockTimeout      time.Duration // every reclaim statement runs with SET lock_timeout
+	LockTimeout      time.Duration // every reclaim statement runs with SET lock_timeout; also bounds the wait in statistics
 	StatementTimeout time.Duration // 0: none
 	Retries          int           // retries of a timed-out statement, with exponential backoff
 	Backoff          time.Duration // first retry delay

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -23,7 +24,9 @@ import (
 //     (each index is built once: an HNSW build is the costliest step);
 //  5. only if VACUUM FULL timed out: REINDEX INDEX CONCURRENTLY of the
 //     Reindex indexes (vector indexes), whose lock does not block readers
-//     or writers and may be granted where VACUUM FULL's was not;
+//     or writers and may be granted where VACUUM FULL's was not; after a
+//     rewrite, the statistics (see statistics: a snapshot that still sees
+//     the cleared ones after a wait of up to lock_timeout: PENDING-<pin>);
 //  6. INVALID indexes left: UNVERIFIED-index-not-rebuilt; pgstattuple dead
 //     tuples left: PENDING-<pin> or UNVERIFIED-dead-tuples-remain;
 //  7. CHECKPOINT, then pg_switch_wal + CHECKPOINT until the write position
@@ -322,8 +325,16 @@ func (r *run) exec(ctx context.Context, label, sql string) (bool, error) {
 // table and of the rewritten partitions sel. ANALYZE of a partitioned table
 // samples every partition and analyses each. Without superuser neither is
 // possible, and the probe, which scans pg_statistic, measures what is left.
+//
+// The cleared rows stay in pg_statistic's file while a snapshot older than
+// the clearing can still see them: a transaction of another host (or of the
+// application) that began after the heap's pin check but before the
+// clearing. The step waits up to the lock timeout for such snapshots to
+// end; one still open then is PENDING-<pin>, and pg_statistic is not
+// rewritten (VACUUM FULL would copy the rows into its new file).
 func (r *run) statistics(ctx context.Context, sel []Table) error {
 	name, tbl := r.t.Table.String(), r.t.Table.Ident()
+	var cleared uint32
 	if r.t.Priv.Superuser {
 		rels := []string{tbl}
 		for _, tb := range sel {
@@ -331,9 +342,11 @@ func (r *run) statistics(ctx context.Context, sel []Table) error {
 				rels = append(rels, tb.Ident())
 			}
 		}
-		if _, err := r.c.Exec(ctx, `DELETE FROM pg_catalog.pg_statistic WHERE starelid = ANY($1::text[]::regclass[])`, rels); err != nil {
+		xid, err := r.clearStatistics(ctx, rels)
+		if err != nil {
 			return fmt.Errorf("reclaim: clearing the statistics of %s: %s", name, sqlCause(err))
 		}
+		cleared = xid
 		if r.t.Partitioned {
 			r.step("statistics of " + name + " and of " + tableNames(sel) + " cleared")
 		} else {
@@ -347,6 +360,24 @@ func (r *run) statistics(ctx context.Context, sel []Table) error {
 		r.step("pg_statistic not rewritten: needs superuser; statistics sampled before the delete (all of them, if the table is now empty) may keep copies until autovacuum re-analyses and rewrites it")
 		return nil
 	}
+	start := time.Now()
+	var pins []Pin
+	if cleared != 0 {
+		var err error
+		if pins, err = r.waitPins(ctx, cleared, r.t.Opts.LockTimeout); err != nil {
+			return err
+		}
+	}
+	waited := time.Since(start).Round(time.Millisecond)
+	if len(pins) > 0 {
+		r.step("pg_statistic not rewritten: the cleared statistics are still visible to a snapshot older than the clearing after waiting " + waited.String())
+		r.add("PENDING-"+pins[0].Kind, "the statistics of "+name+" that this reclaim cleared (sampled before it, they may hold deleted values) are still visible after waiting "+
+			waited.String()+" to "+pinList(pins)+"; VACUUM cannot remove them from pg_statistic (and VACUUM FULL would copy them) until it ends; run reclaim again then")
+		return nil
+	}
+	if waited >= time.Millisecond {
+		r.step("waited " + waited.String() + " for snapshots older than the clearing of the statistics to end")
+	}
 	// A plain VACUUM first removes the deleted rows. VACUUM FULL alone keeps
 	// rows that are dead but "recently dead" to its own snapshot, and that
 	// snapshot's xmin is held back by any transaction with an xid open in
@@ -358,4 +389,50 @@ func (r *run) statistics(ctx context.Context, sel []Table) error {
 	}
 	_, err := r.stmt(ctx, "VACUUM FULL pg_statistic", "VACUUM FULL pg_catalog.pg_statistic")
 	return err
+}
+
+// clearStatistics deletes the pg_statistic rows of rels (regclass names) in
+// one transaction and returns its 32-bit xid: rows it deleted, and older
+// dead ones, stay visible to snapshots taken before it committed. It
+// returns 0 when there was nothing to delete: no snapshot can then hold
+// statistics this reclaim cleared.
+func (r *run) clearStatistics(ctx context.Context, rels []string) (uint32, error) {
+	tx, err := r.c.Begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback(ctx)
+	tag, err := tx.Exec(ctx, `DELETE FROM pg_catalog.pg_statistic WHERE starelid = ANY($1::text[]::regclass[])`, rels)
+	if err != nil {
+		return 0, err
+	}
+	if tag.RowsAffected() == 0 {
+		return 0, tx.Commit(ctx)
+	}
+	var xid uint64
+	if err := tx.QueryRow(ctx, `SELECT pg_current_xact_id()::text::bigint`).Scan(&xid); err != nil {
+		return 0, err
+	}
+	return uint32(xid), tx.Commit(ctx)
+}
+
+// waitPins polls FindPins against ref until nothing holds the xmin horizon
+// at or before it, or max has passed; it returns what still holds it.
+func (r *run) waitPins(ctx context.Context, ref uint32, max time.Duration) ([]Pin, error) {
+	deadline := time.Now().Add(max)
+	d := 10 * time.Millisecond
+	for {
+		pins, err := FindPins(ctx, r.c, ref)
+		if err != nil || len(pins) == 0 {
+			return pins, err
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return pins, nil
+		}
+		if err := sleep(ctx, min(d, left)); err != nil {
+			return nil, err
+		}
+		d = min(2*d, 250*time.Millisecond)
+	}
 }

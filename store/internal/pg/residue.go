@@ -171,12 +171,17 @@ func PinFinding(pins []Pin) *Finding {
 	if len(pins) == 0 {
 		return nil
 	}
+	return &Finding{State: "PENDING-" + pins[0].Kind, Evidence: "the xmin horizon is held at or before the delete by " +
+		pinList(pins) + "; VACUUM cannot remove the deleted rows' dead tuples (and VACUUM FULL would copy them) until it ends"}
+}
+
+// pinList describes pins for evidence.
+func pinList(pins []Pin) string {
 	descs := make([]string, 0, len(pins))
 	for _, p := range pins {
 		descs = append(descs, fmt.Sprintf("%s: %s, xmin age %d", p.Kind, p.Desc, p.Age))
 	}
-	return &Finding{State: "PENDING-" + pins[0].Kind, Evidence: "the xmin horizon is held at or before the delete by " +
-		strings.Join(descs, "; ") + "; VACUUM cannot remove the deleted rows' dead tuples (and VACUUM FULL would copy them) until it ends"}
+	return strings.Join(descs, "; ")
 }
 
 // DeadTuples returns pgstattuple's dead tuple count for t (summed over its
