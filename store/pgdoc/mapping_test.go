@@ -236,6 +236,8 @@ func TestEvidenceReadsEachContentColumnOfOtherRows(t *testing.T) {
 		{"in-body", text(1)[:200], "short"},
 		{nil, text(1), text(1)}, // no key
 		{"unrelated", text(2), nil},
+		{"copied-to-keyless", text(3), nil},
+		{nil, nil, "fwd: " + text(3)}, // its only copy, in a row with no key
 	} {
 		if err := s.Exec(ctx, `INSERT INTO `+s.Table()+` (note_id, owner_tag, body, summary) VALUES ($1, 'tag', $2, $3)`, r.id, r.body, r.summary); err != nil {
 			t.Fatal(err)
@@ -251,7 +253,16 @@ func TestEvidenceReadsEachContentColumnOfOtherRows(t *testing.T) {
 	if n := e.SharedWith["in-body"]; n == 0 || n >= e.Shared {
 		t.Errorf("SharedWith[in-body] = %d, want some of the %d (its body is the first 200 bytes)", n, e.Shared)
 	}
-	if _, ok := e.SharedWith[""]; ok || e.SharedWith["unrelated"] >= e.Shared/4 || len(e.SharedWith) > 3 {
-		t.Errorf("SharedWith = %v names a row with no key, or unrelated for more than boilerplate", e.SharedWith)
+	if _, ok := e.SharedWith[""]; ok || e.SharedWith["unrelated"] >= e.Shared/4 || e.SharedWith["copied-to-keyless"] >= e.Shared/4 || len(e.SharedWith) > 4 {
+		t.Errorf("SharedWith = %v names a row with no key, or an unrelated row for more than boilerplate", e.SharedWith)
+	}
+	// A row with no key is searched too (its copy of a record's windows
+	// stays in the files whatever is erased), and named by none.
+	k := evidence(t, s, "copied-to-keyless")["copied-to-keyless"]
+	if k == nil || k.Shared == 0 || len(k.Needles) > k.Shared/4 {
+		t.Fatalf("evidence of a record copied into a row with no key: %d needles, %d shared: want its windows shared", len(k.Needles), k.Shared)
+	}
+	if _, ok := k.SharedWith[""]; ok || k.SharedWith["copied-to-keyless"] > 0 {
+		t.Errorf("SharedWith = %v: a row with no key is named by none", k.SharedWith)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/amnesia-dev/amnesia/store"
 	"github.com/amnesia-dev/amnesia/store/internal/pg"
@@ -246,14 +247,14 @@ func (s *Store) SetDeleteMark(mark string) error { return s.t.SetDeleteMark(mark
 func (s *Store) Identity(ctx context.Context) (string, error) { return s.t.Identity(ctx) }
 
 // eachOther calls fn with every row of the table: its key columns that are
-// not NULL (in the layout's order), its vector in
-// its on-disk encoding (OnDisk; nil when NULL or of no dimensions) and its
-// content values. The bytes are the reader's, valid until fn returns. They
-// are read as the server sends them, the vector in pgvector's binary form
-// (turned into the on-disk one in place), not parsed from text: at 100,000
-// vectors of 384 dimensions parsing their text was most of this read's
-// cost. A connection that returns text anyway (the simple protocol) has
-// its vectors parsed.
+// not NULL (in the layout's order), its vector in its on-disk encoding
+// (OnDisk; nil when NULL or of no dimensions) and its content values. The
+// bytes are the reader's, valid until fn returns. They are read as the
+// server sends them, the vector in pgvector's binary form (turned into the
+// on-disk one in place), not parsed from text: at 100,000 vectors of 384
+// dimensions parsing their text was most of this read's cost. A vector
+// that comes back as text anyway (a connection on the simple protocol) is
+// parsed.
 func (s *Store) eachOther(ctx context.Context, c *pgx.Conn, fn func(ids [][]byte, vec []byte, contents [][]byte) error) error {
 	cols := make([]string, 0, len(s.lay.Keys)+1+len(s.lay.Content))
 	for _, k := range s.lay.Keys {
@@ -267,33 +268,13 @@ func (s *Store) eachOther(ctx context.Context, c *pgx.Conn, fn func(ids [][]byte
 	for i := range formats {
 		formats[i] = pgx.BinaryFormatCode
 	}
-	rows, err := c.Query(ctx, `SELECT `+strings.Join(cols, ", ")+` FROM `+s.tbl.Ident(), formats)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	nk := len(s.lay.Keys)
-	binaryVec := false
-	if fds := rows.FieldDescriptions(); len(fds) == len(cols) {
-		binaryVec = fds[nk].Format == pgx.BinaryFormatCode
-	}
-	ids := make([][]byte, 0, nk)
 	var vec []byte
-	for rows.Next() {
-		vals := rows.RawValues()
-		if len(vals) != len(cols) {
-			return fmt.Errorf("read %s: %d columns, want %d", s.tbl, len(vals), len(cols))
-		}
-		ids = ids[:0]
-		for _, v := range vals[:nk] {
-			if v != nil {
-				ids = append(ids, v)
-			}
-		}
+	return pg.EachRaw(ctx, c, s.tbl, cols, len(s.lay.Keys), formats, func(ids, vals [][]byte, fds []pgconn.FieldDescription) error {
 		vec = vec[:0]
-		switch v := vals[nk]; {
+		switch v := vals[0]; {
 		case v == nil:
-		case binaryVec:
+		case fds[0].Format == pgx.BinaryFormatCode:
+			var err error
 			if vec, err = onDiskFromSend(vec, v); err != nil {
 				return err
 			}
@@ -306,9 +287,6 @@ func (s *Store) eachOther(ctx context.Context, c *pgx.Conn, fn func(ids [][]byte
 				vec = append(vec, OnDisk(f)...)
 			}
 		}
-		if err := fn(ids, vec, vals[nk+1:]); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+		return fn(ids, vec, vals[1:])
+	})
 }

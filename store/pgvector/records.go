@@ -293,16 +293,7 @@ func (s *Store) rowsOf(ctx context.Context, keys []string) (map[string][]*row, e
 	if err != nil {
 		return nil, fmt.Errorf("get vectors: %w", err)
 	}
-	set := pg.NewKeySet(keys)
-	for i := range rs {
-		set.Of(rs[i].ids, func(k string) {
-			// A row may answer to a key twice (its uuid and custom_id).
-			if n := len(out[k]); n == 0 || out[k][n-1] != &rs[i] {
-				out[k] = append(out[k], &rs[i])
-			}
-		})
-	}
-	return out, nil
+	return pg.ByKey(keys, rs, func(r *row) []string { return r.ids }), nil
 }
 
 func (s *Store) get(ctx context.Context, id string) (*row, error) {
