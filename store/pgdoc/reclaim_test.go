@@ -539,3 +539,35 @@ func statisticsWaitScenario(t *testing.T, attempt int) bool {
 	}
 	return true
 }
+
+// A query the reclaim makes between its statements (here listing the
+// table's indexes) runs under the same lock_timeout: held up by a lock on
+// a catalog (another host's VACUUM FULL of pg_statistic takes one), it
+// gives up, and the reclaim stops with PENDING-lock-timeout naming it,
+// not with an error; a later reclaim completes.
+func TestCatalogLockTimeoutIsPending(t *testing.T) {
+	ctx := context.Background()
+	c := config(t)
+	c.LockTimeout = "200ms"
+	s, ev := setup(t, c)
+	if err := s.Delete(ctx, []string{"rec-a"}); err != nil {
+		t.Fatal(err)
+	}
+	holder := admin(t)
+	exec(t, holder, "BEGIN")
+	exec(t, holder, "LOCK TABLE pg_catalog.pg_index IN ACCESS EXCLUSIVE MODE")
+	rep, err := s.Reclaim(ctx)
+	exec(t, holder, "COMMIT")
+	if err != nil {
+		t.Fatalf("Reclaim behind a catalog lock: %v, want a residue state", err)
+	}
+	if rep.State != pg.StateLockTimeout || !strings.Contains(rep.Evidence, "list indexes") {
+		t.Fatalf("Reclaim behind a catalog lock = state %q evidence %q, want %s naming the query", rep.State, rep.Evidence, pg.StateLockTimeout)
+	}
+	if rep := reclaim(t, s); rep.State != "" {
+		t.Fatalf("Reclaim after the lock was released = state %q evidence %q, want clean", rep.State, rep.Evidence)
+	}
+	if f := found(t, s, ev); f["rec-a"] != 0 || f["rec-b"] == 0 {
+		t.Errorf("after reclaim found %v: want none of rec-a and some of rec-b", f)
+	}
+}

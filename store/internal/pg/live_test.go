@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/amnesia-dev/amnesia/internal/pgtest"
+	"github.com/amnesia-dev/amnesia/store"
 )
 
 func liveDB(t *testing.T) (*DB, string) {
@@ -197,5 +198,81 @@ func TestCompressedRows(t *testing.T) {
 	got, err = CompressedRows(ctx, db, tbl, m, map[string]string{"a": "e", "b": "p"}, version, keys)
 	if err != nil || len(got) != len(keys) || slices.Contains(got[0], true) {
 		t.Fatalf("external storage: %v, %v; want none compressed", got, err)
+	}
+}
+
+// The statistics step clears the table's pg_statistic rows and analyses
+// it in one transaction under SHARE UPDATE EXCLUSIVE, the lock ANALYZE
+// takes: another session's ANALYZE in progress (another host's reclaim,
+// autovacuum) makes it wait, and a wait past lock_timeout is a timeout
+// recorded for the verdict, not an error (a clearing DELETE that did not
+// take the lock raced with such an ANALYZE: "tuple concurrently deleted"
+// ended a workers=4 benchmark reclaim). Once the other ANALYZE is done, it
+// clears the statistics and names the clearing's transaction.
+func TestStatisticsWaitForAnotherAnalyze(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.DB(t)
+	db, err := Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	tbl := "pgstats_" + time.Now().Format("150405000000")
+	table, err := ParseTable(tbl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.With(ctx, func(c *pgx.Conn) error {
+		for _, q := range []string{
+			`CREATE TABLE ` + tbl + ` (x text)`,
+			`INSERT INTO ` + tbl + ` SELECT 'value ' || g FROM generate_series(1, 50) g`,
+			`ANALYZE ` + tbl,
+		} {
+			if _, err := c.Exec(ctx, q); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(ctx)
+	for _, q := range []string{`BEGIN`, `ANALYZE ` + tbl} {
+		if _, err := other.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	tg := &Target{DB: db, Table: table, Opts: Options{LockTimeout: 200 * time.Millisecond}, Priv: Privileges{Superuser: true}}
+	statistics := func() *run {
+		var r *run
+		if err := db.With(ctx, func(c *pgx.Conn) error {
+			r = &run{t: tg, c: c, rep: &store.ReclaimReport{}}
+			if err := r.setTimeouts(ctx); err != nil {
+				return err
+			}
+			defer r.resetTimeouts()
+			return r.statistics(ctx, nil)
+		}); err != nil {
+			t.Fatalf("statistics: %v", err)
+		}
+		t.Logf("steps %q findings %v", r.rep.Steps, r.findings)
+		return r
+	}
+	r := statistics()
+	if len(r.timeouts) != 1 || r.timeouts[0].kind != StateLockTimeout || !strings.Contains(r.timeouts[0].what, "clearing the statistics") {
+		t.Fatalf("timeouts %v: want one lock timeout on clearing the statistics while another ANALYZE holds the table", r.timeouts)
+	}
+	if _, err := other.Exec(ctx, `COMMIT`); err != nil {
+		t.Fatal(err)
+	}
+	r = statistics()
+	steps := strings.Join(r.rep.Steps, "\n")
+	if len(r.timeouts) != 0 || len(r.findings) != 0 || !strings.Contains(steps, "cleared; ANALYZE") || !strings.Contains(steps, "VACUUM FULL pg_statistic") {
+		t.Fatalf("after the other ANALYZE: timeouts %v findings %v steps %q, want the statistics cleared and pg_statistic rewritten", r.timeouts, r.findings, r.rep.Steps)
 	}
 }

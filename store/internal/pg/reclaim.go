@@ -47,6 +47,16 @@ func (t *Target) Reclaim(ctx context.Context) (store.ReclaimReport, error) {
 		r := &run{t: t, c: c, rep: &rep}
 		defer r.resetTimeouts()
 		err := r.full(ctx)
+		if kind := timeoutKind(err); kind != "" && ctx.Err() == nil {
+			// A query between the reclaim statements (the catalog, the
+			// WAL position) ran under the same timeouts and gave up, behind
+			// another session's lock on a catalog (another host's VACUUM
+			// FULL of pg_statistic, say): the reclaim stopped there, and
+			// a later one completes it.
+			r.step(t.timeoutWhat(kind) + ": " + err.Error() + "; the reclaim stopped there")
+			r.add(kind, t.timeoutWhat(kind)+" on a query between the reclaim's statements ("+err.Error()+"); the steps after it did not run; run reclaim again when the lock holders are gone")
+			err = nil
+		}
 		fs = r.findings
 		return err
 	})
@@ -292,8 +302,18 @@ func (r *run) stmt(ctx context.Context, label, sql string) (bool, error) {
 
 // exec is stmt without the step on success.
 func (r *run) exec(ctx context.Context, label, sql string) (bool, error) {
-	for attempt := 0; ; attempt++ {
+	return r.try(ctx, label, func() error {
 		_, err := r.c.Exec(ctx, sql)
+		return err
+	})
+}
+
+// try runs do, which must leave no transaction open, with retries of a
+// lock or statement timeout: false, nil when it timed out every time
+// (recorded for the verdict).
+func (r *run) try(ctx context.Context, label string, do func() error) (bool, error) {
+	for attempt := 0; ; attempt++ {
+		err := do()
 		if err == nil {
 			return true, nil
 		}
@@ -334,31 +354,34 @@ func (r *run) exec(ctx context.Context, label, sql string) (bool, error) {
 // rewritten (VACUUM FULL would copy the rows into its new file).
 func (r *run) statistics(ctx context.Context, sel []Table) error {
 	name, tbl := r.t.Table.String(), r.t.Table.Ident()
-	var cleared uint32
-	if r.t.Priv.Superuser {
-		rels := []string{tbl}
-		for _, tb := range sel {
-			if tb != r.t.Table {
-				rels = append(rels, tb.Ident())
-			}
-		}
-		xid, err := r.clearStatistics(ctx, rels)
-		if err != nil {
-			return fmt.Errorf("reclaim: clearing the statistics of %s: %s", name, sqlCause(err))
-		}
-		cleared = xid
-		if r.t.Partitioned {
-			r.step("statistics of " + name + " and of " + tableNames(sel) + " cleared")
-		} else {
-			r.step("statistics of " + name + " cleared")
-		}
-	}
-	if _, err := r.stmt(ctx, "ANALYZE "+name, "ANALYZE "+tbl); err != nil {
-		return err
-	}
 	if !r.t.Priv.Superuser {
+		if _, err := r.stmt(ctx, "ANALYZE "+name, "ANALYZE "+tbl); err != nil {
+			return err
+		}
 		r.step("pg_statistic not rewritten: needs superuser; statistics sampled before the delete (all of them, if the table is now empty) may keep copies until autovacuum re-analyses and rewrites it")
 		return nil
+	}
+	rels := []string{tbl}
+	for _, tb := range sel {
+		if tb != r.t.Table {
+			rels = append(rels, tb.Ident())
+		}
+	}
+	label := "clearing the statistics of " + name + " and ANALYZE"
+	var cleared uint32
+	ok, err := r.try(ctx, label, func() (err error) {
+		cleared, err = r.clearStatistics(ctx, rels)
+		return err
+	})
+	if err != nil || !ok {
+		// Not cleared: nothing of pg_statistic is rewritten, and the
+		// timeout is the verdict.
+		return err
+	}
+	if r.t.Partitioned {
+		r.step("statistics of " + name + " and of " + tableNames(sel) + " cleared; ANALYZE " + name)
+	} else {
+		r.step("statistics of " + name + " cleared; ANALYZE " + name)
 	}
 	start := time.Now()
 	var pins []Pin
@@ -387,30 +410,38 @@ func (r *run) statistics(ctx context.Context, sel []Table) error {
 	if _, err := r.stmt(ctx, "VACUUM pg_statistic", "VACUUM pg_catalog.pg_statistic"); err != nil {
 		return err
 	}
-	_, err := r.stmt(ctx, "VACUUM FULL pg_statistic", "VACUUM FULL pg_catalog.pg_statistic")
+	_, err = r.stmt(ctx, "VACUUM FULL pg_statistic", "VACUUM FULL pg_catalog.pg_statistic")
 	return err
 }
 
-// clearStatistics deletes the pg_statistic rows of rels (regclass names) in
-// one transaction and returns its 32-bit xid: rows it deleted, and older
-// dead ones, stay visible to snapshots taken before it committed. It
-// returns 0 when there was nothing to delete: no snapshot can then hold
-// statistics this reclaim cleared.
+// clearStatistics deletes the pg_statistic rows of rels (regclass names),
+// then runs ANALYZE of the table, in one transaction that holds SHARE
+// UPDATE EXCLUSIVE on rels throughout: another host's (or autovacuum's)
+// ANALYZE, which takes the same lock, cannot update the rows while they are
+// deleted ("tuple concurrently deleted"). It returns the transaction's
+// 32-bit xid: the rows it deleted, and older dead ones, stay visible to
+// snapshots taken before it committed. It returns 0 when there was nothing
+// to delete: no snapshot can then hold statistics this reclaim cleared.
 func (r *run) clearStatistics(ctx context.Context, rels []string) (uint32, error) {
 	tx, err := r.c.Begin(ctx)
 	if err != nil {
 		return 0, err
 	}
 	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `LOCK TABLE `+strings.Join(rels, ", ")+` IN SHARE UPDATE EXCLUSIVE MODE`); err != nil {
+		return 0, err
+	}
 	tag, err := tx.Exec(ctx, `DELETE FROM pg_catalog.pg_statistic WHERE starelid = ANY($1::text[]::regclass[])`, rels)
 	if err != nil {
 		return 0, err
 	}
-	if tag.RowsAffected() == 0 {
-		return 0, tx.Commit(ctx)
-	}
 	var xid uint64
-	if err := tx.QueryRow(ctx, `SELECT pg_current_xact_id()::text::bigint`).Scan(&xid); err != nil {
+	if tag.RowsAffected() > 0 {
+		if err := tx.QueryRow(ctx, `SELECT pg_current_xact_id()::text::bigint`).Scan(&xid); err != nil {
+			return 0, err
+		}
+	}
+	if _, err := tx.Exec(ctx, `ANALYZE `+r.t.Table.Ident()); err != nil {
 		return 0, err
 	}
 	return uint32(xid), tx.Commit(ctx)
