@@ -2,6 +2,7 @@ package pgdoc_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"strconv"
 	"strings"
@@ -266,10 +267,13 @@ func deadTuplesScenario(t *testing.T, attempt int) bool {
 	return true
 }
 
-// shortContent is record i's content: short, so pg_statistic keeps it
-// uncompressed, where the probe can see it.
-func shortContent(i int) string {
-	return fmt.Sprintf("turn %d: the caller asked about order %x, due on day %d.", i, i*7919+13, 100+i)
+// shortContent is record i's content in table: short, so pg_statistic
+// keeps it uncompressed, where the probe can see it, and not the same in
+// two tables, not even in part (the probe scans all of pg_statistic, and a
+// test that sets up again keeps its earlier tables until it ends).
+func shortContent(table string, i int) string {
+	h := sha256.Sum256([]byte(fmt.Sprintf("%s/%d", table, i)))
+	return fmt.Sprintf("order %x, turn %d", h[:24], i) // every window holds some of the hash
 }
 
 // analysed opens a store of six short records whose statistics hold the
@@ -279,13 +283,13 @@ func analysed(t *testing.T, c store.Config) (*pgdoc.Store, map[string]*store.Evi
 	ctx := context.Background()
 	s := open(t, c)
 	for i := 0; i < 6; i++ {
-		if err := s.Put(ctx, pgdoc.Record{ID: fmt.Sprintf("rec-%d", i), Subject: fmt.Sprintf("subject-%d", i), Kind: "chat", Content: shortContent(i)}); err != nil {
+		if err := s.Put(ctx, pgdoc.Record{ID: fmt.Sprintf("rec-%d", i), Subject: fmt.Sprintf("subject-%d", i), Kind: "chat", Content: shortContent(s.Table(), i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	a := admin(t)
 	exec(t, a, "ANALYZE "+s.Table())
-	if !inStatistics(t, a, s.Table(), shortContent(0)) {
+	if !inStatistics(t, a, s.Table(), shortContent(s.Table(), 0)) {
 		t.Fatal("ANALYZE kept no sample of rec-0's content in pg_statistic: the test has no power")
 	}
 	ev := evidence(t, s, "rec-0")
@@ -495,7 +499,7 @@ func statisticsWaitScenario(t *testing.T, attempt int) bool {
 	// for pins (its last query reads pg_replication_slots: the heap's pin
 	// check came before the clearing, and each later statement replaces
 	// the query pg_stat_activity shows).
-	done := make(chan error, 1)
+	done, returned := make(chan error, 1), make(chan struct{})
 	go func() {
 		done <- func() error {
 			watch, err := pgx.Connect(ctx, dsn(t))
@@ -504,11 +508,17 @@ func statisticsWaitScenario(t *testing.T, attempt int) bool {
 			}
 			defer watch.Close(ctx)
 			for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				select {
+				case <-returned: // the reclaim stopped before the statistics
+					_, err = holder.Exec(ctx, "COMMIT")
+					return err
+				default:
+				}
 				var waiting bool
 				if err := watch.QueryRow(ctx, `SELECT NOT EXISTS (SELECT 1 FROM pg_statistic WHERE starelid = $1::text::regclass
 					AND concat(stavalues1::text, stavalues2::text, stavalues3::text, stavalues4::text, stavalues5::text) LIKE '%' || $2 || '%')
 					AND EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND pid NOT IN (pg_backend_pid(), $3)
-					AND query LIKE '%pg_replication_slots%')`, s.Table(), shortContent(0), holderPid).Scan(&waiting); err != nil {
+					AND query LIKE '%pg_replication_slots%')`, s.Table(), shortContent(s.Table(), 0), holderPid).Scan(&waiting); err != nil {
 					return err
 				}
 				if waiting {
@@ -520,6 +530,7 @@ func statisticsWaitScenario(t *testing.T, attempt int) bool {
 		}()
 	}()
 	rep := reclaim(t, s)
+	close(returned)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
