@@ -219,6 +219,22 @@ func TestInvalidIndexLeftByReindex(t *testing.T) {
 	}
 }
 
+// untilNotPinnedBeforeTheDelete runs scenario until it returns true, up to
+// 30 times, waiting a little longer each time: it returns false when a
+// snapshot whose xmin predates the delete (another test's transaction on
+// the shared server, in any database) pinned the deleted rows, and the
+// scenario is set up again.
+func untilNotPinnedBeforeTheDelete(t *testing.T, scenario func(t *testing.T, attempt int) bool) {
+	t.Helper()
+	for attempt := 1; attempt <= 30; attempt++ {
+		if scenario(t, attempt) {
+			return
+		}
+		time.Sleep(time.Duration(attempt) * 50 * time.Millisecond)
+	}
+	t.Fatal("every attempt was pinned by a transaction older than the delete: the server is too busy for this test")
+}
+
 // Dead tuples that no pin older than the delete explains: a snapshot taken
 // after amnesia's delete still sees a row the application deleted later, so
 // VACUUM FULL copies that row's dead tuple. Reclaim reports it from
@@ -232,13 +248,7 @@ func TestInvalidIndexLeftByReindex(t *testing.T) {
 // test packages run in parallel on one server; five attempts were not
 // enough once in CI).
 func TestDeadTuplesRemain(t *testing.T) {
-	for attempt := 1; attempt <= 30; attempt++ {
-		if deadTuplesScenario(t, attempt) {
-			return
-		}
-		time.Sleep(time.Duration(attempt) * 50 * time.Millisecond)
-	}
-	t.Fatal("every attempt was pinned by a transaction older than the delete: the server is too busy for this test")
+	untilNotPinnedBeforeTheDelete(t, deadTuplesScenario)
 }
 
 func deadTuplesScenario(t *testing.T, attempt int) bool {
@@ -358,13 +368,7 @@ func TestStatisticsReclaimedWhileAnotherDatabaseWrites(t *testing.T) {
 // predates the delete (another test's transaction on the shared server)
 // really pins it: the scenario is set up again.
 func TestDeleteMarkResumesReclaim(t *testing.T) {
-	for attempt := 1; attempt <= 30; attempt++ {
-		if deleteMarkScenario(t, attempt) {
-			return
-		}
-		time.Sleep(time.Duration(attempt) * 50 * time.Millisecond)
-	}
-	t.Fatal("every attempt was pinned by a transaction older than the delete: the server is too busy for this test")
+	untilNotPinnedBeforeTheDelete(t, deleteMarkScenario)
 }
 
 func deleteMarkScenario(t *testing.T, attempt int) bool {
@@ -414,19 +418,17 @@ func deleteMarkScenario(t *testing.T, attempt int) bool {
 // naming it; once it has ended, a reclaim leaves no copy. This is how a
 // workers=4 benchmark run on one database ended an erasure RESIDUAL.
 func TestStatisticsHeldByASnapshotAfterTheDelete(t *testing.T) {
-	for attempt := 1; attempt <= 30; attempt++ {
-		if statisticsHeldScenario(t, attempt) {
-			return
-		}
-		time.Sleep(time.Duration(attempt) * 50 * time.Millisecond)
-	}
-	t.Fatal("every attempt was pinned by a transaction older than the delete: the server is too busy for this test")
+	untilNotPinnedBeforeTheDelete(t, statisticsHeldScenario)
 }
 
-func statisticsHeldScenario(t *testing.T, attempt int) bool {
+// snapshotAfterTheDelete opens an analysed store (see analysed) with the
+// given lock_timeout, deletes rec-0, and opens a REPEATABLE READ snapshot
+// after the delete in another session: its connection and backend pid.
+func snapshotAfterTheDelete(t *testing.T, lockTimeout string) (*pgdoc.Store, map[string]*store.Evidence, *pgx.Conn, int) {
+	t.Helper()
 	ctx := context.Background()
 	c := config(t)
-	c.LockTimeout = "300ms"
+	c.LockTimeout = lockTimeout
 	s, ev := analysed(t, c)
 	if err := s.Delete(ctx, []string{"rec-0"}); err != nil {
 		t.Fatal(err)
@@ -438,6 +440,11 @@ func statisticsHeldScenario(t *testing.T, attempt int) bool {
 	if err := holder.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
 		t.Fatal(err)
 	}
+	return s, ev, holder, pid
+}
+
+func statisticsHeldScenario(t *testing.T, attempt int) bool {
+	s, ev, holder, pid := snapshotAfterTheDelete(t, "300ms")
 	start := time.Now()
 	rep := reclaim(t, s)
 	waited := time.Since(start)
@@ -470,30 +477,12 @@ func statisticsHeldScenario(t *testing.T, attempt int) bool {
 // A snapshot that sees the cleared statistics and ends while the reclaim
 // waits for it: the reclaim goes on, rewrites pg_statistic and is clean.
 func TestStatisticsWaitForASnapshotToEnd(t *testing.T) {
-	for attempt := 1; attempt <= 30; attempt++ {
-		if statisticsWaitScenario(t, attempt) {
-			return
-		}
-		time.Sleep(time.Duration(attempt) * 50 * time.Millisecond)
-	}
-	t.Fatal("every attempt was pinned by a transaction older than the delete: the server is too busy for this test")
+	untilNotPinnedBeforeTheDelete(t, statisticsWaitScenario)
 }
 
 func statisticsWaitScenario(t *testing.T, attempt int) bool {
 	ctx := context.Background()
-	c := config(t)
-	c.LockTimeout = "20s"
-	s, ev := analysed(t, c)
-	if err := s.Delete(ctx, []string{"rec-0"}); err != nil {
-		t.Fatal(err)
-	}
-	holder := admin(t)
-	exec(t, holder, "BEGIN ISOLATION LEVEL REPEATABLE READ")
-	exec(t, holder, "SELECT 1")
-	var holderPid int
-	if err := holder.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&holderPid); err != nil {
-		t.Fatal(err)
-	}
+	s, ev, holder, holderPid := snapshotAfterTheDelete(t, "20s")
 	// The holder ends once the reclaim has cleared the statistics (rec-0's
 	// content is gone from the table's live pg_statistic rows) and looks
 	// for pins (its last query reads pg_replication_slots: the heap's pin

@@ -20,13 +20,21 @@ import (
 
 func liveDB(t *testing.T) (*DB, string) {
 	t.Helper()
-	d := pgtest.DB(t) // a database of the test's own; skips without a server
+	db, _ := liveDSN(t)
+	return db, os.Getenv("AMNESIA_TEST_PG_DATADIR")
+}
+
+// liveDSN connects to a database of the test's own (it skips without a
+// server) and returns the connection pool and the database's URL.
+func liveDSN(t *testing.T) (*DB, string) {
+	t.Helper()
+	d := pgtest.DB(t)
 	db, err := Connect(context.Background(), d)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	return db, os.Getenv("AMNESIA_TEST_PG_DATADIR")
+	return db, d
 }
 
 // pg_read_binary_file in chunks returns the file byte for byte.
@@ -211,12 +219,7 @@ func TestCompressedRows(t *testing.T) {
 // clears the statistics and names the clearing's transaction.
 func TestStatisticsWaitForAnotherAnalyze(t *testing.T) {
 	ctx := context.Background()
-	dsn := pgtest.DB(t)
-	db, err := Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db, dsn := liveDSN(t)
 	tbl := "pgstats_" + time.Now().Format("150405000000")
 	table, err := ParseTable(tbl)
 	if err != nil {
