@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -278,4 +279,265 @@ func TestStatisticsWaitForAnotherAnalyze(t *testing.T) {
 	if len(r.timeouts) != 0 || len(r.findings) != 0 || !strings.Contains(steps, "cleared; ANALYZE") || !strings.Contains(steps, "VACUUM FULL pg_statistic") {
 		t.Fatalf("after the other ANALYZE: timeouts %v findings %v steps %q, want the statistics cleared and pg_statistic rewritten", r.timeouts, r.findings, r.rep.Steps)
 	}
+}
+
+// A transaction open in another database holds back the xmin of every new
+// snapshot here, VACUUM FULL's own included: rows deleted after it began are
+// "recently dead" to VACUUM FULL, which copies them into the new file. A
+// plain VACUUM heeds only this database's snapshots; when one of those (a
+// short transaction of another host) was open while it ran and has ended by
+// the pin check, the reclaim must VACUUM again before VACUUM FULL, or the
+// deleted rows' bytes are in the rewritten file.
+func TestVacuumAgainWhenASnapshotKeptDeletedRows(t *testing.T) {
+	ctx := context.Background()
+	db, dsn, tg := deletedRowsTable(t, 2*time.Second)
+	xidElsewhere(t)
+	if err := tg.Delete(ctx, nil, "", `DELETE FROM pgcopy WHERE id <= 10`); err != nil {
+		t.Fatal(err)
+	}
+	snap := snapshot(t, dsn)
+	ended := false
+	rep := reclaimHooked(t, tg, func(tb Table, done bool) {
+		if done && !ended {
+			ended = true
+			if _, err := snap.Exec(ctx, `COMMIT`); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	if !ended {
+		t.Fatal("the hook did not run: no plain VACUUM before the pin check")
+	}
+	dead, copied := deletedRowsLeft(t, db, 10)
+	if dead != 0 || len(copied) > 0 || rep.State != "" {
+		t.Fatalf("after reclaim: %d dead tuples, deleted rows %v in the heap file, state %q: want none, none and a clean reclaim", dead, copied, rep.State)
+	}
+	if !strings.Contains(strings.Join(rep.Steps, "\n"), "VACUUM pgcopy ran 1 more time(s)") {
+		t.Errorf("steps %q: want the extra VACUUM recorded", rep.Steps)
+	}
+}
+
+// The same copy in pg_statistic: the statistics step clears the table's
+// statistics (sampled before the delete: they hold deleted values), waits
+// for older snapshots, VACUUMs pg_statistic and rewrites it. A snapshot here
+// that began after the wait and ended after that VACUUM (its xmin held back
+// by another database's transaction) leaves the cleared rows for VACUUM
+// FULL pg_statistic to copy, unless the step VACUUMs again first.
+func TestVacuumStatisticsAgainWhenASnapshotKeptThem(t *testing.T) {
+	ctx := context.Background()
+	db, dsn, tg := deletedRowsTable(t, 2*time.Second)
+	if err := db.With(ctx, func(c *pgx.Conn) error {
+		_, err := c.Exec(ctx, `ANALYZE pgcopy`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	sampled := rowsIn(t, db, "pg_catalog.pg_statistic", 10)
+	if len(sampled) == 0 {
+		t.Fatal("no deleted row's value is in pg_statistic before the delete: the scenario proves nothing")
+	}
+	xidElsewhere(t)
+	if err := tg.Delete(ctx, nil, "", `DELETE FROM pgcopy WHERE id <= 10`); err != nil {
+		t.Fatal(err)
+	}
+	var snap *pgx.Conn
+	rep := reclaimHooked(t, tg, func(tb Table, done bool) {
+		if tb != pgStatistic {
+			return
+		}
+		if !done && snap == nil {
+			snap = snapshot(t, dsn)
+		} else if done && snap != nil {
+			if _, err := snap.Exec(ctx, `COMMIT`); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	if snap == nil {
+		t.Fatal("the hook did not run: pg_statistic was not vacuumed")
+	}
+	if in := rowsIn(t, db, "pg_catalog.pg_statistic", 10); len(in) > 0 || rep.State != "" {
+		t.Fatalf("after reclaim: deleted rows %v (of %v sampled before the delete) in pg_statistic's file, state %q: want none and a clean reclaim", in, sampled, rep.State)
+	}
+	if !strings.Contains(strings.Join(rep.Steps, "\n"), "VACUUM pg_catalog.pg_statistic ran 1 more time(s)") {
+		t.Errorf("steps %q: want the extra VACUUM of pg_statistic recorded", rep.Steps)
+	}
+}
+
+// Without a transaction older than the delete anywhere in the cluster,
+// VACUUM FULL removes the delete's rows itself: the reclaim does not wait
+// for dead row versions that a later snapshot keeps (another session's
+// later delete), and runs no extra VACUUM.
+func TestNoExtraVacuumWhenNothingOlderThanTheDeleteRuns(t *testing.T) {
+	ctx := context.Background()
+	var db *DB
+	var tg *Target
+	var snap *pgx.Conn
+	for attempt := 1; ; attempt++ {
+		var dsn string
+		db, dsn, tg = deletedRowsTable(t, 2*time.Second)
+		if err := tg.Delete(ctx, nil, "", `DELETE FROM pgcopy WHERE id <= 10`); err != nil {
+			t.Fatal(err)
+		}
+		snap = snapshot(t, dsn)
+		// Another database's transaction (a parallel package's test) that
+		// began before the delete holds back the snapshot's xmin: then it
+		// pins the delete, and this scenario needs setting up again.
+		var xmin uint64
+		if err := snap.QueryRow(ctx, `SELECT pg_snapshot_xmin(pg_current_snapshot())::text::numeric`).Scan(&xmin); err != nil {
+			t.Fatal(err)
+		}
+		if xmin > tg.deleteXid8() {
+			later, err := pgx.Connect(ctx, dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer later.Close(ctx)
+			if _, err := later.Exec(ctx, `DELETE FROM pgcopy WHERE id BETWEEN 101 AND 110`); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+		snap.Exec(ctx, `COMMIT`)
+		if attempt == 20 {
+			t.Skipf("a transaction older than the delete ran in another database in each of %d attempts", attempt)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	rep := reclaimHooked(t, tg, nil)
+	snap.Exec(ctx, `COMMIT`)
+	steps := strings.Join(rep.Steps, "\n")
+	if strings.Contains(steps, "VACUUM ran") || strings.Contains(steps, "not removed by VACUUM after waiting") || !strings.Contains(steps, "VACUUM FULL pgcopy") {
+		t.Fatalf("steps %q: want VACUUM FULL at once, with no extra VACUUM and no wait", rep.Steps)
+	}
+	if rep.State != StateDeadTuples {
+		t.Errorf("state %q: want %s (pgstattuple counts the later delete's rows, which the snapshot keeps)", rep.State, StateDeadTuples)
+	}
+	if _, copied := deletedRowsLeft(t, db, 10); len(copied) > 0 {
+		t.Errorf("the delete's rows %v are in the heap file", copied)
+	}
+}
+
+// reclaimHooked runs tg's reclaim with testHookVacuum set to hook, and
+// logs its report.
+func reclaimHooked(t *testing.T, tg *Target, hook func(tb Table, done bool)) store.ReclaimReport {
+	t.Helper()
+	testHookVacuum = hook
+	defer func() { testHookVacuum = nil }()
+	rep, err := tg.Reclaim(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("state %q evidence %q steps %q", rep.State, rep.Evidence, rep.Steps)
+	return rep
+}
+
+// xidElsewhere opens, in another database of the cluster, a transaction
+// with an xid, open until the test ends: every snapshot taken meanwhile, in
+// any database, has its xmin at or before that xid.
+func xidElsewhere(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, pgtest.DB(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(ctx) })
+	for _, q := range []string{`BEGIN`, `SELECT pg_current_xact_id()`} {
+		if _, err := c.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// snapshot opens a REPEATABLE READ transaction on dsn with its snapshot
+// taken; the caller ends it (or the test's end does).
+func snapshot(t *testing.T, dsn string) *pgx.Conn {
+	t.Helper()
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(ctx) })
+	for _, q := range []string{`BEGIN ISOLATION LEVEL REPEATABLE READ`, `SELECT 1`} {
+		if _, err := c.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c
+}
+
+// deletedRowsLeft returns pgstattuple's dead tuple count of pgcopy and
+// which of rows 1..n have their contents in its current heap file.
+func deletedRowsLeft(t *testing.T, db *DB, n int) (dead int64, copied []int) {
+	t.Helper()
+	if err := db.With(context.Background(), func(c *pgx.Conn) error {
+		return c.QueryRow(context.Background(), `SELECT dead_tuple_count FROM pgstattuple('pgcopy')`).Scan(&dead)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return dead, rowsIn(t, db, "pgcopy", n)
+}
+
+// rowsIn returns which of pgcopy's rows 1..n have their contents in rel's
+// current main file, after a checkpoint.
+func rowsIn(t *testing.T, db *DB, rel string, n int) (in []int) {
+	t.Helper()
+	var file []byte
+	if err := db.With(context.Background(), func(c *pgx.Conn) error {
+		if _, err := c.Exec(context.Background(), `CHECKPOINT`); err != nil {
+			return err
+		}
+		return c.QueryRow(context.Background(), `SELECT pg_read_binary_file(pg_relation_filepath($1::text::regclass))`, rel).Scan(&file)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= n; i++ {
+		if bytes.Contains(file, fmt.Appendf(nil, "drow-%04d", i)) {
+			in = append(in, i)
+		}
+	}
+	return in
+}
+
+// deletedRowsTable makes table pgcopy, 200 rows with contents
+// "drow-<id, 4 digits>", in a database of its own with pgstattuple,
+// and its Target (full reclaim, lock timeout lt).
+func deletedRowsTable(t *testing.T, lt time.Duration) (*DB, string, *Target) {
+	t.Helper()
+	ctx := context.Background()
+	dsn := pgtest.DB(t, "pgstattuple")
+	db, err := Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	const tbl = "pgcopy"
+	table, err := ParseTable(tbl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.With(ctx, func(c *pgx.Conn) error {
+		for _, q := range []string{
+			`CREATE TABLE ` + tbl + ` (id int PRIMARY KEY, x text)`,
+			`INSERT INTO ` + tbl + ` SELECT g, 'drow-' || lpad(g::text, 4, '0') FROM generate_series(1, 200) g`,
+		} {
+			if _, err := c.Exec(ctx, q); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, err := NewTarget(ctx, db, table, Options{Mode: ModeFull, LockTimeout: lt, Backoff: DefaultBackoff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tg.Priv.Pgstattuple || !tg.Priv.Superuser {
+		t.Fatalf("privileges %+v: the test needs a superuser and pgstattuple", tg.Priv)
+	}
+	return db, dsn, tg
 }

@@ -163,13 +163,20 @@ func (r *run) full(ctx context.Context) error {
 		}
 	}
 	for _, tb := range sel {
+		hookVacuum(tb, false)
 		if _, err := r.stmt(ctx, "VACUUM (INDEX_CLEANUP ON) "+tb.String(), "VACUUM (INDEX_CLEANUP ON) "+tb.Ident()); err != nil {
 			return err
 		}
+		hookVacuum(tb, true)
 	}
 	pins, err := FindPins(ctx, r.c, t.refXid())
 	if err != nil {
 		return err
+	}
+	if len(pins) == 0 {
+		if pins, err = r.vacuumDead(ctx, sel, t.deleteXid8()); err != nil {
+			return err
+		}
 	}
 	if f := PinFinding(pins); f != nil {
 		r.step("rewrite skipped: the xmin horizon is held (" + f.State + ")")
@@ -368,7 +375,7 @@ func (r *run) statistics(ctx context.Context, sel []Table) error {
 		}
 	}
 	label := "clearing the statistics of " + name + " and ANALYZE"
-	var cleared uint32
+	var cleared uint64
 	ok, err := r.try(ctx, label, func() (err error) {
 		cleared, err = r.clearStatistics(ctx, rels)
 		return err
@@ -387,15 +394,13 @@ func (r *run) statistics(ctx context.Context, sel []Table) error {
 	var pins []Pin
 	if cleared != 0 {
 		var err error
-		if pins, err = r.waitPins(ctx, cleared, r.t.Opts.LockTimeout); err != nil {
+		if pins, err = r.waitPins(ctx, uint32(cleared), r.t.Opts.LockTimeout); err != nil {
 			return err
 		}
 	}
 	waited := time.Since(start).Round(time.Millisecond)
 	if len(pins) > 0 {
-		r.step("pg_statistic not rewritten: the cleared statistics are still visible to a snapshot older than the clearing after waiting " + waited.String())
-		r.add("PENDING-"+pins[0].Kind, "the statistics of "+name+" that this reclaim cleared (sampled before it, they may hold deleted values) are still visible after waiting "+
-			waited.String()+" to "+pinList(pins)+"; VACUUM cannot remove them from pg_statistic (and VACUUM FULL would copy them) until it ends; run reclaim again then")
+		r.statisticsHeld(name, waited, pins)
 		return nil
 	}
 	if waited >= time.Millisecond {
@@ -406,12 +411,34 @@ func (r *run) statistics(ctx context.Context, sel []Table) error {
 	// snapshot's xmin is held back by any transaction with an xid open in
 	// any database of the cluster, where a plain VACUUM only heeds this
 	// database's: VACUUM FULL would then copy the old sample values into
-	// the new file.
+	// the new file (see vacuumDead).
+	hookVacuum(pgStatistic, false)
 	if _, err := r.stmt(ctx, "VACUUM pg_statistic", "VACUUM pg_catalog.pg_statistic"); err != nil {
 		return err
 	}
+	hookVacuum(pgStatistic, true)
+	if cleared != 0 {
+		start := time.Now()
+		pins, err := r.vacuumDead(ctx, []Table{pgStatistic}, cleared)
+		if err != nil {
+			return err
+		}
+		if len(pins) > 0 {
+			r.statisticsHeld(name, time.Since(start).Round(time.Millisecond), pins)
+			return nil
+		}
+	}
 	_, err = r.stmt(ctx, "VACUUM FULL pg_statistic", "VACUUM FULL pg_catalog.pg_statistic")
 	return err
+}
+
+// statisticsHeld records that pins older than the clearing of the
+// statistics of name kept the cleared rows after waiting: pg_statistic is
+// not rewritten.
+func (r *run) statisticsHeld(name string, waited time.Duration, pins []Pin) {
+	r.step("pg_statistic not rewritten: the cleared statistics are still visible to a snapshot older than the clearing after waiting " + waited.String())
+	r.add("PENDING-"+pins[0].Kind, "the statistics of "+name+" that this reclaim cleared (sampled before it, they may hold deleted values) are still visible after waiting "+
+		waited.String()+" to "+pinList(pins)+"; VACUUM cannot remove them from pg_statistic (and VACUUM FULL would copy them) until it ends; run reclaim again then")
 }
 
 // clearStatistics deletes the pg_statistic rows of rels (regclass names),
@@ -419,10 +446,10 @@ func (r *run) statistics(ctx context.Context, sel []Table) error {
 // UPDATE EXCLUSIVE on rels throughout: another host's (or autovacuum's)
 // ANALYZE, which takes the same lock, cannot update the rows while they are
 // deleted ("tuple concurrently deleted"). It returns the transaction's
-// 32-bit xid: the rows it deleted, and older dead ones, stay visible to
+// xid (xid8): the rows it deleted, and older dead ones, stay visible to
 // snapshots taken before it committed. It returns 0 when there was nothing
 // to delete: no snapshot can then hold statistics this reclaim cleared.
-func (r *run) clearStatistics(ctx context.Context, rels []string) (uint32, error) {
+func (r *run) clearStatistics(ctx context.Context, rels []string) (uint64, error) {
 	tx, err := r.c.Begin(ctx)
 	if err != nil {
 		return 0, err
@@ -444,7 +471,7 @@ func (r *run) clearStatistics(ctx context.Context, rels []string) (uint32, error
 	if _, err := tx.Exec(ctx, `ANALYZE `+r.t.Table.Ident()); err != nil {
 		return 0, err
 	}
-	return uint32(xid), tx.Commit(ctx)
+	return xid, tx.Commit(ctx)
 }
 
 // waitPins polls FindPins against ref until nothing holds the xmin horizon

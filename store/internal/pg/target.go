@@ -224,6 +224,13 @@ func (t *Target) SetDeleteMark(mark string) error {
 	return nil
 }
 
+// deleteXid8 is the newest delete's xid (xid8), 0 when unknown.
+func (t *Target) deleteXid8() uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.deleteXid
+}
+
 // refXid is the 32-bit form of the newest delete's xid, 0 when unknown.
 func (t *Target) refXid() uint32 {
 	t.mu.Lock()
