@@ -541,3 +541,79 @@ func deletedRowsTable(t *testing.T, lt time.Duration) (*DB, string, *Target) {
 	}
 	return db, dsn, tg
 }
+
+// A plain VACUUM in progress (another host's reclaim) holds back no other
+// vacuum, so it is no pin; a VACUUM FULL (a snapshot that does) is. Each is
+// kept in progress waiting for a lock that a transaction without a
+// snapshot holds.
+func TestLazyVacuumIsNoPin(t *testing.T) {
+	ctx := context.Background()
+	db, dsn := liveDSN(t)
+	if err := db.With(ctx, func(c *pgx.Conn) error {
+		_, err := c.Exec(ctx, `CREATE TABLE pinvac (x text)`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		stmt string
+		pin  bool
+	}{{`VACUUM (INDEX_CLEANUP ON) pinvac`, false}, {`vacuum pinvac`, false}, {`VACUUM FULL pinvac`, true}, {`VACUUM (ANALYZE) pinvac`, true}} {
+		holder, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range []string{`BEGIN`, `LOCK TABLE pinvac IN SHARE UPDATE EXCLUSIVE MODE`} {
+			if _, err := holder.Exec(ctx, q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		vac, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pid int
+		if err := vac.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { _, err := vac.Exec(ctx, tc.stmt); done <- err }()
+		var pins []Pin
+		err = db.With(ctx, func(c *pgx.Conn) error {
+			for i := 0; ; i++ {
+				var waiting bool
+				if err := c.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock' AND backend_xmin IS NOT NULL)`, pid).Scan(&waiting); err != nil {
+					return err
+				}
+				if waiting {
+					break
+				}
+				if i == 500 {
+					return errors.New("the VACUUM never waited for the lock with a snapshot")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			var err error
+			pins, err = FindPins(ctx, c, 0)
+			return err
+		})
+		if _, err := holder.Exec(ctx, `COMMIT`); err != nil {
+			t.Fatal(err)
+		}
+		if verr := <-done; verr != nil {
+			t.Errorf("%s: %v", tc.stmt, verr)
+		}
+		holder.Close(ctx)
+		vac.Close(ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.stmt, err)
+		}
+		found := false
+		for _, p := range pins {
+			found = found || strings.Contains(p.Desc, fmt.Sprintf("pid %d ", pid))
+		}
+		if found != tc.pin {
+			t.Errorf("%s in progress: pin %v (pins %v), want %v", tc.stmt, found, pins, tc.pin)
+		}
+	}
+}

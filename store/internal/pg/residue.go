@@ -118,8 +118,12 @@ var pinRank = map[string]int{PinPreparedTransaction: 0, PinReplicationSlot: 1, P
 
 // FindPins returns what holds the xmin horizon of this database at or before
 // ref, the 32-bit xid of the newest delete this process made (0 = unknown:
-// then every holder counts). Autovacuum's own VACUUM snapshots do not hold
-// back other vacuums and are skipped.
+// then every holder counts). A lazy VACUUM's snapshot holds back no other
+// vacuum (PostgreSQL marks its backend PROC_IN_VACUUM, which every horizon
+// skips): autovacuum's, and a client's plain VACUUM (another host's reclaim,
+// say) when its statement text says so, are skipped. The text is read only
+// to tell that (never reported); a VACUUM whose text the role may not read,
+// or that names FULL or ANALYZE (which do hold snapshots), still counts.
 func FindPins(ctx context.Context, c *pgx.Conn, ref uint32) ([]Pin, error) {
 	refAge := "NULL::int"
 	var args []any
@@ -133,6 +137,8 @@ func FindPins(ctx context.Context, c *pgx.Conn, ref uint32) ([]Pin, error) {
 	WHERE a.pid <> pg_backend_pid() AND (a.datname = current_database() OR a.backend_type = 'walsender')
 	  AND (a.backend_xid IS NOT NULL OR a.backend_xmin IS NOT NULL)
 	  AND NOT (a.backend_type = 'autovacuum worker' AND COALESCE(a.query, '') LIKE 'autovacuum: VACUUM%')
+	  AND NOT (a.backend_type = 'client backend' AND a.state = 'active' AND COALESCE(a.query, '') ~* '^\s*VACUUM\M'
+	       AND a.query !~* '\m(FULL|ANALYZE|ANALYSE)\M' AND a.query !~ ';\s*\S')
 	UNION ALL
 	SELECT 'replication-slot', age(s.xmin), format('slot %s (%s, active %s)', s.slot_name, s.slot_type, s.active)
 	FROM pg_replication_slots s WHERE s.xmin IS NOT NULL AND (s.database IS NULL OR s.database = current_database())
