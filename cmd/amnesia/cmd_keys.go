@@ -140,9 +140,12 @@ Then export the trust file again (amnesia keys export) for verifiers.`,
 			if len(pending) > 0 {
 				return fmt.Errorf("rotate: %d erasure(s) signed a certificate that is not published yet (%s); resuming must sign with the same key: finish them first (amnesia forget or amnesia worker resumes them)", len(pending), strings.Join(pending, ", "))
 			}
+			// Two phases: the new key is written beside the current one
+			// (pending), the ledger records its id, and only then does it
+			// replace the current key, whose private half is destroyed.
 			var nk, ok certificate.KeyInfo
 			rotate := func() (err error) {
-				nk, ok, err = dir.RotateKey(time.Now())
+				nk, ok, err = dir.PrepareRotation(time.Now())
 				return err
 			}
 			if l == nil {
@@ -154,16 +157,36 @@ Then export the trust file again (amnesia keys export) for verifiers.`,
 				// are recorded in one transaction with a compare-and-swap
 				// (a rotation that raced another host's is refused before
 				// writing anything).
-				if nk.ID != "" {
-					return fmt.Errorf("rotated to %s, but the ledger does not record it: %w; every command is now refused (exit 23) until this host's key matches the ledger's again: see \"Known gap\" in docs/keys.md to recover", nk.ID, err)
+				if nk.ID == "" {
+					return err
 				}
-				return err
+				if err := rotationFailed(cmd, dir, l, nk.ID, err); err != nil {
+					return err
+				}
+			}
+			if err := dir.CommitRotation(); err != nil {
+				return fmt.Errorf("the ledger records the new key %s, but this host's key files are not replaced yet: %w; the next command that opens the ledger finishes it", nk.ID, err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "rotated\n  current key:  %s (%s)\n  earlier key:  %s, still trusted; its private key is destroyed\n  retire it:    amnesia keys retire %s --from <time>\n  verifiers:    amnesia keys export --out trust.json\n",
 				nk.ID, dir.PublicKeyPath(), ok.ID, ok.ID)
 			return nil
 		},
 	}
+}
+
+// rotationFailed reports a rotation whose ledger write failed (err) after
+// its new key id was prepared: it asks the ledger which key it records and
+// finishes or undoes the rotation by that (state.Dir.ResolveRotation).
+func rotationFailed(cmd *cobra.Command, dir *state.Dir, l lineage.Ledger, id string, err error) error {
+	did, rerr := dir.ResolveRotation(cmd.Context(), l)
+	switch {
+	case rerr != nil:
+		return fmt.Errorf("not rotated yet: recording the new key %s in the ledger failed (%w), and the ledger could not be asked whether it was recorded (%v); the new key is pending beside the earlier one, which is kept: the next command that opens the ledger finishes or undoes the rotation by what the ledger records", id, err, rerr)
+	case did == "committed":
+		fmt.Fprintf(cmd.ErrOrStderr(), "amnesia: recording the new key reported an error (%v), but the ledger records it: the rotation is finished\n", err)
+		return nil
+	}
+	return fmt.Errorf("not rotated: the ledger does not record the new key %s (%w); the new key is discarded and the earlier key is still current; nothing else changed: run the same command again", id, err)
 }
 
 // parseRetireTime reads --from: RFC 3339 or "now" (to the second).

@@ -15,6 +15,7 @@ import (
 	"github.com/amnesia-dev/amnesia/certificate"
 	"github.com/amnesia-dev/amnesia/internal/atomicfile"
 	"github.com/amnesia-dev/amnesia/internal/secrets"
+	"github.com/amnesia-dev/amnesia/lineage"
 )
 
 // The keyring (certificate.Keyring: its format and rules). signing-key.pem
@@ -123,25 +124,62 @@ func (d *Dir) writeKeyring(ks certificate.Keyring) error {
 	return nil
 }
 
-// RotateKey makes a new Ed25519 key the current signing key, as of now.
-// The earlier key stays in the keyring, trusted and not retired (RetireKey
-// does that); its private key is destroyed. In order: the keyring is
-// written with the new key, then signing-key.pem is replaced, then the
-// earlier private key's file is overwritten with zeros and unlinked, then
-// signing-key.pub.pem is replaced. A crash before signing-key.pem is
-// replaced leaves an unused key in the keyring (retire it); one after
-// leaves signing-key.pem.old, which the next rotation destroys.
-//
-// Processes that opened the state before the rotation keep signing with
-// the earlier key until they reopen it.
+// pendingKeyPath is a rotation's new private key while the ledger has not
+// recorded it yet (PrepareRotation until it is committed or undone):
+// beside signing-key.pem, or in the dir: source's directory (a name that
+// is not a number, which is never a version), so that the key stays in
+// its source.
+func (d *Dir) pendingKeyPath() string {
+	if p, ok := d.keySrc.(*secrets.DirProvider); ok {
+		return filepath.Join(p.Path, "next.pem")
+	}
+	return filepath.Join(d.Path, "signing-key.next.pem")
+}
+
+// RotateKey makes a new Ed25519 key the current signing key, as of now:
+// PrepareRotation, then CommitRotation, for an installation whose ledger
+// does not record the key yet. With a ledger, `amnesia keys rotate` runs
+// the two apart, recording the new key's id in the ledger between them.
 func (d *Dir) RotateKey(now time.Time) (newKey, oldKey certificate.KeyInfo, err error) {
+	if newKey, oldKey, err = d.PrepareRotation(now); err != nil {
+		return newKey, oldKey, err
+	}
+	return newKey, oldKey, d.CommitRotation()
+}
+
+// PrepareRotation is a rotation's first phase: it generates a new key,
+// writes its private half to the pending file (pendingKeyPath; the earlier
+// key's files are not touched), adds it to keyring.json as the current key, and makes
+// it d's key in memory (what SigningKeyID and the ledger's record then
+// name). The earlier key stays in the keyring, trusted and not retired
+// (RetireKey does that).
+//
+// Then the caller records the new key's id in the ledger, and runs
+// CommitRotation once that is committed; when it failed (or the process
+// ended first), ResolveRotation, which every open of the ledger runs
+// (CheckSecrets), finishes or undoes it by what the ledger records. So a
+// rotation whose ledger write failed leaves the earlier key current, not
+// destroyed.
+func (d *Dir) PrepareRotation(now time.Time) (newKey, oldKey certificate.KeyInfo, err error) {
 	unlock, err := d.lockKeyring()
 	if err != nil {
 		return newKey, oldKey, err
 	}
 	defer unlock()
+	if d.prepared != nil {
+		// Run again in the same process (a retried ledger transaction).
+		return d.prepared.newKey, d.prepared.oldKey, nil
+	}
+	if _, err := os.Lstat(d.pendingKeyPath()); err == nil {
+		return newKey, oldKey, fmt.Errorf("rotate: an earlier rotation is not finished (%s exists): open the ledger (any command that uses it, e.g. amnesia keys list) to finish or undo it by what the ledger records", d.pendingKeyPath())
+	}
 	if err := d.reloadKey(); err != nil {
 		return newKey, oldKey, err
+	}
+	if d.keySrc != nil {
+		if _, ok := d.keySrc.(secrets.Rotator); !ok {
+			return newKey, oldKey, fmt.Errorf("rotate: the signing key is read from %s: put the new key there (and update every host), or use a dir: source, which rotate writes", d.keySrc.Describe())
+		}
 	}
 	ks, err := d.Keyring()
 	if err != nil {
@@ -155,54 +193,196 @@ func (d *Dir) RotateKey(now time.Time) (newKey, oldKey certificate.KeyInfo, err 
 	if err != nil {
 		return newKey, oldKey, fmt.Errorf("rotate: %w", err)
 	}
-	pubPEM, err := certificate.EncodePublicKeyPEM(pub)
-	if err != nil {
-		return newKey, oldKey, fmt.Errorf("rotate: %w", err)
-	}
-	var rot secrets.Rotator
-	if d.keySrc != nil {
-		var ok bool
-		if rot, ok = d.keySrc.(secrets.Rotator); !ok {
-			return newKey, oldKey, fmt.Errorf("rotate: the signing key is read from %s: put the new key there (and update every host), or use a dir: source, which rotate writes", d.keySrc.Describe())
-		}
-	}
 	next, newKey, oldKey := ks.Rotated(pub, now)
+	if err := WriteFileAtomic(d.pendingKeyPath(), privPEM); err != nil {
+		return newKey, oldKey, fmt.Errorf("rotate: %w", err)
+	}
 	if err := d.writeKeyring(next); err != nil {
-		return newKey, oldKey, fmt.Errorf("rotate: %w", err)
-	}
-	if rot != nil {
-		// The new key is the source's next version; earlier versions stay
-		// in the source until the operator removes them.
-		s, err := rot.Put(context.Background(), privPEM)
-		if err != nil {
-			return newKey, oldKey, fmt.Errorf("rotate: %w", err)
-		}
-		d.Key, d.KeyVersion = priv, s.Version
-		if err := WriteFileAtomic(d.PublicKeyPath(), pubPEM); err != nil {
-			return newKey, oldKey, fmt.Errorf("rotate: %w", err)
-		}
-		return newKey, oldKey, nil
-	}
-	// Keep a second link to the earlier private key while signing-key.pem
-	// is replaced, so that its bytes can be overwritten after.
-	cur, old := d.privateKeyPath(), d.privateKeyPath()+".old"
-	if err := discardOldKeyFile(cur, old); err != nil {
-		return newKey, oldKey, fmt.Errorf("rotate: %w", err)
-	}
-	if err := os.Link(cur, old); err != nil {
-		return newKey, oldKey, fmt.Errorf("rotate: %w", err)
-	}
-	if err := WriteFileAtomic(cur, privPEM); err != nil {
-		return newKey, oldKey, fmt.Errorf("rotate: %w", err)
+		return newKey, oldKey, errors.Join(fmt.Errorf("rotate: %w", err), d.abortLocked())
 	}
 	d.Key = priv
-	if err := discardOldKeyFile(cur, old); err != nil {
-		return newKey, oldKey, fmt.Errorf("rotate: destroy the earlier private key: %w", err)
-	}
-	if err := WriteFileAtomic(d.PublicKeyPath(), pubPEM); err != nil {
-		return newKey, oldKey, fmt.Errorf("rotate: %w", err)
-	}
+	d.prepared = &preparedRotation{newKey: newKey, oldKey: oldKey}
 	return newKey, oldKey, nil
+}
+
+// preparedRotation is the rotation PrepareRotation began in this process.
+type preparedRotation struct {
+	newKey, oldKey certificate.KeyInfo
+}
+
+// CommitRotation is a rotation's second phase, once the ledger records the
+// new key: signing-key.pem is replaced by the pending key and the earlier
+// private key's file is overwritten with zeros and unlinked (with a dir:
+// source, the pending key becomes the source's next version; earlier
+// versions stay there until the operator removes them), then
+// signing-key.pub.pem is replaced. A crash in between leaves either the
+// pending file, which the next open of the ledger commits, or
+// signing-key.pem.old, which the next rotation destroys. Without a pending
+// key it does nothing.
+//
+// Processes that opened the state before the rotation keep signing with
+// the earlier key until they reopen it.
+func (d *Dir) CommitRotation() error {
+	unlock, err := d.lockKeyring()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return d.commitLocked()
+}
+
+func (d *Dir) commitLocked() error {
+	pending := d.pendingKeyPath()
+	privPEM, err := os.ReadFile(pending)
+	if errors.Is(err, fs.ErrNotExist) {
+		d.prepared = nil
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("rotate: %w", err)
+	}
+	priv, err := certificate.ParsePrivateKeyPEM(privPEM)
+	if err != nil {
+		return fmt.Errorf("rotate: the pending key %s: %w", pending, err)
+	}
+	pubPEM, err := certificate.EncodePublicKeyPEM(priv.Public().(ed25519.PublicKey))
+	if err != nil {
+		return fmt.Errorf("rotate: %w", err)
+	}
+	if d.keySrc != nil {
+		rot, ok := d.keySrc.(secrets.Rotator)
+		if !ok {
+			return fmt.Errorf("rotate: the signing key is read from %s, which rotate does not write", d.keySrc.Describe())
+		}
+		// A crash after Put and before the pending file was removed: the
+		// source's current version is the pending key already.
+		k, v, err := loadKey(context.Background(), d.Path, d.keySrc)
+		if err != nil || !k.Equal(priv) {
+			s, err := rot.Put(context.Background(), privPEM)
+			if err != nil {
+				return fmt.Errorf("rotate: %w", err)
+			}
+			v = s.Version
+		}
+		d.Key, d.KeyVersion = priv, v
+		if err := atomicfile.Shred(pending); err != nil {
+			return fmt.Errorf("rotate: destroy the pending key's copy %s: %w", pending, err)
+		}
+	} else {
+		// Keep a second link to the earlier private key while
+		// signing-key.pem is replaced, so that its bytes can be
+		// overwritten after.
+		cur, old := d.privateKeyPath(), d.privateKeyPath()+".old"
+		if err := discardOldKeyFile(cur, old); err != nil {
+			return fmt.Errorf("rotate: %w", err)
+		}
+		if err := os.Link(cur, old); err != nil {
+			return fmt.Errorf("rotate: %w", err)
+		}
+		if err := os.Rename(pending, cur); err != nil {
+			return fmt.Errorf("rotate: %w", err)
+		}
+		if err := SyncDir(d.Path); err != nil {
+			return fmt.Errorf("rotate: %w", err)
+		}
+		d.Key = priv
+		if err := discardOldKeyFile(cur, old); err != nil {
+			return fmt.Errorf("rotate: destroy the earlier private key: %w", err)
+		}
+	}
+	d.prepared = nil
+	if err := WriteFileAtomic(d.PublicKeyPath(), pubPEM); err != nil {
+		return fmt.Errorf("rotate: %w", err)
+	}
+	return nil
+}
+
+// abortLocked undoes PrepareRotation once the ledger is known not to
+// record the new key: the pending key's file is overwritten and unlinked,
+// keyring.json no longer lists it, and the earlier key is d's again.
+// Without a pending key it only reads the earlier key again.
+func (d *Dir) abortLocked() error {
+	pending := d.pendingKeyPath()
+	b, err := os.ReadFile(pending)
+	if errors.Is(err, fs.ErrNotExist) {
+		d.prepared = nil
+		return d.reloadKey()
+	}
+	if err != nil {
+		return fmt.Errorf("undo the rotation: %w", err)
+	}
+	if err := d.reloadKey(); err != nil {
+		return fmt.Errorf("undo the rotation: %w", err)
+	}
+	ks, err := d.Keyring()
+	if err != nil {
+		return fmt.Errorf("undo the rotation: %w", err)
+	}
+	if k, err := certificate.ParsePrivateKeyPEM(b); err == nil {
+		id := certificate.KeyID(k.Public().(ed25519.PublicKey))
+		kept := ks[:0]
+		for _, x := range ks {
+			if x.ID != id {
+				kept = append(kept, x)
+			}
+		}
+		if err := d.writeKeyring(kept); err != nil {
+			return fmt.Errorf("undo the rotation: %w", err)
+		}
+	}
+	if err := atomicfile.Shred(pending); err != nil {
+		return fmt.Errorf("undo the rotation: destroy the pending key %s: %w", pending, err)
+	}
+	d.prepared = nil
+	return nil
+}
+
+// ResolveRotation finishes or undoes a rotation whose pending key
+// (PrepareRotation) is still here, by the signing key id the ledger l
+// records: the pending key's, it is committed (CommitRotation); the earlier
+// key's (or none), it is undone (the pending key destroyed, the keyring as
+// before). It returns which it did ("" when there was nothing
+// pending), or an error when the ledger cannot be read or records a third
+// key.
+func (d *Dir) ResolveRotation(ctx context.Context, l lineage.Ledger) (string, error) {
+	if _, err := os.Lstat(d.pendingKeyPath()); errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	unlock, err := d.lockKeyring()
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	b, err := os.ReadFile(d.pendingKeyPath())
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil // another process resolved it meanwhile
+	}
+	if err != nil {
+		return "", fmt.Errorf("rotation: %w", err)
+	}
+	k, err := certificate.ParsePrivateKeyPEM(b)
+	if err != nil {
+		return "", fmt.Errorf("rotation: the pending key %s: %w", d.pendingKeyPath(), err)
+	}
+	pendingID := certificate.KeyID(k.Public().(ed25519.PublicKey))
+	recorded, ok := "", false
+	if m, meta := l.(lineage.InstallationMeta); meta {
+		if recorded, ok, err = m.InstallationValue(ctx, signingKeyIDKey); err != nil {
+			return "", fmt.Errorf("rotation: read the ledger's signing key: %w", err)
+		}
+	} else {
+		recorded, ok = pendingID, true // a ledger that records no key: nothing to wait for
+	}
+	if ok && recorded == pendingID {
+		return "committed", d.commitLocked()
+	}
+	if err := d.reloadKey(); err != nil {
+		return "", err
+	}
+	if !ok || recorded == d.SigningKeyID() {
+		return "undone", d.abortLocked()
+	}
+	return "", fmt.Errorf("%w: the ledger records signing key %s, neither this host's key %s nor the pending key %s of an unfinished rotation (%s)", ErrSecretsMismatch, recorded, d.SigningKeyID(), pendingID, d.pendingKeyPath())
 }
 
 // discardOldKeyFile removes old, a second link to an earlier private key.

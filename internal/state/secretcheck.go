@@ -42,7 +42,13 @@ func (d *Dir) SigningKeyID() string {
 // open of a ledger made before the check existed) and returns
 // ErrSecretsMismatch when either differs. A ledger without installation
 // values (lineage.InstallationMeta) is not checked.
+//
+// A rotation left unfinished here (its new key pending: PrepareRotation) is
+// first finished or undone by the key the ledger records (ResolveRotation).
 func (d *Dir) CheckSecrets(ctx context.Context, l lineage.Ledger) error {
+	if _, err := d.ResolveRotation(ctx, l); err != nil {
+		return fmt.Errorf("check secrets: %w", err)
+	}
 	m, ok := l.(lineage.InstallationMeta)
 	if !ok {
 		return nil

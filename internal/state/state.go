@@ -64,6 +64,9 @@ type Dir struct {
 	// (SyncKeyring); ChangeKeyring refuses a change when the ledger's is
 	// no longer that one.
 	keyringSeen string
+	// prepared is the rotation PrepareRotation began in this process and
+	// that is neither committed nor undone.
+	prepared *preparedRotation
 }
 
 // Paths inside a state directory.
