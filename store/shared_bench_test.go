@@ -14,8 +14,9 @@ import (
 // same kind. DropShared's work grew with (owners × holders) of each such
 // window before needles were searched for once per distinct window.
 func BenchmarkDropSharedTemplates(b *testing.B) {
-	for _, n := range []int{300, 3000} {
-		b.Run(fmt.Sprintf("owners=%d", n), func(b *testing.B) {
+	for _, c := range []struct{ owners, others int }{{300, 300}, {3000, 3000}, {70, 100000}} {
+		n, m := c.owners, c.others
+		b.Run(fmt.Sprintf("owners=%d/others=%d", n, m), func(b *testing.B) {
 			r := rand.New(rand.NewPCG(1, 2))
 			phrases := make([]string, 60)
 			for i := range phrases {
@@ -33,8 +34,10 @@ func BenchmarkDropSharedTemplates(b *testing.B) {
 			for i := range owners {
 				owners[i] = doc(i)
 			}
-			others := make([][]byte, n)
+			others := make([][]byte, m)
+			keys := make([]string, m)
 			for i := range others {
+				keys[i] = fmt.Sprintf("x%07d", i)
 				others[i] = doc(n + i)
 			}
 			b.ResetTimer()
@@ -47,7 +50,7 @@ func BenchmarkDropSharedTemplates(b *testing.B) {
 				}
 				err := DropShared(context.Background(), ev, func(fn func(string, []byte) error) error {
 					for i, o := range others {
-						if err := fn(fmt.Sprintf("x%05d", i), o); err != nil {
+						if err := fn(keys[i], o); err != nil {
 							return err
 						}
 					}
