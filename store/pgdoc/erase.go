@@ -74,11 +74,7 @@ func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*st
 				if batch.HoldsRaw(ids) {
 					return nil
 				}
-				key := "" // a row with no key is searched, and named by none
-				if len(ids) > 0 {
-					key = string(ids[len(ids)-1])
-				}
-				return fn(key, content)
+				return fn(pg.Holder(ids), content)
 			})
 		})
 	}

@@ -89,10 +89,7 @@ func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*st
 						return err
 					}
 				}
-				key := "" // a row with no key is searched, and named by none
-				if len(ids) > 0 {
-					key = string(ids[len(ids)-1]) // custom_id when there is one
-				}
+				key := pg.Holder(ids)
 				for _, c := range contents {
 					if err := fn(key, c); err != nil {
 						return err

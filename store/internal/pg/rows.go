@@ -26,6 +26,17 @@ func ByKey[R any](keys []string, rs []R, ids func(*R) []string) map[string][]*R 
 	return out
 }
 
+// Holder is the key that names a row of EachRaw as the holder of shared
+// windows (store.DropShared): its last key that is not NULL (a custom_id
+// when a mapping has one), or "" for a row with no key, which is searched
+// and named by none.
+func Holder(ids [][]byte) string {
+	if len(ids) == 0 {
+		return ""
+	}
+	return string(ids[len(ids)-1])
+}
+
 // EachRaw runs the SELECT of cols from t, whose first nk columns are a
 // row's keys, and calls fn for each row with those of its keys that are
 // not NULL (in column order) and its other values (NULL as nil), as the
