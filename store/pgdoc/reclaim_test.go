@@ -485,9 +485,10 @@ func statisticsWaitScenario(t *testing.T, attempt int) bool {
 	s, ev, holder, holderPid := snapshotAfterTheDelete(t, "20s")
 	// The holder ends once the reclaim has cleared the statistics (rec-0's
 	// content is gone from the table's live pg_statistic rows) and looks
-	// for pins (its last query reads pg_replication_slots: the heap's pin
-	// check came before the clearing, and each later statement replaces
-	// the query pg_stat_activity shows).
+	// for pins (its last query is FindPins', which names 'long-transaction'
+	// near its start: pg_stat_activity shows the first 1024 bytes; the
+	// heap's pin check came before the clearing, and each later statement
+	// replaces the query pg_stat_activity shows).
 	done, returned := make(chan error, 1), make(chan struct{})
 	go func() {
 		done <- func() error {
@@ -507,7 +508,7 @@ func statisticsWaitScenario(t *testing.T, attempt int) bool {
 				if err := watch.QueryRow(ctx, `SELECT NOT EXISTS (SELECT 1 FROM pg_statistic WHERE starelid = $1::text::regclass
 					AND concat(stavalues1::text, stavalues2::text, stavalues3::text, stavalues4::text, stavalues5::text) LIKE '%' || $2 || '%')
 					AND EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND pid NOT IN (pg_backend_pid(), $3)
-					AND query LIKE '%pg_replication_slots%')`, s.Table(), shortContent(s.Table(), 0), holderPid).Scan(&waiting); err != nil {
+					AND query LIKE '%''long-transaction''%')`, s.Table(), shortContent(s.Table(), 0), holderPid).Scan(&waiting); err != nil {
 					return err
 				}
 				if waiting {
