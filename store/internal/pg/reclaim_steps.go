@@ -160,8 +160,8 @@ var pgStatistic = Table{Schema: "pg_catalog", Name: "pg_statistic"}
 // vacuumDead runs plain VACUUM of sel again while VACUUM FULL would copy
 // rows deleted by transaction ref (xid8; 0 = unknown) that the last one
 // could not remove, waiting between rounds, up to the lock timeout. It
-// returns the pins older than ref found meanwhile (the rewrite is then
-// skipped).
+// returns the pins older than ref still there at the deadline (the rewrite
+// is then skipped).
 //
 // VACUUM FULL copies every row version its own snapshot may still need. That
 // snapshot's xmin is the oldest transaction running in any database of the
@@ -179,12 +179,16 @@ var pgStatistic = Table{Schema: "pg_catalog", Name: "pg_statistic"}
 // pg_stat_get_dead_tuples counts row versions in sel: what the last plain
 // VACUUM found dead but could not remove, plus rows deleted since (by this
 // erasure's delete, when its count reached the statistics after the
-// VACUUM; or by others, which a round removes too, or waits for).
+// VACUUM; or by others, which a round removes too, or waits for). A pin
+// older than ref seen between rounds (a snapshot here that began meanwhile,
+// its xmin held back like every other) is waited for; one still there at
+// the deadline is returned.
 func (r *run) vacuumDead(ctx context.Context, sel []Table, ref uint64) ([]Pin, error) {
 	start := time.Now()
 	deadline := start.Add(r.t.Opts.LockTimeout)
 	d := 10 * time.Millisecond
-	for round := 1; ; round++ {
+	var pins []Pin // what held the horizon at the last look
+	for rounds := 0; ; {
 		var held bool
 		if err := r.c.QueryRow(ctx, `SELECT $1::int8 = 0 OR pg_snapshot_xmin(pg_current_snapshot()) <= $1::int8::text::xid8`, int64(ref)).Scan(&held); err != nil {
 			return nil, fmt.Errorf("read the oldest running transaction: %w", err)
@@ -205,13 +209,16 @@ func (r *run) vacuumDead(ctx context.Context, sel []Table, ref uint64) ([]Pin, e
 		}
 		waited := time.Since(start).Round(time.Millisecond)
 		if len(left) == 0 {
-			if round > 1 {
-				r.step(fmt.Sprintf("VACUUM %s ran %d more time(s) in %s before VACUUM FULL, whose snapshot a transaction older than the delete (in any database) held back: no dead row versions left for it to copy", tableNames(sel), round-1, waited))
+			if rounds > 0 {
+				r.step(fmt.Sprintf("VACUUM %s ran %d more time(s) in %s before VACUUM FULL, whose snapshot a transaction older than the delete (in any database) held back: no dead row versions left for it to copy", tableNames(sel), rounds, waited))
 			}
 			return nil, nil
 		}
 		rest := time.Until(deadline)
 		if rest <= 0 {
+			if len(pins) > 0 {
+				return pins, nil
+			}
 			r.step(fmt.Sprintf("%d dead row versions in %s not removed by VACUUM after waiting %s (rows deleted since count too), while a transaction older than the delete (in any database) holds back VACUUM FULL's snapshot: VACUUM FULL copies those it may still see", n, tableNames(left), waited))
 			return nil, nil
 		}
@@ -219,10 +226,17 @@ func (r *run) vacuumDead(ctx context.Context, sel []Table, ref uint64) ([]Pin, e
 			return nil, err
 		}
 		d = min(2*d, 250*time.Millisecond)
-		pins, err := FindPins(ctx, r.c, uint32(ref))
-		if err != nil || len(pins) > 0 {
-			return pins, err
+		// A snapshot here that began meanwhile has its xmin held back too:
+		// wait for it to end before the next VACUUM, as long as the
+		// deadline allows.
+		var err error
+		if pins, err = FindPins(ctx, r.c, uint32(ref)); err != nil {
+			return nil, err
 		}
+		if len(pins) > 0 {
+			continue
+		}
+		rounds++
 		for _, tb := range left {
 			if _, err := r.exec(ctx, "VACUUM (INDEX_CLEANUP ON) "+tb.String(), "VACUUM (INDEX_CLEANUP ON) "+tb.Ident()); err != nil {
 				return nil, err
