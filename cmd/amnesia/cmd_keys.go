@@ -142,7 +142,7 @@ Then export the trust file again (amnesia keys export) for verifiers.`,
 			}
 			// Two phases: the new key is written beside the current one
 			// (pending), the ledger records its id, and only then does it
-			// replace the current key, whose private half is destroyed.
+			// replace the current key (state.Dir.CommitRotation).
 			var nk, ok certificate.KeyInfo
 			rotate := func() (err error) {
 				nk, ok, err = dir.PrepareRotation(time.Now())

@@ -218,8 +218,8 @@ func TestRotationInterruptedIsResolvedAtTheNextOpen(t *testing.T) {
 }
 
 // checkEarlierKeyKept checks that d, after a rotation to newID was undone,
-// signs with oldID again, from the same files, with no pending key, a
-// keyring as before, and that the ledger accepts it.
+// signs with oldID again, from the same files, with no pending key and a
+// keyring that does not list newID, and that the ledger accepts it.
 func (h *rotationHost) checkEarlierKeyKept(t *testing.T, d *Dir, before map[string][]byte, oldID, newID string, keyring []byte) {
 	t.Helper()
 	if d.SigningKeyID() != oldID {
