@@ -22,6 +22,7 @@ import (
 type NeedleSet struct {
 	needles [][]byte
 	owner   []string // key that owns needles[i]
+	ownerNo []int32  // per needle: the number of its key (for the index's gram counts)
 	tiers   []*tier  // by descending sampling stride
 	chkOff  []uint8  // per needle: where the 4 bytes its entries check start
 	maxLen  int
@@ -48,6 +49,7 @@ func NewNeedleSet(ev map[string]*Evidence) *NeedleSet {
 			s.maxLen = max(s.maxLen, len(n))
 		}
 	}
+	s.ownerNo = owners
 	s.tiers, s.chkOff = buildTiers(s.needles, owners)
 	return s
 }
@@ -104,10 +106,11 @@ func (r ScanReport) FoundKeys() int { return len(r.Found) }
 // Scanner accumulates a scan over several byte streams. A Scanner is used by
 // one goroutine at a time; it searches large inputs on several cores itself.
 type Scanner struct {
-	set *NeedleSet
-	hit []uint64 // bit i: needles[i] found (set atomically by the workers)
-	rep ScanReport
-	buf []byte // read buffer of the sequential path, allocated once
+	set   *NeedleSet
+	tiers []*tier  // set's, or chosen again for a sample of the data (tune)
+	hit   []uint64 // bit i: needles[i] found (set atomically by the workers)
+	rep   ScanReport
+	buf   []byte // read buffer of the sequential path, allocated once
 	// With track set, a sequential search appends to fresh the index of
 	// every needle it finds (DropShared attributes them to the record it
 	// scanned).
@@ -127,7 +130,7 @@ var (
 
 // NewScanner starts a scan for set.
 func NewScanner(set *NeedleSet, method string) *Scanner {
-	return &Scanner{set: set, hit: make([]uint64, (set.Len()+63)/64), rep: ScanReport{Method: method}}
+	return &Scanner{set: set, tiers: set.tiers, hit: make([]uint64, (set.Len()+63)/64), rep: ScanReport{Method: method}}
 }
 
 // StopWhenAllFound makes the scan stop reading once every needle of its
@@ -357,20 +360,30 @@ const checkEnd = 1<<offBits + gramLen
 func (sc *Scanner) search(b []byte, limit int, track bool) {
 	batch := min(max(probeBatch, 1), maxProbeBatch)
 	var pass [maxProbeBatch]uint8 // numbers in the batch of the positions that pass
-	for _, t := range sc.set.tiers {
+	for _, t := range sc.tiers {
 		k, bshift, bloom := t.k, t.bshift, t.bloom
 		// A needle starting at [0, limit) is probed at a multiple of k no
 		// more than maxOff past its start, with its whole gram in b.
-		end := min(limit-1+t.maxOff, len(b)-gramLen)
+		end := min(limit-1+t.maxOff, len(b)-t.glen)
 		for from := 0; from <= end; from += batch * k {
 			last := min(end, from+(batch-1)*k)
 			n := 0
-			for i, p := 0, from; p <= last; i, p = i+1, p+k {
-				w, m := bloomBits(le64(b[p:]), bshift)
-				miss := bloom[w]&m ^ m // zero when both bits are set
-				pass[n&(maxProbeBatch-1)] = uint8(i)
-				miss |= -miss // bit 63 set unless miss is zero
-				n += int(1 - miss>>63)
+			if t.glen == 16 {
+				for i, p := 0, from; p <= last; i, p = i+1, p+k {
+					w, m := bloomBits(gram16(b[p:]), bshift)
+					miss := bloom[w]&m ^ m // zero when both bits are set
+					pass[n&(maxProbeBatch-1)] = uint8(i)
+					miss |= -miss // bit 63 set unless miss is zero
+					n += int(1 - miss>>63)
+				}
+			} else {
+				for i, p := 0, from; p <= last; i, p = i+1, p+k {
+					w, m := bloomBits(le64(b[p:]), bshift)
+					miss := bloom[w]&m ^ m
+					pass[n&(maxProbeBatch-1)] = uint8(i)
+					miss |= -miss
+					n += int(1 - miss>>63)
+				}
 			}
 			for _, i := range pass[:n] {
 				sc.check(t, b, from+int(i)*k, limit, track)
@@ -382,7 +395,7 @@ func (sc *Scanner) search(b []byte, limit int, track bool) {
 // check compares the needles indexed under the gram at b[p:] with the data
 // and marks those found (see search).
 func (sc *Scanner) check(t *tier, b []byte, p, limit int, track bool) {
-	ents := t.lookup(le64(b[p:]))
+	ents := t.lookup(t.gramOf(b[p:]))
 	if p >= t.maxOff && p < limit && p+checkEnd <= len(b) {
 		// Every entry's needle starts in [0, limit) and its check bytes lie
 		// in b: compare those first, without the bounds (under a template

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -226,23 +227,32 @@ func textNeedles(rareNeedles, commonNeedles int) (map[string]*Evidence, []byte) 
 
 // A set whose needles take different strides is searched in several tiers,
 // one whose needles mostly need stride 4 in one (the others join it); both
-// find what a naive search finds, with needles across read boundaries.
+// find what a naive search finds, with needles across read boundaries. The
+// rare needles' 8-byte grams are mostly the text around their case number
+// ("Case 1a2b3c4d was logged"): they take 16-byte grams, which reach past
+// it from more offsets.
 func TestScanTiersMatchNaiveSearch(t *testing.T) {
 	for _, c := range []struct {
 		rare, common, tiers int
+		wide                bool // a tier of 16-byte grams
 	}{
-		{400, 40, 2},  // few need stride 4: two passes
-		{100, 200, 1}, // most need stride 4: the rare ones join them
+		{400, 40, 2, true},   // few need stride 4: two passes
+		{100, 200, 1, false}, // most need stride 4: the rare ones join them
 	} {
 		ev, data := textNeedles(c.rare, c.common)
 		set := NewNeedleSet(ev)
 		var ks []int
+		var modes []string
 		for _, tr := range set.tiers {
 			ks = append(ks, tr.k)
+			modes = append(modes, fmt.Sprintf("%d/%d", tr.k, tr.glen))
 		}
-		t.Logf("%d rare, %d common needles: strides %v", c.rare, c.common, ks)
+		t.Logf("%d rare, %d common needles: stride/gram %v", c.rare, c.common, modes)
 		if len(ks) != c.tiers {
 			t.Fatalf("%d rare and %d common needles: strides %v, want %d tiers", c.rare, c.common, ks, c.tiers)
+		}
+		if wide := slices.ContainsFunc(set.tiers, func(tr *tier) bool { return tr.glen == 16 }); wide != c.wide {
+			t.Fatalf("%d rare and %d common needles: stride/gram %v: a tier of 16-byte grams %v, want %v", c.rare, c.common, modes, wide, c.wide)
 		}
 		for _, read := range []int{40, 77, 4096} {
 			setReadSizes(t, read, 3*read)
@@ -297,7 +307,7 @@ func TestTiersBuiltInPartsAsInOne(t *testing.T) {
 			}
 			for i, tr := range got.tiers {
 				o := one.tiers[i]
-				if tr.k != o.k || tr.maxOff != o.maxOff || !reflect.DeepEqual(tr.ents, o.ents) || !reflect.DeepEqual(tr.slots, o.slots) || !reflect.DeepEqual(tr.bloom, o.bloom) {
+				if tr.k != o.k || tr.glen != o.glen || tr.maxOff != o.maxOff || !reflect.DeepEqual(tr.ents, o.ents) || !reflect.DeepEqual(tr.slots, o.slots) || !reflect.DeepEqual(tr.bloom, o.bloom) {
 					t.Fatalf("%s, %d parts: tier %d (stride %d) differs from one loop's (stride %d)", name, parts, i, tr.k, o.k)
 				}
 			}

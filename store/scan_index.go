@@ -13,50 +13,56 @@ import (
 
 // The search index of a NeedleSet.
 //
-// Every needle of a set is at least gramLen bytes long, and a needle of m
-// bytes that occurs at offset s of the scanned bytes covers the positions
-// s .. s+m-gramLen at which a gramLen-byte gram of it starts. The scan
-// reads a gram only at every k-th position (0, k, 2k, …): among the
-// m-gramLen+1 gram starts of an occurrence there is one such position when
-// k ≤ m-gramLen+1, and it lies at offset r of the needle for the r in
-// [0, k) with s+r ≡ 0 (mod k). So a needle is indexed under k grams, one per
-// residue r, each at an offset ≡ r (mod k) that the needle has room for;
-// the scan looks each sampled gram up in a two-bit-per-gram bloom filter
-// (one 64-bit word per lookup) and, on a hit, in a hash table of the grams,
-// whose entries name the needle and the offset to compare it from. This is
-// the sampling form of skip search: a scan of b bytes does b/k lookups,
-// about 1/24 of the positions for the 32-byte windows of Tile, and reads
-// each byte of the data once. The bloom tests of a batch of positions run
-// without a branch on their outcome, and only the positions that pass are
-// looked up (see search): on the benchmark's text 5 to 15% of the
-// positions pass, and a branch per position would be mispredicted at each
-// of them.
+// Every needle of a set is at least gramLen bytes long. A gram is g bytes
+// (8, or 16 for needles long enough); a needle of m bytes that occurs at
+// offset s of the scanned bytes covers the positions s .. s+m-g at which a
+// gram of it starts. The scan reads a gram only at every k-th position (0,
+// k, 2k, …): among the m-g+1 gram starts of an occurrence there is one such
+// position when k ≤ m-g+1, and it lies at offset r of the needle for the r
+// in [0, k) with s+r ≡ 0 (mod k). So a needle is indexed under k grams, one
+// per residue r, each at an offset ≡ r (mod k) that the needle has room
+// for; the scan looks each sampled gram up in a two-bit-per-gram bloom
+// filter (one 64-bit word per lookup) and, on a hit, in a hash table of the
+// grams (a 16-byte gram hashed to one word, gram16), whose entries name the
+// needle and the offset to compare it from. This is the sampling form of
+// skip search: a scan of b bytes does b/k lookups, about 1/24 of the
+// positions for the 32-byte windows of Tile, and reads each byte of the
+// data once. The bloom tests of a batch of positions run without a branch
+// on their outcome, and only the positions that pass are looked up (see
+// search): on the benchmark's text 5 to 15% of the positions pass, and a
+// branch per position would be mispredicted at each of them.
 //
-// Needles are grouped into tiers by k, each tier one pass over the data. A
-// needle takes the largest k of strideLadder at which every residue has a
-// gram within maxCost of that stride (see gramCost):
+// Needles are grouped into tiers by mode (stride k and gram length, see
+// modes), each tier one pass over the data. A needle takes the most
+// preferred mode at which every residue has a gram within what that stride
+// allows (see gramCost):
 //   - at 8 and above, a gram at most one other record of the set has
 //     (maxGramShare)
-//     and not made of common text bytes only (minRarity): a gram that many
-//     records share (a template line, a greeting) is common in the scanned
-//     bytes too, and every occurrence at a probed position costs a lookup
-//     and a check per needle indexed under it;
-//   - at 4, any gram with at least minGramDistinct distinct byte values:
-//     fewer (zero runs in vectors, repeated characters) would match at
-//     every position of a zero page; ranked by how many records share it,
-//     then by byteRarity (gramCostAny);
+//     and not made of common text bytes only (minRarity per 8 bytes): a
+//     gram that many records share (a template line, a greeting) is common
+//     in the scanned bytes too, and every occurrence at a probed position
+//     costs a lookup and a check per needle indexed under it. A 16-byte
+//     gram reaches a record's own bytes (a number, a name) from more
+//     offsets than an 8-byte one, so text windows that template words
+//     surround can take 8 to 16 with 16-byte grams where 8-byte ones would
+//     need 4;
+//   - at 4, any 8-byte gram with at least minGramDistinct distinct byte
+//     values: fewer (zero runs in vectors, repeated characters) would match
+//     at every position of a zero page; ranked by how many records share
+//     it, then by byteRarity (gramCostAny);
 //   - at 1, the needle's cheapest gram, whatever it is (the single anchor
 //     of the scanner this replaced).
 //
 // Within a residue the cheapest gram is taken among the offsets below 64
-// (the first on a tie). A stride that few needles take would cost a whole
-// pass for them: they go to a larger stride in use with any non-degenerate
-// gram; when a quarter of the needles or more take the smallest stride in
-// use, the others join it (text: one pass at 4 instead of one at 8 and one
-// at 4). A set so large that k entries per needle would exceed indexBudget
-// has k capped. Each entry also carries 4 bytes of its needle (the 4 bytes
-// the fewest records share) and a sum of its first 32 bytes (windowSum),
-// both checked against the data before the needle is read.
+// (the first on a tie). A mode that few needles take would cost a whole
+// pass for them: they go to a more preferred mode in use with any
+// non-degenerate gram; when a quarter of the needles or more take the
+// least preferred mode in use, the others join it (text: one pass at 4
+// instead of one at 8 and one at 4). A set so large that k entries per
+// needle would exceed indexBudget has k capped. Each entry also carries 4
+// bytes of its needle (the 4 bytes the fewest records share) and a sum of
+// its first 32 bytes (windowSum), both checked against the data before the
+// needle is read.
 const (
 	gramLen         = 8
 	minGramDistinct = 4
@@ -73,12 +79,10 @@ const (
 // in tierParts goroutines (tests change both).
 var tierPartsMin, tierParts = 1 << 13, min(runtime.GOMAXPROCS(0), 8)
 
-// strideLadder lists the sampling strides a tier may have, ascending.
-var strideLadder = []int{1, 4, 8, 24, 48}
-
 // tier indexes the needles sampled every k bytes.
 type tier struct {
 	k      int
+	glen   int      // gram length: 8 or 16 (see modes)
 	maxOff int      // largest offset of an indexed gram in its needle
 	bloom  []uint64 // two bits per gram in one word
 	bshift uint     // 64 - log2(len(bloom))
@@ -123,7 +127,7 @@ type slot struct {
 const (
 	bloomMul = 0x9E3779B97F4A7C15
 	slotMul  = 0xD6E8FEB86659FD93
-	offBits  = 6 // offsets < max(strideLadder) ≤ 63 fit in the low bits of an entry
+	offBits  = 6 // gram offsets, below 64 (pickOffsets), fit in the low bits of an entry
 )
 
 // bloomBits returns the word index and the mask of a gram's two bits: the
@@ -144,6 +148,21 @@ var bloomBit = func() (m [64]uint64) {
 	return m
 }()
 
+// gram16 is the 16-byte gram at b[0:] as one word: the tiers of 16-byte
+// grams hash the two words (a collision costs a lookup; every match is
+// confirmed against the needle's bytes).
+func gram16(b []byte) uint64 { return le64(b)*gramMul ^ le64(b[8:]) }
+
+const gramMul = 0xC2B2AE3D27D4EB4F
+
+// gramOf is the gram of t's length at b[0:].
+func (t *tier) gramOf(b []byte) uint64 {
+	if t.glen == 16 {
+		return gram16(b)
+	}
+	return le64(b)
+}
+
 // lookup returns the entries indexed under gram g.
 func (t *tier) lookup(g uint64) []entry {
 	mask := uint64(len(t.slots) - 1)
@@ -158,14 +177,14 @@ func (t *tier) lookup(g uint64) []entry {
 	}
 }
 
-// gramDistinct returns, for every gram start of n, the number of distinct
-// byte values of the gram.
-func gramDistinct(n []byte, buf []uint8) []uint8 {
-	out := append(buf[:0], make([]uint8, len(n)-gramLen+1)...)
+// gramDistinct returns, for every start of a gram of width bytes in n, the
+// number of distinct byte values of the gram (none when n is shorter).
+func gramDistinct(n []byte, width int, buf []uint8) []uint8 {
+	out := append(buf[:0], make([]uint8, max(0, len(n)-width+1))...)
 	for a := range out {
 		var seen [4]uint64
 		d := 0
-		for _, c := range n[a : a+gramLen] {
+		for _, c := range n[a : a+width] {
 			w, b := c>>6, uint64(1)<<(c&63)
 			if seen[w]&b == 0 {
 				seen[w] |= b
@@ -231,15 +250,23 @@ func newGramCounts(needles [][]byte, owners []int32, width int) *gramCounts {
 }
 
 // countedGrams is how many of n's grams of width bytes a sketch counts:
-// those starting below 64 (index grams), or below 68 (check bytes).
+// those starting below 64 (index grams, 8 or 16 bytes), or below 68 (check
+// bytes, 4).
 func countedGrams(n []byte, width int) int {
-	return max(0, min(len(n)-width+1, 1<<offBits+gramLen-width))
+	limit := 1 << offBits
+	if width == 4 {
+		limit += gramLen - 4
+	}
+	return max(0, min(len(n)-width+1, limit))
 }
 
-// gramAt is n's gram of width (8 or 4) bytes at o.
+// gramAt is n's gram of width (4, 8 or 16) bytes at o.
 func gramAt(n []byte, o, width int) uint64 {
-	if width == 4 {
+	switch width {
+	case 4:
 		return uint64(le32(n[o:]))
+	case 16:
+		return gram16(n[o:])
 	}
 	return le64(n[o:])
 }
@@ -275,34 +302,35 @@ var byteRarity = func() (w [256]uint8) {
 // compared with every needle indexed under it.
 const minRarity = 12
 
-// gramCost ranks the gram at offset o of a needle, lower is better: how
-// many records of the set have it, far more for a gram with fewer than
-// minGramDistinct distinct byte values, more for one whose bytes are common
-// in text (see minRarity).
-func gramCost(n []byte, o int, dist []uint8, gc *gramCounts) int {
-	c := gc.of(le64(n[o:]))
+// gramCost ranks the gram of width bytes at offset o of a needle, lower is
+// better: how many records of the set have it, far more for a gram with
+// fewer than minGramDistinct distinct byte values, more for one whose bytes
+// are common in text (see minRarity, per 8 bytes).
+func gramCost(n []byte, o, width int, dist []uint8, gc *gramCounts) int {
+	c := gc.of(gramAt(n, o, width))
 	if dist[o] < minGramDistinct {
 		c += 1 << 20
 	}
-	if rarity(n[o:o+gramLen]) < minRarity {
+	if rarity(n[o:o+width]) < minRarity*width/gramLen {
 		c += 1 << 10
 	}
 	return c
 }
 
-// gramCostAny ranks the gram at offset o where any non-degenerate gram may
-// be taken (stride 4 and below, and needles moved to another stride): how
-// many records of the set have it first, then whether its bytes are common
-// in text, so that a gram few records share is taken even when it is made
-// of lower-case letters (a gram of capitals and digits that every record
-// has, "Ticket 1", is hit at every record in the data); far more for a
-// degenerate gram (fewer than minGramDistinct distinct byte values).
-func gramCostAny(n []byte, o int, dist []uint8, gc *gramCounts) int {
-	c := 4 * gc.of(le64(n[o:]))
+// gramCostAny ranks the gram of width bytes at offset o where any
+// non-degenerate gram may be taken (stride 4 and below, and needles moved
+// to another stride): how many records of the set have it first, then
+// whether its bytes are common in text, so that a gram few records share is
+// taken even when it is made of lower-case letters (a gram of capitals and
+// digits that every record has, "Ticket 1", is hit at every record in the
+// data); far more for a degenerate gram (fewer than minGramDistinct
+// distinct byte values).
+func gramCostAny(n []byte, o, width int, dist []uint8, gc *gramCounts) int {
+	c := 4 * gc.of(gramAt(n, o, width))
 	if dist[o] < minGramDistinct {
 		c += 1 << 20
 	}
-	if rarity(n[o:o+gramLen]) < minRarity {
+	if rarity(n[o:o+width]) < minRarity*width/gramLen {
 		c += 2
 	}
 	return c
@@ -341,12 +369,31 @@ func pickOffsets(dist []uint8, cost []int, k, maxCost int, offs []uint8) []uint8
 	return offs
 }
 
-// maxCost is the highest gramCost a residue may take at a stride: at the
-// largest strides only grams shared by at most maxGramShare pairs and rare
-// enough (minRarity), at 8 and below any gram with minGramDistinct distinct
-// values (each stride is one more pass over the data, so fewer strides are
-// better than grams that are rarer still).
-var maxCost = map[int]int{48: maxGramShare, 24: maxGramShare, 8: maxGramShare, 4: 1<<20 - 1}
+// mode is a way to sample the data: a gram of glen bytes every k bytes.
+// A needle of m bytes can take a mode when k ≤ m-glen+1 (every residue has
+// a gram start in it).
+type mode struct{ k, glen int }
+
+// modes lists the ways to sample, in ascending order of preference (fewer
+// probes first, then grams less likely to be common text). A 16-byte gram
+// holds a needle's own bytes (a number, a name) from more starts than an
+// 8-byte one, so a text window that template words surround ("was logged
+// on day ") can often take a stride of 8 to 16 with 16-byte grams where
+// every residue's 8-byte grams would be template text. Random bytes
+// (vectors) take 24 or 48 with 8-byte grams. Measured with the scanner
+// benchmark's text (BenchmarkScanText): the windows of one or a few
+// records (30 needles) now take 16/16 instead of 4/8; sets of 1,000 needles
+// and more still mostly need 4/8 (their grams are shared with other records
+// of the set: names, templates), and the others join them.
+var modes = [...]mode{{1, 8}, {4, 8}, {8, 8}, {8, 16}, {12, 16}, {16, 16}, {24, 8}, {48, 8}}
+
+// width is the index of a gram length in needleCosts' per-width slices.
+func width(glen int) int {
+	if glen == 16 {
+		return 1
+	}
+	return 0
+}
 
 type gramEnt struct {
 	gram uint64
@@ -363,21 +410,24 @@ func buildTiers(needles [][]byte, owners []int32) (tiers []*tier, chkOff []uint8
 		// (MaxWindows caps a field at 65,536 windows).
 		panic(fmt.Sprintf("store: %d needles in one NeedleSet; at most %d", len(needles), 1<<(32-offBits)-1))
 	}
-	kcap := strideLadder[len(strideLadder)-1]
+	kcap := modes[len(modes)-1].k
 	if len(needles) > 0 {
 		kcap = max(1, indexBudget/len(needles))
 	}
-	var gc, gc4 *gramCounts
-	counted := make(chan struct{})
-	go func() { gc4 = newGramCounts(needles, owners, 4); close(counted) }()
-	gc = newGramCounts(needles, owners, gramLen)
-	<-counted
-	// Each needle's stride and offsets (offs[at[i]:][:ks[i]]): the largest
-	// stride at which every residue has a gram within maxCost. A needle's
-	// choice reads only the counts: the needles are taken in parts, one
-	// goroutine each (a window of many subjects has hundreds of thousands),
-	// and the parts' offsets joined in order, as one loop would have.
-	ks := make([]uint8, len(needles))
+	var gc [2]*gramCounts
+	var gc4 *gramCounts
+	var counting sync.WaitGroup
+	counting.Go(func() { gc4 = newGramCounts(needles, owners, 4) })
+	counting.Go(func() { gc[1] = newGramCounts(needles, owners, 16) })
+	gc[0] = newGramCounts(needles, owners, gramLen)
+	counting.Wait()
+	// Each needle's mode and offsets (offs[at[i]:][:modes[ms[i]].k]): the
+	// most preferred mode at which every residue has a gram within
+	// maxGramShare. A needle's choice reads only the counts: the needles
+	// are taken in parts, one goroutine each (a window of many subjects
+	// has hundreds of thousands), and the parts' offsets joined in order,
+	// as one loop would have.
+	ms := make([]uint8, len(needles))
 	at := make([]int, len(needles))
 	chkOff = make([]uint8, len(needles))
 	type part struct {
@@ -401,8 +451,8 @@ func buildTiers(needles [][]byte, owners []int32) (tiers []*tier, chkOff []uint8
 			pt.offs = make([]uint8, 0, (pt.to-pt.from)*min(kcap, 24))
 			pt.count = map[int]int{}
 			for i := pt.from; i < pt.to; i++ {
-				chkOff[i], ks[i], at[i] = nc.choose(needles[i], gc4, kcap, &pt.offs)
-				pt.count[int(ks[i])]++
+				chkOff[i], ms[i], at[i] = nc.choose(needles[i], gc4, kcap, &pt.offs)
+				pt.count[int(ms[i])]++
 			}
 		}()
 	}
@@ -415,33 +465,34 @@ func buildTiers(needles [][]byte, owners []int32) (tiers []*tier, chkOff []uint8
 		for i := pt.from; i < pt.to; i++ {
 			at[i] += base
 		}
-		for k, c := range pt.count {
-			count[k] += c
+		for m, c := range pt.count {
+			count[m] += c
 		}
 	}
 	nc := &needleCosts{gc: gc}
 	costs := nc.costs
-	// Each stride is a pass over the data: a stride that few needles take
-	// costs as much as one that many take. Their needles go to the largest
-	// stride in use that they have room for, with any grams but degenerate
-	// ones (the zero runs that every page of a store is full of).
+	// Each mode is a pass over the data: a mode that few needles take
+	// costs as much as one that many take. Their needles go to the most
+	// preferred mode in use that they have room for, with any grams but
+	// degenerate ones (the zero runs that every page of a store is full
+	// of).
 	top := 0
-	for k := range count {
-		top = max(top, k)
+	for m := range count {
+		top = max(top, m)
 	}
 	for i, n := range needles {
-		if k := int(ks[i]); k < top && count[k] < max(16, len(needles)/16) {
+		if m := int(ms[i]); m < top && count[m] < max(16, len(needles)/16) {
 			costs(n)
-			for j := len(strideLadder) - 1; j >= 0; j-- {
-				k2 := strideLadder[j]
-				if k2 <= k || count[k2] == 0 {
+			for m2 := len(modes) - 1; m2 > m; m2-- {
+				if count[m2] == 0 {
 					continue
 				}
-				if o := pickOffsets(nc.dist, nc.any, k2, 1<<20-1, nc.tmp); o != nil {
+				w := width(modes[m2].glen)
+				if o := pickOffsets(nc.dist[w], nc.any[w], modes[m2].k, 1<<20-1, nc.tmp); o != nil {
 					nc.tmp = o
-					count[k]--
-					count[k2]++
-					ks[i], at[i] = uint8(k2), len(offs)
+					count[m]--
+					count[m2]++
+					ms[i], at[i] = uint8(m2), len(offs)
 					offs = append(offs, o...)
 					break
 				}
@@ -449,80 +500,88 @@ func buildTiers(needles [][]byte, owners []int32) (tiers []*tier, chkOff []uint8
 		}
 	}
 	// A tier is a pass over the data costing 1/k probes per byte: when the
-	// smallest stride in use holds many needles, the others join it (their
-	// grams then the cheapest among more offsets), one pass instead of two.
+	// least preferred mode in use holds many needles, the others join it
+	// (their grams then the cheapest among more offsets), one pass instead
+	// of two.
 	low := top
-	for k, c := range count {
+	for m, c := range count {
 		if c > 0 {
-			low = min(low, k)
+			low = min(low, m)
 		}
 	}
 	if low < top && count[low] >= len(needles)/4 {
+		w := width(modes[low].glen)
 		for i, n := range needles {
-			if int(ks[i]) == low {
+			if int(ms[i]) == low {
 				continue
 			}
 			costs(n)
-			if o := pickOffsets(nc.dist, nc.any, low, 1<<20-1, nc.tmp); o != nil {
+			if o := pickOffsets(nc.dist[w], nc.any[w], modes[low].k, 1<<20-1, nc.tmp); o != nil {
 				nc.tmp = o
-				count[int(ks[i])]--
+				count[int(ms[i])]--
 				count[low]++
-				ks[i], at[i] = uint8(low), len(offs)
+				ms[i], at[i] = uint8(low), len(offs)
 				offs = append(offs, o...)
 			}
 		}
 	}
-	byK := map[int][]gramEnt{}
-	for k, c := range count {
-		if c > 0 {
-			byK[k] = make([]gramEnt, 0, c*k)
-		}
-	}
+	return layTiers(needles, chkOff, ms, at, offs), chkOff
+}
+
+// layTiers builds the tiers of needles: needle i sampled in mode ms[i]
+// under its grams at offs[at[i]:][:k], its check bytes at chkOff[i].
+func layTiers(needles [][]byte, chkOff, ms []uint8, at []int, offs []uint8) []*tier {
+	byMode := map[int][]gramEnt{}
 	maxOff := map[int]int{}
 	for i, n := range needles {
-		k := int(ks[i])
-		for _, o := range offs[at[i] : at[i]+k] {
-			byK[k] = append(byK[k], gramEnt{le64(n[o:]), entry{uint32(i)<<offBits | uint32(o), le32(n[chkOff[i]:]), windowSum(n[:min(len(n), 32)]), chkOff[i], uint8(min(len(n), 32)), int8(int(chkOff[i]) - int(o)), 0}})
-			maxOff[k] = max(maxOff[k], int(o))
+		m := int(ms[i])
+		md := modes[m]
+		for _, o := range offs[at[i] : at[i]+md.k] {
+			byMode[m] = append(byMode[m], gramEnt{gramAt(n, int(o), md.glen), entry{uint32(i)<<offBits | uint32(o), le32(n[chkOff[i]:]), windowSum(n[:min(len(n), 32)]), chkOff[i], uint8(min(len(n), 32)), int8(int(chkOff[i]) - int(o)), 0}})
+			maxOff[m] = max(maxOff[m], int(o))
 		}
 	}
-	strides := make([]int, 0, len(byK))
-	for k := range byK {
-		strides = append(strides, k)
+	used := make([]int, 0, len(byMode))
+	for m := range byMode {
+		used = append(used, m)
 	}
-	sort.Sort(sort.Reverse(sort.IntSlice(strides)))
-	tiers = make([]*tier, 0, len(strides))
-	for _, k := range strides {
-		tiers = append(tiers, newTier(k, maxOff[k], byK[k]))
+	sort.Sort(sort.Reverse(sort.IntSlice(used)))
+	tiers := make([]*tier, 0, len(used))
+	for _, m := range used {
+		tiers = append(tiers, newTier(modes[m].k, modes[m].glen, maxOff[m], byMode[m]))
 	}
-	return tiers, chkOff
+	return tiers
 }
 
 // needleCosts holds one goroutine's buffers for the grams of one needle at
-// a time: dist, cost and any per offset (costs), and the offsets picked.
+// a time: dist, cost and any per offset, for 8-byte grams ([0]) and
+// 16-byte ones ([1]) (costs), and the offsets picked.
 type needleCosts struct {
-	gc   *gramCounts
-	dist []uint8
-	cost []int
-	any  []int
+	gc   [2]*gramCounts
+	dist [2][]uint8
+	cost [2][]int
+	any  [2][]int
 	tmp  []uint8
 }
 
 // costs computes dist, cost and any for needle n.
 func (nc *needleCosts) costs(n []byte) {
-	nc.dist = gramDistinct(n, nc.dist)
-	nc.cost, nc.any = nc.cost[:0], nc.any[:0]
-	for o := range min(len(nc.dist), 1<<offBits) {
-		nc.cost = append(nc.cost, gramCost(n, o, nc.dist, nc.gc))
-		nc.any = append(nc.any, gramCostAny(n, o, nc.dist, nc.gc))
+	for w, glen := range [2]int{gramLen, 16} {
+		nc.dist[w] = gramDistinct(n, glen, nc.dist[w])
+		nc.cost[w], nc.any[w] = nc.cost[w][:0], nc.any[w][:0]
+		for o := range min(len(nc.dist[w]), 1<<offBits) {
+			nc.cost[w] = append(nc.cost[w], gramCost(n, o, glen, nc.dist[w], nc.gc[w]))
+			nc.any[w] = append(nc.any[w], gramCostAny(n, o, glen, nc.dist[w], nc.gc[w]))
+		}
 	}
 }
 
-// choose picks needle n's check offset and its stride and offsets, the
-// largest stride at which every residue has a gram within maxCost, and
-// appends the offsets to offs: it returns the check offset, the stride and
-// where in offs its offsets start.
-func (nc *needleCosts) choose(n []byte, gc4 *gramCounts, kcap int, offs *[]uint8) (chk, k uint8, at int) {
+// choose picks needle n's check offset and its mode and offsets, the most
+// preferred mode at which every residue has a gram within maxGramShare (at
+// strides 8 and above) or not degenerate (at 4), else one gram (stride 1),
+// and appends the offsets to offs: it returns the check offset, the mode's
+// index and where in offs its offsets start.
+func (nc *needleCosts) choose(n []byte, gc4 *gramCounts, kcap int, offs *[]uint8) (chk, m uint8, at int) {
 	nc.costs(n)
 	// The check bytes: the 4 bytes of the needle that the fewest other
 	// records share (the last such): template text around a few unique
@@ -537,8 +596,9 @@ func (nc *needleCosts) choose(n []byte, gc4 *gramCounts, kcap int, offs *[]uint8
 			}
 		}
 	} else {
-		for o := range nc.cost {
-			if nc.cost[o] < nc.cost[c] {
+		cost := nc.cost[0]
+		for o := range cost {
+			if cost[o] < cost[c] {
 				c = o
 			}
 		}
@@ -547,21 +607,32 @@ func (nc *needleCosts) choose(n []byte, gc4 *gramCounts, kcap int, offs *[]uint8
 		}
 	}
 	var o []uint8
-	for j := len(strideLadder) - 1; j >= 0 && o == nil; j-- {
-		if k := strideLadder[j]; k <= 4 && (k <= kcap || k == 1) {
-			o = pickOffsets(nc.dist, nc.any, k, 1<<20-1, nc.tmp)
-		} else if k <= kcap {
-			o = pickOffsets(nc.dist, nc.cost, k, maxCost[k], nc.tmp)
+	j := len(modes) - 1
+	for ; j >= 0; j-- {
+		md := modes[j]
+		w := width(md.glen)
+		switch {
+		case md.k == 1:
+			o = pickOffsets(nc.dist[w], nc.any[w], 1, 1<<20-1, nc.tmp)
+		case md.k > kcap:
+			continue
+		case md.k <= 4:
+			o = pickOffsets(nc.dist[w], nc.any[w], md.k, 1<<20-1, nc.tmp)
+		default:
+			o = pickOffsets(nc.dist[w], nc.cost[w], md.k, maxGramShare, nc.tmp)
+		}
+		if o != nil {
+			break
 		}
 	}
 	nc.tmp = o
 	at = len(*offs)
 	*offs = append(*offs, o...)
-	return uint8(c), uint8(len(o)), at
+	return uint8(c), uint8(j), at
 }
 
-func newTier(k, maxOff int, ge []gramEnt) *tier {
-	t := &tier{k: k, maxOff: maxOff}
+func newTier(k, glen, maxOff int, ge []gramEnt) *tier {
+	t := &tier{k: k, glen: glen, maxOff: maxOff}
 	// Bloom: 16 to 32 bits per entry while that takes at most 128 KiB (2^14
 	// words), else 8 to 16 (at least 64 words, at most 2^22): small enough
 	// to stay in a core's cache with the 256 KiB read it searches. Each

@@ -319,7 +319,7 @@ func TestTierIndexInvariants(t *testing.T) {
 				for _, e := range ents {
 					o := int(e.ent & (1<<offBits - 1))
 					n := set.needles[e.ent>>offBits]
-					if le64(n[o:]) != s.gram || o > tr.maxOff || int(e.dlt) != int(e.coff)-o || int(e.coff)+4 > min(len(n), checkEnd) {
+					if gramAt(n, o, tr.glen) != s.gram || o > tr.maxOff || int(e.dlt) != int(e.coff)-o || int(e.coff)+4 > min(len(n), checkEnd) {
 						t.Fatalf("%d needles, stride %d: entry of needle %d at offset %d: check offset %d, dlt %d, needle of %d bytes", set.Len(), tr.k, e.ent>>offBits, o, e.coff, e.dlt, len(n))
 					}
 				}
