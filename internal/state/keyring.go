@@ -233,17 +233,13 @@ func (d *Dir) CommitRotation() error {
 
 func (d *Dir) commitLocked() error {
 	pending := d.pendingKeyPath()
-	privPEM, err := os.ReadFile(pending)
-	if errors.Is(err, fs.ErrNotExist) {
-		d.prepared = nil
-		return nil
-	}
+	privPEM, priv, err := d.readPending()
 	if err != nil {
 		return fmt.Errorf("rotate: %w", err)
 	}
-	priv, err := certificate.ParsePrivateKeyPEM(privPEM)
-	if err != nil {
-		return fmt.Errorf("rotate: the pending key %s: %w", pending, err)
+	if privPEM == nil {
+		d.prepared = nil
+		return nil
 	}
 	pubPEM, err := certificate.EncodePublicKeyPEM(priv.Public().(ed25519.PublicKey))
 	if err != nil {
@@ -303,14 +299,16 @@ func (d *Dir) commitLocked() error {
 // Without a pending key it only reads the earlier key again.
 func (d *Dir) abortLocked() error {
 	pending := d.pendingKeyPath()
-	b, err := os.ReadFile(pending)
-	if errors.Is(err, fs.ErrNotExist) {
+	b, k, err := d.readPending()
+	if b == nil {
+		if err != nil {
+			return fmt.Errorf("undo the rotation: %w", err)
+		}
 		d.prepared = nil
 		return d.reloadKey()
 	}
-	if err != nil {
-		return fmt.Errorf("undo the rotation: %w", err)
-	}
+	// A pending key that does not parse is destroyed all the same; the
+	// keyring cannot list it (PrepareRotation lists a key it generated).
 	if err := d.reloadKey(); err != nil {
 		return fmt.Errorf("undo the rotation: %w", err)
 	}
@@ -318,7 +316,7 @@ func (d *Dir) abortLocked() error {
 	if err != nil {
 		return fmt.Errorf("undo the rotation: %w", err)
 	}
-	if k, err := certificate.ParsePrivateKeyPEM(b); err == nil {
+	if k != nil {
 		id := certificate.KeyID(k.Public().(ed25519.PublicKey))
 		kept := ks[:0]
 		for _, x := range ks {
@@ -353,16 +351,12 @@ func (d *Dir) ResolveRotation(ctx context.Context, l lineage.Ledger) (string, er
 		return "", err
 	}
 	defer unlock()
-	b, err := os.ReadFile(d.pendingKeyPath())
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", nil // another process resolved it meanwhile
-	}
+	b, k, err := d.readPending()
 	if err != nil {
 		return "", fmt.Errorf("rotation: %w", err)
 	}
-	k, err := certificate.ParsePrivateKeyPEM(b)
-	if err != nil {
-		return "", fmt.Errorf("rotation: the pending key %s: %w", d.pendingKeyPath(), err)
+	if b == nil {
+		return "", nil // another process resolved it meanwhile
 	}
 	pendingID := certificate.KeyID(k.Public().(ed25519.PublicKey))
 	recorded, ok := "", false
@@ -383,6 +377,24 @@ func (d *Dir) ResolveRotation(ctx context.Context, l lineage.Ledger) (string, er
 		return "undone", d.abortLocked()
 	}
 	return "", fmt.Errorf("%w: the ledger records signing key %s, neither this host's key %s nor the pending key %s of an unfinished rotation (%s)", ErrSecretsMismatch, recorded, d.SigningKeyID(), pendingID, d.pendingKeyPath())
+}
+
+// readPending reads the pending key of an unfinished rotation
+// (PrepareRotation): its PEM, nil when there is none, and the key, nil with
+// an error when the PEM does not parse.
+func (d *Dir) readPending() ([]byte, ed25519.PrivateKey, error) {
+	b, err := os.ReadFile(d.pendingKeyPath())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	k, err := certificate.ParsePrivateKeyPEM(b)
+	if err != nil {
+		return b, nil, fmt.Errorf("the pending key %s: %w", d.pendingKeyPath(), err)
+	}
+	return b, k, nil
 }
 
 // discardOldKeyFile removes old, a second link to an earlier private key.
