@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
 	"slices"
 	"testing"
@@ -315,5 +316,60 @@ func TestTiersBuiltInPartsAsInOne(t *testing.T) {
 				checkScan(t, ev, data)
 			}
 		}
+	}
+}
+
+// Needles of every length from 16 to 40 bytes, each starting a few bytes
+// before a case number of the text (its own bytes between template words),
+// some altered in their last byte (absent): the lengths at which 16-byte
+// grams first fit a stride (23 for 8, 27 for 12, 31 for 16) and those just
+// below are searched in the modes they allow, and found exactly as a naive
+// search finds them, across reads and probe batches.
+func TestSixteenByteGramsAtEveryLength(t *testing.T) {
+	_, data := textNeedles(0, 0)
+	wide := map[int]bool{} // lengths indexed under 16-byte grams
+	for length := 16; length <= 40; length++ {
+		ev := map[string]*Evidence{}
+		for i, at := 0, 0; i < 60; i++ {
+			j := bytes.Index(data[at:], []byte("Case "))
+			if j < 0 || at+j+length+8 > len(data) {
+				break
+			}
+			at += j
+			start := at - i%8 // the case number at different offsets of the needle
+			if start < 0 {
+				start = at
+			}
+			n := append([]byte(nil), data[start:start+length]...)
+			if i%4 == 3 {
+				n[len(n)-1] ^= 0x20
+			}
+			k := fmt.Sprintf("k%d", i%6)
+			if ev[k] == nil {
+				ev[k] = &Evidence{}
+			}
+			ev[k].Needles = append(ev[k].Needles, n)
+			at += 5
+		}
+		set := NewNeedleSet(ev)
+		for _, tr := range set.tiers {
+			if tr.glen == 16 {
+				wide[length] = true
+				if tr.k > length-16+1 {
+					t.Fatalf("%d-byte needles in a tier of stride %d with 16-byte grams: they have room for %d", length, tr.k, length-16+1)
+				}
+			}
+		}
+		for _, read := range []int{41, 4096} {
+			setReadSizes(t, read, 3*read)
+			for _, batch := range []int{5, maxProbeBatch} {
+				setProbeBatch(t, batch)
+				checkScan(t, ev, data)
+			}
+		}
+	}
+	t.Logf("lengths searched with 16-byte grams: %v", slices.Sorted(maps.Keys(wide)))
+	if !wide[23] || !wide[40] || wide[22] {
+		t.Fatalf("lengths searched with 16-byte grams: %v; want 23 and 40 among them and not 22 (no 16-byte mode fits it)", slices.Sorted(maps.Keys(wide)))
 	}
 }
