@@ -268,10 +268,16 @@ func (s *Store) Delete(ctx context.Context, keys []string) error {
 	return nil
 }
 
+// readFile: ReadEvidence reads the other rows from the database file
+// (tests turn it off to compare with the rows read through SQL).
+var readFile = true
+
 // ReadEvidence implements store.EvidenceReader: windows tiling the text.
 // Windows that another live record (outside keys) also holds are skipped
 // and counted as Shared, and that record is named in SharedWith: finding
 // them later would prove nothing about this record, but it may be a copy.
+// The other records are read from the database file (sqlitex.FileRows),
+// or through SQL where the file cannot be read so.
 func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*store.Evidence, error) {
 	batch := map[string]bool{}
 	out := map[string]*store.Evidence{}
@@ -293,7 +299,16 @@ func (s *Store) ReadEvidence(ctx context.Context, keys []string) (map[string]*st
 	for _, c := range s.m.Content {
 		others = append(others, `SELECT CAST(`+sqlitex.Quote(s.m.Key)+` AS TEXT), CAST(`+sqlitex.Quote(c)+` AS BLOB) FROM `+sqlitex.Quote(s.m.Table)+` WHERE `+sqlitex.Quote(c)+` IS NOT NULL`)
 	}
-	err := store.DropShared(ctx, out, sqlitex.Others(ctx, s.db, strings.Join(others, " UNION ALL "), batch))
+	// The other rows are read from the database file (sqlitex.FileRows),
+	// or through SQL when the file cannot be read so.
+	spec := sqlitex.RowsSpec{Table: s.m.Table, Key: s.m.Key, Content: s.m.Content}
+	var err error = &sqlitex.NotRead{Reason: "not tried"}
+	if readFile {
+		err = store.DropShared(ctx, out, sqlitex.FileOthers(ctx, s.db, s.path, spec, batch))
+	}
+	if nr := (*sqlitex.NotRead)(nil); errors.As(err, &nr) {
+		err = store.DropShared(ctx, out, sqlitex.Others(ctx, s.db, strings.Join(others, " UNION ALL "), batch))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read evidence: %w", err)
 	}

@@ -241,35 +241,19 @@ type auditor struct {
 var errStop = errors.New("a dirty page of no index")
 
 func (a *auditor) run(pages int64, roots []uint32) error {
-	hdr := make([]byte, 100)
-	if _, err := a.f.ReadAt(hdr, 0); err != nil {
+	hdr, pageSize, why, err := header(a.f, pages)
+	if err != nil {
 		return err
 	}
-	if string(hdr[:16]) != "SQLite format 3\x00" {
-		return undecidedf("the file has no SQLite header")
+	if why != "" {
+		return undecided(why)
 	}
-	a.pageSize = int(binary.BigEndian.Uint16(hdr[16:]))
-	if a.pageSize == 1 {
-		a.pageSize = 65536
-	}
-	if a.pageSize < 512 || a.pageSize&(a.pageSize-1) != 0 {
-		return undecidedf("page size %d is not valid", a.pageSize)
-	}
+	a.pageSize = pageSize
 	if hdr[20] != 0 {
 		return undecidedf("%d bytes per page are reserved (for a checksum or encryption extension), which the audit does not read", hdr[20])
 	}
 	if binary.BigEndian.Uint32(hdr[52:]) != 0 {
 		return undecidedf("auto_vacuum is on: its pointer-map pages are not audited")
-	}
-	if pages < 1 || pages > 1<<31 {
-		return undecidedf("page count %d", pages)
-	}
-	fi, err := a.f.Stat()
-	if err != nil {
-		return err
-	}
-	if fi.Size() != pages*int64(a.pageSize) {
-		return undecidedf("the file holds %d bytes, not the %d of its %d pages", fi.Size(), pages*int64(a.pageSize), pages)
 	}
 	a.usable = a.pageSize
 	a.n = uint32(pages)
@@ -315,6 +299,38 @@ func (a *auditor) run(pages int64, roots []uint32) error {
 		return undecidedf("%d of %d pages belong to no b-tree and not to the freelist", missing, a.n)
 	}
 	return nil
+}
+
+// header reads the 100-byte header of the database file f, which holds
+// pages pages, and checks what every reader of the file needs: SQLite's
+// magic string, a valid page size, a page count within bounds and a file of
+// exactly that many pages. why says, when they do not hold, which one.
+func header(f *os.File, pages int64) (hdr []byte, pageSize int, why string, err error) {
+	hdr = make([]byte, 100)
+	if _, err := f.ReadAt(hdr, 0); err != nil {
+		return nil, 0, "", err
+	}
+	if string(hdr[:16]) != "SQLite format 3\x00" {
+		return hdr, 0, "the file has no SQLite header", nil
+	}
+	pageSize = int(binary.BigEndian.Uint16(hdr[16:]))
+	if pageSize == 1 {
+		pageSize = 65536
+	}
+	if pageSize < 512 || pageSize&(pageSize-1) != 0 {
+		return hdr, 0, fmt.Sprintf("page size %d is not valid", pageSize), nil
+	}
+	if pages < 1 || pages > 1<<31 {
+		return hdr, 0, fmt.Sprintf("page count %d", pages), nil
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, 0, "", err
+	}
+	if fi.Size() != pages*int64(pageSize) {
+		return hdr, 0, fmt.Sprintf("the file holds %d bytes, not the %d of its %d pages", fi.Size(), pages*int64(pageSize), pages), nil
+	}
+	return hdr, pageSize, "", nil
 }
 
 func (a *auditor) mark(pg uint32) error {
@@ -794,19 +810,8 @@ func (a *auditor) cell(typ byte, c []byte) (cellInfo, error) {
 		}
 		p += n
 	}
-	u := int64(a.usable)
-	maxLocal := (u-12)*64/255 - 23
-	if typ == leafTable {
-		maxLocal = u - 35
-	}
-	minLocal := (u-12)*32/255 - 23
-	local := int64(payload)
-	if local > maxLocal {
-		k := minLocal + (int64(payload)-minLocal)%(u-4)
-		local = minLocal
-		if k <= maxLocal {
-			local = k
-		}
+	local := localBytes(int64(payload), int64(a.usable), typ == leafTable)
+	if local < int64(payload) {
 		if p+int(local)+4 > len(c) {
 			return ci, errors.New("payload runs past the page")
 		}
@@ -823,6 +828,24 @@ func (a *auditor) cell(typ byte, c []byte) (cellInfo, error) {
 		return ci, errors.New("payload runs past the page")
 	}
 	return ci, nil
+}
+
+// localBytes is how many bytes of a cell's payload of size bytes lie on its
+// b-tree page (the rest on overflow pages), on pages of usable bytes: of a
+// table leaf's cell (table) or an index page's.
+func localBytes(size, usable int64, table bool) int64 {
+	maxLocal := (usable-12)*64/255 - 23
+	if table {
+		maxLocal = usable - 35
+	}
+	if size <= maxLocal {
+		return size
+	}
+	minLocal := (usable-12)*32/255 - 23
+	if k := minLocal + (size-minLocal)%(usable-4); k <= maxLocal {
+		return k
+	}
+	return minLocal
 }
 
 // varint decodes SQLite's variable-length integer at the start of b and
