@@ -45,6 +45,9 @@ func orphanDB(t *testing.T) (string, *pgx.Conn) {
 		}
 	}
 	c.Close(ctx)
+	// Dropped last (cleanups run in reverse), the connections to it closed
+	// or ended: the test server keeps no database of a finished test.
+	t.Cleanup(func() { dropDatabase(t, base, db) })
 	u, err := url.Parse(base)
 	if err != nil {
 		t.Fatal(err)
@@ -165,4 +168,20 @@ func TestEraseAppDeletedPostgresRows(t *testing.T) {
 func exec(c *pgx.Conn, sql string) error {
 	_, err := c.Exec(context.Background(), sql)
 	return err
+}
+
+// dropDatabase drops the database db of the server at base, ending the
+// connections still open to it.
+func dropDatabase(t *testing.T, base, db string) {
+	t.Helper()
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Errorf("drop database %s: %v", db, err)
+		return
+	}
+	defer c.Close(ctx)
+	if _, err := c.Exec(ctx, "DROP DATABASE IF EXISTS "+db+" WITH (FORCE)"); err != nil {
+		t.Errorf("drop database %s: %v", db, err)
+	}
 }

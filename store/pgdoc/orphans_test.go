@@ -86,6 +86,20 @@ func TestOrphanProbeWithoutDirtyread(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Dropped last (cleanups run in reverse), with the store's connections
+	// ended: the test server keeps no database of a finished test.
+	t.Cleanup(func() {
+		ctx := context.Background()
+		c, err := pgx.Connect(ctx, base)
+		if err != nil {
+			t.Errorf("drop database %s: %v", db, err)
+			return
+		}
+		defer c.Close(ctx)
+		if _, err := c.Exec(ctx, "DROP DATABASE IF EXISTS "+db+" WITH (FORCE)"); err != nil {
+			t.Errorf("drop database %s: %v", db, err)
+		}
+	})
 	u, _ := url.Parse(base)
 	u.Path = "/" + db
 	cfg := config(t)
