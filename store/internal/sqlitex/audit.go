@@ -163,7 +163,11 @@ func AuditFreeSpace(ctx context.Context, conn *sql.Conn, path string) (FreeSpace
 	rowid := map[uint32]int{}
 	for root, name := range tables {
 		var hi, lo sql.NullInt64
-		if err := conn.QueryRowContext(ctx, "SELECT max(_rowid_), min(_rowid_) FROM "+Quote(name)).Scan(&hi, &lo); err != nil {
+		// Two subqueries: SQLite reads min() or max() from the b-tree's
+		// edge only when the query has one of them, and scans the whole
+		// table for both at once.
+		q := Quote(name)
+		if err := conn.QueryRowContext(ctx, "SELECT (SELECT max(_rowid_) FROM "+q+"), (SELECT min(_rowid_) FROM "+q+")").Scan(&hi, &lo); err != nil {
 			continue // a WITHOUT ROWID table (no interior table pages), or a column named _rowid_ that is not one
 		}
 		switch {

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"strconv"
@@ -240,17 +241,10 @@ type rowReader struct {
 	pageSize int
 	usable   int
 	seen     []bool
-	// block is the file's bytes from page blockFirst on: pages are read
-	// blockPages at a time, as a table's leaves mostly lie in order.
-	block      []byte
-	blockFirst uint32
-	blockN     uint32
-	payload    []byte // a payload with overflow pages, put together
-	key, num   []byte
+	pages    *pageReader
+	payload  []byte // a payload with overflow pages, put together
+	key, num []byte
 }
-
-// blockPages pages are read at once.
-const blockPages = 64
 
 func (r *rowReader) run() error {
 	hdr, pageSize, why, err := header(r.f, r.t.pages)
@@ -270,7 +264,7 @@ func (r *rowReader) run() error {
 	}
 	pages := r.t.pages
 	r.seen = make([]bool, pages+1)
-	r.block = make([]byte, blockPages*r.pageSize)
+	r.pages = newPageReader(r.f, r.pageSize, pages)
 	stack := []uint32{r.t.root}
 	for n := 0; len(stack) > 0; n++ {
 		if n%1024 == 0 {
@@ -322,16 +316,11 @@ func (r *rowReader) page(pg uint32) ([]byte, error) {
 		return nil, notRead("page %d is reached twice", pg)
 	}
 	r.seen[pg] = true
-	if pg < r.blockFirst || pg >= r.blockFirst+r.blockN {
-		n := uint32(min(int64(blockPages), r.t.pages-int64(pg)+1))
-		b := r.block[:int(n)*r.pageSize]
-		if _, err := r.f.ReadAt(b, int64(pg-1)*int64(r.pageSize)); err != nil {
-			return nil, err
-		}
-		r.blockFirst, r.blockN = pg, n
+	d, err := r.pages.get(pg)
+	if err != nil {
+		return nil, err
 	}
-	at := int(pg-r.blockFirst) * r.pageSize
-	return r.block[at : at+r.usable], nil
+	return d[:r.usable], nil
 }
 
 // leaf passes on the rows of table leaf page pg, d.
@@ -341,8 +330,8 @@ func (r *rowReader) leaf(pg uint32, d []byte) error {
 	if ptrs > r.usable {
 		return notRead("page %d: %d cell pointers do not fit the page", pg, nCell)
 	}
-	// A cell's overflow pages are read into the block, over this page's
-	// bytes: keep a copy of the page while a cell of it overflows.
+	// Reading a cell's overflow pages can replace the block that holds
+	// this page: keep a copy of the page while a cell of it overflows.
 	var own []byte
 	for i := 0; i < nCell; i++ {
 		off := int(binary.BigEndian.Uint16(d[8+2*i:]))
@@ -556,4 +545,44 @@ func FileOthers(ctx context.Context, db *sql.DB, path string, spec RowsSpec, bat
 			return fn(key, b)
 		})
 	}
+}
+
+// pageReader reads a database file's pages in aligned blocks of
+// blockPages pages, one read for each: the leaves of one b-tree mostly lie
+// in runs. (Not for the audit, which walks every b-tree: their pages
+// interleave in the file, and it read each block once per tree.)
+type pageReader struct {
+	f        *os.File
+	pageSize int
+	n        int64 // pages in the file
+	block    []byte
+	first    int64 // the block's first page; 0 before the first read
+	count    int64 // pages in the block
+}
+
+// blockPages pages are read at once.
+const blockPages = 64
+
+func newPageReader(f *os.File, pageSize int, pages int64) *pageReader {
+	return &pageReader{f: f, pageSize: pageSize, n: pages, block: make([]byte, blockPages*pageSize)}
+}
+
+// get returns page pg (from 1), valid until the next call.
+func (p *pageReader) get(pg uint32) ([]byte, error) {
+	i := int64(pg)
+	if i < 1 || i > p.n {
+		return nil, io.EOF
+	}
+	if p.first == 0 || i < p.first || i >= p.first+p.count {
+		first := (i-1)/blockPages*blockPages + 1
+		count := min(blockPages, p.n-first+1)
+		b := p.block[:count*int64(p.pageSize)]
+		if _, err := p.f.ReadAt(b, (first-1)*int64(p.pageSize)); err != nil {
+			p.first = 0
+			return nil, err
+		}
+		p.first, p.count = first, count
+	}
+	at := (i - p.first) * int64(p.pageSize)
+	return p.block[at : at+int64(p.pageSize)], nil
 }
