@@ -103,14 +103,42 @@ func TestEvidenceFromFileAsFromSQL(t *testing.T) {
 		t.Fatalf("no shared window or holder found (shared %d, holders %d, n-007 for n-000: %d): the comparison shows little", shared, with, file["n-000"].SharedWith["n-007"])
 	}
 
+	// Another connection's read transaction with the WAL written after
+	// it: FileRows cannot empty the WAL and refuses at once, and the SQL
+	// read decides (the store is not waited for, nor the erasure failed).
+	reader, err := sql.Open("sqlite3", "file:"+c.Path+"?_busy_timeout=5000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	tx, err := reader.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := tx.QueryRow(`SELECT count(*) FROM notes`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if err := sqlitedoc.Exec(s, `UPDATE notes SET title = title || '.' WHERE note_ref = 'n-100'`); err != nil {
+		t.Fatal(err)
+	}
+	var nr *sqlitex.NotRead
+	if err := sqlitex.FileRows(ctx, sqlitedoc.DB(s), c.Path, spec, func(string, []byte) error { return nil }); !errors.As(err, &nr) {
+		t.Fatalf("FileRows while a reader holds the WAL: %v; want a NotRead", err)
+	}
+	file, viaSQL = evidenceBothWays(t, s, keys)
+	if !reflect.DeepEqual(file, viaSQL) {
+		t.Fatalf("with the WAL held, evidence differs:\nfile: %s\nSQL:  %s", summary(file), summary(viaSQL))
+	}
+	tx.Rollback()
+
 	// A value FileRows cannot read (a REAL), late in the table: it refuses after
 	// passing most rows, and the SQL read that follows decides alone.
 	if err := sqlitedoc.Exec(s, `UPDATE notes SET extra = 2.5 WHERE note_ref = 'n-598'`); err != nil {
 		t.Fatal(err)
 	}
-	var nr *sqlitex.NotRead
 	if err := sqlitex.FileRows(ctx, sqlitedoc.DB(s), c.Path, spec, func(string, []byte) error { return nil }); !errors.As(err, &nr) {
-		t.Fatalf("FileRows with a REAL title: %v; want a NotRead", err)
+		t.Fatalf("FileRows with a REAL value: %v; want a NotRead", err)
 	}
 	file, viaSQL = evidenceBothWays(t, s, keys)
 	if !reflect.DeepEqual(file, viaSQL) {
