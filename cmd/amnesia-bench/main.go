@@ -113,7 +113,7 @@ func main() {
 		fs.StringVar(&o.Store, "store", "", "store type: "+strings.Join(bench.ScaleTypes, " or ")+" (required)")
 		fs.IntVar(&o.Records, "records", bench.ScaleTargetRecords, "records in the store, at least (the subjects follow from the corpus's shape)")
 		fs.IntVar(&o.DocsEach, "docs-each", bench.FullDocsEach, "documents per subject")
-		fs.IntVar(&o.Sample, "sample", 9, "subjects erased one at a time (B4): the median of 9, as the first erasure after ingest runs on colder caches")
+		fs.IntVar(&o.Sample, "sample", 9, "subjects erased one at a time (B4), whose median is reported: one erasure at a million records varies by up to about 2x")
 		fs.IntVar(&o.Window, "window", 100, "other subjects erased as one batch (B5)")
 		fs.StringVar(&o.BatchBy, "batch-by", "subject", "what one PutBatch (one ledger transaction) holds while ingesting: subject or document")
 		fs.StringVar(&o.PG, "pg", "", "PostgreSQL server of the postgres store (default: $AMNESIA_BENCH_PG_DSN, else $AMNESIA_TEST_PG_DSN, as residue --store postgres)")
