@@ -2,19 +2,16 @@ package saga_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/amnesia-dev/amnesia/certificate"
+	"github.com/amnesia-dev/amnesia/internal/pgtest"
 	"github.com/amnesia-dev/amnesia/internal/saga"
 	"github.com/amnesia-dev/amnesia/internal/state"
 	"github.com/amnesia-dev/amnesia/lineage"
@@ -28,37 +25,13 @@ import (
 // xmin horizon and keep reclaim from rewriting), and an admin connection.
 func orphanDB(t *testing.T) (string, *pgx.Conn) {
 	t.Helper()
-	base := os.Getenv("AMNESIA_TEST_PG_DSN")
-	if base == "" {
-		t.Skip("AMNESIA_TEST_PG_DSN is not set: run eval \"$(scripts/services start)\" for a real PostgreSQL 15")
-	}
-	ctx := context.Background()
-	c, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const db = "amnesia_saga_orphans_test"
-	if _, err := c.Exec(ctx, "CREATE DATABASE "+db); err != nil {
-		var pe *pgconn.PgError
-		if !errors.As(err, &pe) || pe.Code != "42P04" {
-			t.Fatal(err)
-		}
-	}
-	c.Close(ctx)
-	// Dropped last (cleanups run in reverse), the connections to it closed
-	// or ended: the test server keeps no database of a finished test.
-	t.Cleanup(func() { dropDatabase(t, base, db) })
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Path = "/" + db
-	a, err := pgx.Connect(ctx, u.String())
+	dsn := pgtest.DB(t) // dropped, with its connections, when the test ends
+	a, err := pgx.Connect(context.Background(), dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { a.Close(context.Background()) })
-	return u.String(), a
+	return dsn, a
 }
 
 // The application deleted person 1's rows with a plain DELETE before the
@@ -168,20 +141,4 @@ func TestEraseAppDeletedPostgresRows(t *testing.T) {
 func exec(c *pgx.Conn, sql string) error {
 	_, err := c.Exec(context.Background(), sql)
 	return err
-}
-
-// dropDatabase drops the database db of the server at base, ending the
-// connections still open to it.
-func dropDatabase(t *testing.T, base, db string) {
-	t.Helper()
-	ctx := context.Background()
-	c, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Errorf("drop database %s: %v", db, err)
-		return
-	}
-	defer c.Close(ctx)
-	if _, err := c.Exec(ctx, "DROP DATABASE IF EXISTS "+db+" WITH (FORCE)"); err != nil {
-		t.Errorf("drop database %s: %v", db, err)
-	}
 }

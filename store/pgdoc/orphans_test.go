@@ -4,14 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
-	"net/url"
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-
+	"github.com/amnesia-dev/amnesia/internal/pgtest"
 	"github.com/amnesia-dev/amnesia/store"
 	"github.com/amnesia-dev/amnesia/store/pgdoc"
 )
@@ -73,37 +69,8 @@ func TestOrphanDeadTuplesProbed(t *testing.T) {
 // Without pg_dirtyread the probe measures nothing and says why.
 func TestOrphanProbeWithoutDirtyread(t *testing.T) {
 	ctx := context.Background()
-	base := dsn(t)
-	c, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(ctx)
-	const db = "amnesia_pgdoc_nodirty_test"
-	if _, err := c.Exec(ctx, "CREATE DATABASE "+db); err != nil {
-		var pe *pgconn.PgError
-		if !errors.As(err, &pe) || pe.Code != "42P04" {
-			t.Fatal(err)
-		}
-	}
-	// Dropped last (cleanups run in reverse), with the store's connections
-	// ended: the test server keeps no database of a finished test.
-	t.Cleanup(func() {
-		ctx := context.Background()
-		c, err := pgx.Connect(ctx, base)
-		if err != nil {
-			t.Errorf("drop database %s: %v", db, err)
-			return
-		}
-		defer c.Close(ctx)
-		if _, err := c.Exec(ctx, "DROP DATABASE IF EXISTS "+db+" WITH (FORCE)"); err != nil {
-			t.Errorf("drop database %s: %v", db, err)
-		}
-	})
-	u, _ := url.Parse(base)
-	u.Path = "/" + db
 	cfg := config(t)
-	cfg.DSN = u.String()
+	cfg.DSN = pgtest.DB(t) // no pg_dirtyread there; dropped when the test ends
 	s := open(t, cfg)
 	t.Cleanup(func() { s.Exec(context.Background(), "DROP TABLE IF EXISTS "+s.Table()) })
 	if err := s.Exec(ctx, "DROP EXTENSION IF EXISTS pg_dirtyread"); err != nil {
