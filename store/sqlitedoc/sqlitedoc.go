@@ -3,9 +3,9 @@
 //
 // What it proves: deletion by key; that no lookup by id or by subject tag
 // returns the record; and, after reclaim (secure_delete, WAL checkpoint with
-// truncation, REINDEX of indexes holding stale cells or VACUUM, unless a free-space audit
-// finds every unused byte zero but for runs of a few bytes of page
-// structure: docs/sqlite.md), that none of the record's text windows is left
+// truncation, a free-space audit, then the non-zero unused bytes it finds
+// zeroed in place, or, when that is refused, REINDEX of indexes holding
+// stale cells or VACUUM: docs/sqlite.md), that none of the record's text windows is left
 // anywhere in the database file, its -wal, -journal or -shm file.
 package sqlitedoc
 
@@ -377,7 +377,7 @@ func init() {
 			return sqlitex.ListTable(ctx, c.Path, m.Table, m.Key, m.Content, fn)
 		},
 		Proof: func(store.Config) (string, string) {
-			return "physical", "the database file and its -wal, -journal and -shm files are read byte by byte after reclaim (secure_delete, WAL truncation, then REINDEX of indexes whose pages hold stale cells, or VACUUM, unless a free-space audit finds every unused byte zero but for runs of a few bytes of page structure: docs/sqlite.md)"
+			return "physical", "the database file and its -wal, -journal and -shm files are read byte by byte after reclaim (secure_delete, WAL truncation, a free-space audit, then the non-zero unused bytes it finds zeroed in place or, when that is refused, REINDEX of indexes whose pages hold stale cells, or VACUUM: docs/sqlite.md)"
 		},
 	})
 }

@@ -5,9 +5,9 @@
 // live chunk blob, where neither VACUUM nor secure_delete reaches it. This
 // adapter therefore overwrites the vector with zeros before it deletes the
 // row, then reclaims like any SQLite file (secure_delete, WAL checkpoint with
-// truncation, REINDEX of indexes holding stale cells or VACUUM, unless a free-space audit
-// finds every unused byte zero but for runs of a few bytes of page
-// structure: docs/sqlite.md).
+// truncation, a free-space audit, then the non-zero unused bytes it finds
+// zeroed in place, or, when that is refused, REINDEX of indexes holding
+// stale cells or VACUUM: docs/sqlite.md).
 //
 // What it proves: deletion by key; that neither a lookup by id, a filter on
 // the subject tag, nor a nearest-neighbour search with the record's own
@@ -335,7 +335,7 @@ func init() {
 			return sqlitex.ListTable(ctx, c.Path, "vectors", "id", []string{"embedding"}, fn)
 		},
 		Proof: func(store.Config) (string, string) {
-			return "physical", "the database file and its -wal, -journal and -shm files are read byte by byte after reclaim (secure_delete, WAL truncation, then REINDEX of indexes whose pages hold stale cells, or VACUUM, unless a free-space audit finds every unused byte zero but for runs of a few bytes of page structure: docs/sqlite.md)"
+			return "physical", "the database file and its -wal, -journal and -shm files are read byte by byte after reclaim (secure_delete, WAL truncation, a free-space audit, then the non-zero unused bytes it finds zeroed in place or, when that is refused, REINDEX of indexes whose pages hold stale cells, or VACUUM: docs/sqlite.md)"
 		},
 	})
 }

@@ -3,6 +3,7 @@ package sqlitex
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"encoding/binary"
 	"errors"
@@ -50,9 +51,14 @@ type FreeSpace struct {
 	DirtyIndexes []string
 	DirtyElse    int
 	// Stopped: the audit stopped at the first dirty page of no index
-	// (VACUUM is then certain), so the counts are of the pages before it
-	// and that page.
+	// once it could no longer list the dirty pages for zeroing in place
+	// (more than maxZeroPages of them, or the lock-byte page): VACUUM is
+	// then certain, so the counts are of the pages before it and that page.
 	Stopped bool
+	// Zeroed counts the non-zero unused bytes, and ZeroedPages the pages,
+	// that Reclaim zeroed in place after this audit found them (zeroInPlace):
+	// the file then holds none of the NonZero bytes, and NonZero is 0.
+	Zeroed, ZeroedPages int64
 	// StalePointers counts the bytes of stale 2-byte cell pointers found
 	// directly past pages' cell pointer arrays (see btree): structure that
 	// SQLite never clears, not record content.
@@ -70,6 +76,24 @@ type FreeSpace struct {
 	Remnants, RemnantPages int64
 	// Undecided, when set, says why the audit could not decide.
 	Undecided string
+
+	// plan lists every dirty page with the ranges of its non-zero unused
+	// bytes and a digest of the page as the audit read it, for
+	// zeroInPlace; nil when there are none, or when the audit could not
+	// list them all (see Stopped). dataVersion is PRAGMA data_version in
+	// the audit's transaction: another connection's commit changes it.
+	plan        []zeroPage
+	dataVersion int64
+	pageSize    int
+}
+
+// zeroPage is a dirty page of an audit: its number, the ranges [from, to)
+// of its unused bytes that are not zero, and the SHA-256 of the whole page
+// as the audit read it.
+type zeroPage struct {
+	pg     uint32
+	ranges [][2]int
+	sum    [sha256.Size]byte
 }
 
 // Clean reports whether the audit proved that no unused byte of the file
@@ -92,11 +116,14 @@ func (f FreeSpace) String() string {
 		s := fmt.Sprintf("free-space audit of %d pages: %d unused bytes on %d pages are not zero (%d pages of %d indexes, %d pages of tables, sqlite_master or the freelist)",
 			f.Pages, f.NonZero, f.DirtyPages, f.DirtyPages-f.DirtyElse, len(f.DirtyIndexes), f.DirtyElse)
 		if f.Stopped {
-			s += " (the audit stops at the first such page of no index)"
+			s += " (the audit stops at the first such page of no index once it cannot list them all for zeroing in place)"
 		}
 		return s
 	}
 	s := fmt.Sprintf("free-space audit of %d pages (%d on the freelist): every unused byte is zero", f.Pages, f.Freelist)
+	if f.Zeroed > 0 {
+		s += fmt.Sprintf(" once %d non-zero unused bytes on %d pages were zeroed in place", f.Zeroed, f.ZeroedPages)
+	}
 	if f.StalePointers > 0 {
 		s += fmt.Sprintf(" (%d bytes past cell pointer arrays are stale 2-byte cell pointers: page structure)", f.StalePointers)
 	}
@@ -155,8 +182,11 @@ func AuditFreeSpace(ctx context.Context, conn *sql.Conn, path string) (FreeSpace
 	if err := rows.Close(); err != nil {
 		return FreeSpace{}, fmt.Errorf("free-space audit: %w", err)
 	}
-	var pages int64
+	var pages, version int64
 	if err := conn.QueryRowContext(ctx, "PRAGMA page_count").Scan(&pages); err != nil {
+		return FreeSpace{}, fmt.Errorf("free-space audit: %w", busyErr(err))
+	}
+	if err := conn.QueryRowContext(ctx, "PRAGMA data_version").Scan(&version); err != nil {
 		return FreeSpace{}, fmt.Errorf("free-space audit: %w", busyErr(err))
 	}
 	// The longest rowid varint of each rowid table, for staleCells.
@@ -183,6 +213,7 @@ func AuditFreeSpace(ctx context.Context, conn *sql.Conn, path string) (FreeSpace
 		return FreeSpace{Pages: int(pages), Undecided: "the WAL was written after the checkpoint: the database file is not the whole database"}, nil
 	}
 	fs, dirty, err := auditFile(path, pages, roots, rowid, indexes)
+	fs.dataVersion = version
 	for root := range dirty {
 		if name, ok := indexes[root]; ok {
 			fs.DirtyIndexes = append(fs.DirtyIndexes, name)
@@ -216,11 +247,15 @@ func auditFile(path string, pages int64, roots []uint32, rowid map[uint32]int, i
 	if f == nil {
 		return FreeSpace{}, nil, undecidedf("the database file is empty")
 	}
-	a := &auditor{f: f, fs: FreeSpace{Pages: int(pages)}, dirtyIn: map[uint32]int{}, rowid: rowid, indexes: indexes}
+	a := &auditor{f: f, fs: FreeSpace{Pages: int(pages)}, dirtyIn: map[uint32]int{}, rowid: rowid, indexes: indexes, listing: true}
 	err = a.run(pages, roots)
 	if errors.Is(err, errStop) {
 		a.fs.Stopped, err = true, nil
 	}
+	if err != nil || !a.listing {
+		a.fs.plan = nil
+	}
+	a.fs.pageSize = a.pageSize
 	return a.fs, a.dirtyIn, err
 }
 
@@ -238,10 +273,20 @@ type auditor struct {
 	dirtyIn  map[uint32]int // dirty pages by tree
 	rowid    map[uint32]int // longest rowid varint by table root (staleCells)
 	indexes  map[uint32]string
+	// listing: every dirty page so far is in fs.plan. It stops when a
+	// page may not be zeroed in place (the lock-byte page) or there are
+	// more than maxZeroPages.
+	listing bool
 }
 
-// errStop stops the audit at the first dirty page of no index: only VACUUM
-// can clean it, so reading further would not change what Reclaim does.
+// maxZeroPages bounds the dirty pages an audit lists for zeroing in place
+// (a digest and a few ranges each); past it Reclaim rebuilds (REINDEX or
+// VACUUM). A variable for tests of those paths.
+var maxZeroPages = 1 << 16
+
+// errStop stops the audit at the first dirty page of no index once it no
+// longer lists the dirty pages: only VACUUM can clean it then, so reading
+// further would not change what Reclaim does.
 var errStop = errors.New("a dirty page of no index")
 
 func (a *auditor) run(pages int64, roots []uint32) error {
@@ -292,7 +337,8 @@ func (a *auditor) run(pages int64, roots []uint32) error {
 			if err := a.read(pg, a.buf); err != nil {
 				return err
 			}
-			if err := a.zero(pg, a.buf[:a.usable]); err != nil {
+			a.listing = false // SQLite never writes the lock-byte page, nor may Reclaim
+			if err := a.zero(pg, a.buf[:a.usable], 0); err != nil {
 				return err
 			}
 			continue
@@ -356,9 +402,15 @@ func (a *auditor) read(pg uint32, b []byte) error {
 	return err
 }
 
-// zero counts the non-zero bytes of b, unused bytes of page pg.
-func (a *auditor) zero(pg uint32, b []byte) error {
-	return a.dirty(pg, nonZeroBytes(b))
+// zero counts the non-zero bytes of page[from:], unused bytes of page pg
+// (page: the whole page as read).
+func (a *auditor) zero(pg uint32, page []byte, from int) error {
+	b := page[from:]
+	i := firstNonZero(b)
+	if i < 0 {
+		return nil
+	}
+	return a.dirty(pg, page, nonZeroBytes(b), [][2]int{{from + i, from + lastNonZero(b) + 1}})
 }
 
 // The audit reads every page of the file, so what it does per byte of a
@@ -439,12 +491,20 @@ func lastNonZero(b []byte) int {
 	return -1
 }
 
-// dirty records n non-zero unused bytes on page pg, of the tree being
-// audited. On an index's page the audit goes on (which indexes are dirty
-// decides what Reclaim rebuilds); on any other page it stops (errStop).
-func (a *auditor) dirty(pg uint32, n int64) error {
+// dirty records n non-zero unused bytes on page pg (page: the whole page
+// as read), of the tree being audited, in the ranges given, and lists the
+// page for zeroing in place while the audit lists them. On an index's page
+// the audit goes on (which indexes are dirty decides what Reclaim
+// rebuilds); on any other page it stops (errStop) once it no longer lists.
+func (a *auditor) dirty(pg uint32, page []byte, n int64, ranges [][2]int) error {
 	if n == 0 {
 		return nil
+	}
+	if a.listing && len(a.fs.plan) >= maxZeroPages {
+		a.listing = false
+	}
+	if a.listing {
+		a.fs.plan = append(a.fs.plan, zeroPage{pg: pg, ranges: ranges, sum: sha256.Sum256(page[:a.pageSize])})
 	}
 	if a.fs.DirtyPages == 0 {
 		a.fs.FirstDirty = pg
@@ -452,7 +512,7 @@ func (a *auditor) dirty(pg uint32, n int64) error {
 	a.fs.NonZero += n
 	a.fs.DirtyPages++
 	a.dirtyIn[a.tree]++
-	if _, ok := a.indexes[a.tree]; !ok {
+	if _, ok := a.indexes[a.tree]; !ok && !a.listing {
 		return errStop
 	}
 	return nil
@@ -476,7 +536,7 @@ func (a *auditor) freelist(trunk, total uint32) error {
 		end := 8 + 4*int(leaves)
 		list := append([]byte(nil), a.buf[8:end]...)
 		end += a.staleLeaves(a.buf[end:a.usable])
-		if err := a.zero(trunk, a.buf[end:a.usable]); err != nil {
+		if err := a.zero(trunk, a.buf[:a.usable], end); err != nil {
 			return err
 		}
 		count++
@@ -488,7 +548,7 @@ func (a *auditor) freelist(trunk, total uint32) error {
 			if err := a.read(leaf, a.ov); err != nil {
 				return err
 			}
-			if err := a.zero(leaf, a.ov[:a.usable]); err != nil {
+			if err := a.zero(leaf, a.ov[:a.usable], 0); err != nil {
 				return err
 			}
 			count++
@@ -737,8 +797,14 @@ func (a *auditor) btree(pg uint32) ([]uint32, error) {
 		a.remnant(d[:a.usable], used)
 	}
 	n := int64(0)
-	eachUnused(used, func(from, to int) { n += nonZeroBytes(d[from:to]) })
-	if err := a.dirty(pg, n); err != nil {
+	var ranges [][2]int
+	eachUnused(used, func(from, to int) {
+		if i := firstNonZero(d[from:to]); i >= 0 {
+			n += nonZeroBytes(d[from:to])
+			ranges = append(ranges, [2]int{from + i, from + lastNonZero(d[from:to]) + 1})
+		}
+	})
+	if err := a.dirty(pg, d, n, ranges); err != nil {
 		return nil, err
 	}
 	for _, c := range chains {
@@ -765,7 +831,7 @@ func (a *auditor) overflow(pg uint32, rest int64) error {
 			if next != 0 {
 				return undecidedf("overflow page %d ends a payload but points to page %d", pg, next)
 			}
-			return a.zero(pg, a.ov[4+rest:a.usable])
+			return a.zero(pg, a.ov[:a.usable], 4+int(rest))
 		}
 		if next == 0 {
 			return undecidedf("overflow chain ends at page %d with %d payload bytes left", pg, rest-n)

@@ -1,6 +1,7 @@
 package sqlitex
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/binary"
@@ -43,18 +44,28 @@ func fill(t *testing.T, path string, secure bool, dsn ...string) {
 	}
 }
 
+// openConn opens the database at path and one connection of it, both
+// closed when t ends.
+func openConn(t *testing.T, path string) (*sql.DB, *sql.Conn) {
+	t.Helper()
+	db, err := Open(context.Background(), path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return db, conn
+}
+
 func audit(t *testing.T, path string) FreeSpace {
 	t.Helper()
 	ctx := context.Background()
-	db, err := Open(ctx, path, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, conn := openConn(t, path)
 	defer db.Close()
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	defer conn.Close()
 	fs, err := AuditFreeSpace(ctx, conn, path)
 	if err != nil {
@@ -182,10 +193,44 @@ func TestAuditFindsOneByte(t *testing.T) {
 				}
 			case c.index && (!fs.OnlyIndexes() || !slices.Equal(fs.DirtyIndexes, []string{"sqlite_autoindex_t_1"}) || fs.DirtyElse != 0):
 				t.Errorf("%s (%+v): want the dirty page told as the index sqlite_autoindex_t_1's", fs, fs)
-			case !c.index && (fs.OnlyIndexes() || len(fs.DirtyIndexes) != 0 || fs.DirtyElse != 1 || !fs.Stopped):
-				t.Errorf("%s (%+v): want the dirty page told as no index's, and the audit stopped there", fs, fs)
+			case !c.index && (fs.OnlyIndexes() || len(fs.DirtyIndexes) != 0 || fs.DirtyElse != 1 || fs.Stopped):
+				t.Errorf("%s (%+v): want the dirty page told as no index's, and the audit not stopped there", fs, fs)
 			case c.index && fs.Stopped:
 				t.Errorf("%s: the audit stopped at an index's page", fs)
+			}
+			if c.nonZero == 0 {
+				if fs.plan != nil {
+					t.Errorf("a clean audit lists pages to zero: %+v", fs.plan)
+				}
+				return
+			}
+			// The dirty page is listed for zeroing in place, with ranges
+			// that hold every planted non-zero byte and no used byte.
+			if len(fs.plan) != 1 || fs.plan[0].pg != page {
+				t.Fatalf("pages listed to zero: %+v; want page %d alone", fs.plan, page)
+			}
+			in := 0
+			for _, r := range fs.plan[0].ranges {
+				for o := r[0]; o < r[1]; o++ {
+					at := int(page-1)*ps + o
+					if at >= c.off && at < c.off+len(c.put) {
+						if f[at] != 0 {
+							in++
+						}
+					} else if f[at] != b[at] || b[at] != 0 {
+						t.Errorf("the ranges to zero hold byte %d of the page, which is not one planted there", o)
+					}
+				}
+			}
+			if want := len(c.put) - bytes.Count(c.put, []byte{0}); in != want {
+				t.Errorf("the ranges to zero hold %d of the %d non-zero bytes planted", in, want)
+			}
+			// Not listing (more dirty pages than it may list), the audit
+			// stops at the first dirty page of no index.
+			defer func(n int) { maxZeroPages = n }(maxZeroPages)
+			maxZeroPages = 0
+			if fs := audit(t, p); fs.plan != nil || fs.NonZero != c.nonZero || fs.Stopped == c.index {
+				t.Errorf("listing none: %s (%+v); want no pages listed and the audit stopped unless at an index's page", fs, fs)
 			}
 		})
 	}

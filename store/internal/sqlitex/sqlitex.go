@@ -69,9 +69,13 @@ const ReclaimMethod = "secure_delete=ON; wal_checkpoint(TRUNCATE); VACUUM; wal_c
 // record: it turns secure_delete on, checkpoints the WAL into the main file
 // and truncates it, then audits the file's free space (AuditFreeSpace).
 // When the audit proves every unused byte zero, nothing in the file can
-// hold an earlier version of a record and VACUUM is skipped. When the only
-// non-zero unused bytes lie in indexes' pages (cells that page splits left
-// behind), those indexes are rebuilt (REINDEX, with secure_delete on, so
+// hold an earlier version of a record and VACUUM is skipped. When it finds
+// non-zero unused bytes (cells that page rebuilds left behind, an
+// application's deletes without secure_delete) on pages it could list, it
+// zeroes exactly those bytes in the file (zeroInPlace, under SQLite's write
+// lock and only if the file is still the one it audited), checkpoints
+// again, and skips VACUUM. When that is refused and the only
+// non-zero unused bytes lie in indexes' pages, those indexes are rebuilt (REINDEX, with secure_delete on, so
 // their old pages are zeroed as they are freed), the WAL is checkpointed
 // again and the file audited again: VACUUM is skipped when that audit
 // proves it clean. Otherwise (non-zero free space in a table, the freelist
@@ -130,14 +134,33 @@ func Reclaim(ctx context.Context, db *sql.DB, path string) (rep store.ReclaimRep
 		return rep, nil
 	}
 	why := fs.String()
+	if fs.Undecided == "" {
+		after, refused, _, err := zeroInPlace(ctx, conn, path, fs)
+		if err != nil {
+			return rep, fmt.Errorf("reclaim: %w", err)
+		}
+		if refused == "" {
+			rep.Steps = append(rep.Steps, fmt.Sprintf("zeroed %d non-zero unused bytes on %d pages in place", after.Zeroed, after.ZeroedPages))
+			// zeroInPlace closed conn (its cache may hold the pages as
+			// they were); the checkpoint runs on another.
+			if err := checkpoint(ctx, db, &rep); err != nil {
+				return rep, err
+			}
+			rep.Steps = append(rep.Steps, after.String(), "VACUUM skipped")
+			rep.Method = head + fs.String() + "; " + zeroed + "; wal_checkpoint(TRUNCATE); VACUUM skipped: " + after.String() + skipped
+			return rep, nil
+		}
+		rep.Steps = append(rep.Steps, "not zeroed in place: "+refused)
+		why += "; not zeroed in place: " + refused
+	}
 	if fs.OnlyIndexes() {
 		again, rebuilt, err := reindex(ctx, conn, &rep, path, fs.DirtyIndexes)
 		if err != nil {
 			return rep, err
 		}
-		did := fmt.Sprintf("%s; REINDEX of %d indexes (%s), wal_checkpoint(TRUNCATE), then ", fs.String(), len(fs.DirtyIndexes), strings.Join(fs.DirtyIndexes, ", "))
+		did := fmt.Sprintf("%s; REINDEX of %d indexes (%s), wal_checkpoint(TRUNCATE), then ", why, len(fs.DirtyIndexes), strings.Join(fs.DirtyIndexes, ", "))
 		if !rebuilt {
-			did = fs.String() + "; "
+			did = why + "; "
 		}
 		if again.Clean() {
 			rep.Method = head + did + "VACUUM skipped: " + again.String() + skipped
@@ -154,6 +177,22 @@ func Reclaim(ctx context.Context, db *sql.DB, path string) (rep store.ReclaimRep
 		return rep, err
 	}
 	return rep, nil
+}
+
+// zeroed says how Reclaim zeroed dirty pages in place (see zeroInPlace).
+const zeroed = "those bytes zeroed in place under SQLite's write lock (no other connection's commit since the audit, the WAL empty, each page as the audit read it; written, synced and read back), then user_version written unchanged so that every connection drops the pages it cached"
+
+// checkpoint checkpoints and truncates the WAL on a connection of db.
+func checkpoint(ctx context.Context, db *sql.DB, rep *store.ReclaimReport) error {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("reclaim: %w", err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "PRAGMA busy_timeout = 2000"); err != nil {
+		return fmt.Errorf("reclaim: %w", err)
+	}
+	return run(ctx, conn, rep, "wal_checkpoint(TRUNCATE)", "PRAGMA wal_checkpoint(TRUNCATE)")
 }
 
 // StateFTSNotMerged is Reclaim's state when a full-text index of the
