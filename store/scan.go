@@ -22,7 +22,6 @@ import (
 type NeedleSet struct {
 	needles [][]byte
 	owner   []string // key that owns needles[i]
-	ownerNo []int32  // per needle: the number of its key (for the index's gram counts)
 	tiers   []*tier  // by descending sampling stride
 	chkOff  []uint8  // per needle: where the 4 bytes its entries check start
 	maxLen  int
@@ -49,7 +48,6 @@ func NewNeedleSet(ev map[string]*Evidence) *NeedleSet {
 			s.maxLen = max(s.maxLen, len(n))
 		}
 	}
-	s.ownerNo = owners
 	s.tiers, s.chkOff = buildTiers(s.needles, owners)
 	return s
 }
@@ -107,7 +105,7 @@ func (r ScanReport) FoundKeys() int { return len(r.Found) }
 // one goroutine at a time; it searches large inputs on several cores itself.
 type Scanner struct {
 	set   *NeedleSet
-	tiers []*tier  // set's, or chosen again for a sample of the data (tune)
+	tiers []*tier  // the set's
 	hit   []uint64 // bit i: needles[i] found (set atomically by the workers)
 	rep   ScanReport
 	buf   []byte // read buffer of the sequential path, allocated once
