@@ -116,15 +116,8 @@ func Zero(f *os.File) error {
 	if err != nil {
 		return err
 	}
-	if err := ZeroAt(f, 0, st.Size()); err != nil {
+	if _, err := f.WriteAt(make([]byte, st.Size()), 0); err != nil {
 		return err
 	}
 	return f.Sync()
-}
-
-// ZeroAt overwrites n bytes of the open file f at offset off with zeros,
-// without syncing: the caller syncs once after all its writes.
-func ZeroAt(f *os.File, off, n int64) error {
-	_, err := f.WriteAt(make([]byte, n), off)
-	return err
 }

@@ -102,6 +102,13 @@ func TestOneCopy(t *testing.T) {
 		if filepath.Dir(path) == filepath.Join(root, "internal", "atomicfile") {
 			return nil // this package
 		}
+		if path == filepath.Join(root, "store", "internal", "sqlitex", "zero.go") {
+			// Zeroes byte ranges inside a live SQLite database, under
+			// SQLite's write lock, through a descriptor it must never
+			// close: not a file overwritten or published, which is what
+			// this package is for.
+			return nil
+		}
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return err

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-
-	"github.com/amnesia-dev/amnesia/internal/atomicfile"
 )
 
 // Zeroing in place. A dirty page's unused bytes (the gap between the cell
@@ -118,7 +116,7 @@ func zeroInPlace(ctx context.Context, conn *sql.Conn, path string, fs FreeSpace)
 	for _, p := range fs.plan {
 		for _, r := range p.ranges {
 			wrote = true
-			if err := atomicfile.ZeroAt(f, int64(p.pg-1)*int64(ps)+int64(r[0]), int64(r[1]-r[0])); err != nil {
+			if _, err := f.WriteAt(make([]byte, r[1]-r[0]), int64(p.pg-1)*int64(ps)+int64(r[0])); err != nil {
 				return fs, "", wrote, fmt.Errorf("zero in place: write page %d: %w", p.pg, err)
 			}
 		}
