@@ -41,6 +41,29 @@ type Outcomes struct {
 	OutOfScope       int `json:"out_of_scope"`
 	NeedsHuman       int `json:"needs_human"`
 	PendingArtifacts int `json:"pending_artifacts"`
+	// Reclaims counts, over the published certificates, which way each
+	// SQLite store's reclaim went (sqliteReclaim): what a timing row
+	// cannot show, e.g. whether an erasure rebuilt a whole index or file.
+	Reclaims map[string]int `json:"reclaims,omitempty"`
+}
+
+// sqliteReclaim names which way a SQLite store's reclaim went, from the
+// method its certificate carries (store/internal/sqlitex Reclaim); "" for
+// another store's method.
+func sqliteReclaim(method string) string {
+	switch {
+	case !strings.HasPrefix(method, "secure_delete=ON; "):
+		return ""
+	case strings.Contains(method, "VACUUM, because"):
+		return "VACUUM"
+	case strings.Contains(method, "; REINDEX of "):
+		return "REINDEX"
+	case strings.Contains(method, "those bytes zeroed in place"):
+		return "zeroed in place"
+	case strings.Contains(method, "VACUUM skipped"):
+		return "nothing to clean"
+	}
+	return "other"
 }
 
 // add records one erasure: its result, or the error it paused with
@@ -82,6 +105,14 @@ func (o *Outcomes) add(res *saga.Result, err error, artifacts int) error {
 	o.Residual += c.Residual
 	o.OutOfScope += c.OutOfScope
 	o.NeedsHuman += c.NeedsHuman
+	for _, st := range p.DeclaredScope {
+		if way := sqliteReclaim(st.Reclaim); way != "" {
+			if o.Reclaims == nil {
+				o.Reclaims = map[string]int{}
+			}
+			o.Reclaims[way]++
+		}
+	}
 	return nil
 }
 
@@ -124,6 +155,14 @@ func (o *Outcomes) Summary() string {
 		o.Artifacts, o.VerifiedPhysical, o.VerifiedLogical, o.Unverified, o.Residual, o.OutOfScope, o.NeedsHuman)
 	if o.PendingArtifacts > 0 {
 		s += fmt.Sprintf(", %d in paused erasures (no outcome)", o.PendingArtifacts)
+	}
+	if len(o.Reclaims) > 0 {
+		ways := make([]string, 0, len(o.Reclaims))
+		for way, n := range o.Reclaims {
+			ways = append(ways, fmt.Sprintf("%d %s", n, way))
+		}
+		sort.Strings(ways)
+		s += "; SQLite reclaims: " + strings.Join(ways, ", ")
 	}
 	return s
 }

@@ -86,3 +86,36 @@ func must(b []byte, err error) []byte {
 	}
 	return b
 }
+
+// Which way each SQLite store's reclaim went is counted from the method in
+// the certificate, and said in the cell's summary; other stores' methods
+// are not counted.
+func TestOutcomesCountSQLiteReclaims(t *testing.T) {
+	const head = "secure_delete=ON; wal_checkpoint(TRUNCATE); "
+	withScope := func(methods ...string) *saga.Result {
+		r := result(true, certificate.Counts{Artifacts: 1, Verified: 1, VerifiedPhysical: 1})
+		for i, m := range methods {
+			r.Statement.Predicate.DeclaredScope = append(r.Statement.Predicate.DeclaredScope, certificate.StoreState{Name: string(rune('a' + i)), Reclaim: m})
+		}
+		return r
+	}
+	o := &Outcomes{}
+	for _, r := range []*saga.Result{
+		withScope(head+"VACUUM skipped: free-space audit of 54 pages (3 on the freelist): every unused byte is zero; the WAL is empty", "VACUUM (ANALYZE) documents"),
+		withScope(head + "free-space audit of 9 pages: 20 unused bytes on 1 pages are not zero (…); those bytes zeroed in place under SQLite's write lock (…); wal_checkpoint(TRUNCATE); VACUUM skipped: …"),
+		withScope(head + "free-space audit of 9 pages: 20 unused bytes on 1 pages are not zero (…); not zeroed in place: another connection committed since the audit; REINDEX of 1 indexes (i), wal_checkpoint(TRUNCATE), then VACUUM skipped: …"),
+		withScope(head + "VACUUM, because free-space audit undecided: auto_vacuum is on; wal_checkpoint(TRUNCATE)"),
+		withScope(""),
+	} {
+		if err := o.add(r, nil, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[string]int{"nothing to clean": 1, "zeroed in place": 1, "REINDEX": 1, "VACUUM": 1}
+	if string(must(json.Marshal(o.Reclaims))) != string(must(json.Marshal(want))) {
+		t.Errorf("reclaims %v, want %v", o.Reclaims, want)
+	}
+	if s := o.Summary(); !strings.HasSuffix(s, "; SQLite reclaims: 1 REINDEX, 1 VACUUM, 1 nothing to clean, 1 zeroed in place") {
+		t.Errorf("summary %q", s)
+	}
+}
