@@ -85,6 +85,7 @@ type FreeSpace struct {
 	plan        []zeroPage
 	dataVersion int64
 	pageSize    int
+	file        [2]uint64 // device and inode of the file audited
 }
 
 // zeroPage is a dirty page of an audit: its number, the ranges [from, to)
@@ -122,7 +123,7 @@ func (f FreeSpace) String() string {
 	}
 	s := fmt.Sprintf("free-space audit of %d pages (%d on the freelist): every unused byte is zero", f.Pages, f.Freelist)
 	if f.Zeroed > 0 {
-		s += fmt.Sprintf(" once %d non-zero unused bytes on %d pages were zeroed in place", f.Zeroed, f.ZeroedPages)
+		s += fmt.Sprintf(" but the %d non-zero unused bytes on %d pages it found, zeroed in place after it (written, fsynced, read back; the file was not audited again)", f.Zeroed, f.ZeroedPages)
 	}
 	if f.StalePointers > 0 {
 		s += fmt.Sprintf(" (%d bytes past cell pointer arrays are stale 2-byte cell pointers: page structure)", f.StalePointers)
@@ -209,8 +210,8 @@ func AuditFreeSpace(ctx context.Context, conn *sql.Conn, path string) (FreeSpace
 			rowid[root] = varintLen(uint64(hi.Int64))
 		}
 	}
-	if fi, err := os.Stat(path + "-wal"); err == nil && fi.Size() > 0 {
-		return FreeSpace{Pages: int(pages), Undecided: "the WAL was written after the checkpoint: the database file is not the whole database"}, nil
+	if fi, err := os.Stat(walFile(path)); err != nil || fi.Size() > 0 {
+		return FreeSpace{Pages: int(pages), Undecided: "the WAL was written after the checkpoint, or is not where SQLite keeps it: the database file is not the whole database"}, nil
 	}
 	fs, dirty, err := auditFile(path, pages, roots, rowid, indexes)
 	fs.dataVersion = version
@@ -247,6 +248,7 @@ func auditFile(path string, pages int64, roots []uint32, rowid map[uint32]int, i
 	if f == nil {
 		return FreeSpace{}, nil, undecidedf("the database file is empty")
 	}
+	id, _ := inode(f.Stat()) // zero where there is none: zeroInPlace then refuses
 	a := &auditor{f: f, fs: FreeSpace{Pages: int(pages)}, dirtyIn: map[uint32]int{}, rowid: rowid, indexes: indexes, listing: true}
 	err = a.run(pages, roots)
 	if errors.Is(err, errStop) {
@@ -255,7 +257,7 @@ func auditFile(path string, pages int64, roots []uint32, rowid map[uint32]int, i
 	if err != nil || !a.listing {
 		a.fs.plan = nil
 	}
-	a.fs.pageSize = a.pageSize
+	a.fs.pageSize, a.fs.file = a.pageSize, id
 	return a.fs, a.dirtyIn, err
 }
 
@@ -337,7 +339,9 @@ func (a *auditor) run(pages int64, roots []uint32) error {
 			if err := a.read(pg, a.buf); err != nil {
 				return err
 			}
-			a.listing = false // SQLite never writes the lock-byte page, nor may Reclaim
+			if firstNonZero(a.buf[:a.usable]) >= 0 {
+				a.listing = false // SQLite never writes the lock-byte page, nor may Reclaim
+			}
 			if err := a.zero(pg, a.buf[:a.usable], 0); err != nil {
 				return err
 			}

@@ -45,7 +45,7 @@ func CheckFile(ctx context.Context, path string) (*sql.DB, []store.Problem) {
 	q := url.Values{}
 	q.Set("mode", "ro")
 	q.Set("_busy_timeout", "5000")
-	if _, err := os.Stat(path + "-wal"); errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(walFile(path)); errors.Is(err, fs.ErrNotExist) {
 		// No WAL: no connection has the database open in WAL mode and every
 		// page is in the main file. immutable=1 reads it without creating
 		// the -wal and -shm files a read-only WAL open leaves behind.

@@ -95,8 +95,8 @@ func FileRows(ctx context.Context, db *sql.DB, path string, spec RowsSpec, fn fu
 	if err != nil {
 		return err
 	}
-	if fi, err := os.Stat(path + "-wal"); err == nil && fi.Size() > 0 {
-		return notRead("the WAL was written after the checkpoint: the database file is not the whole database")
+	if fi, err := os.Stat(walFile(path)); err != nil || fi.Size() > 0 {
+		return notRead("the WAL was written after the checkpoint, or is not where SQLite keeps it: the database file is not the whole database")
 	}
 	f, _, release, err := store.OpenRead(path)
 	if err != nil {

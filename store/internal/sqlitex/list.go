@@ -24,7 +24,7 @@ func OpenReadOnly(ctx context.Context, path string) (*sql.DB, error) {
 	}
 	q := url.Values{}
 	q.Set("mode", "ro")
-	if _, err := os.Stat(path + "-wal"); errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(walFile(path)); errors.Is(err, fs.ErrNotExist) {
 		q.Set("immutable", "1")
 	}
 	q.Set("_busy_timeout", "10000")

@@ -24,7 +24,7 @@ func TestReclaimRebuildsDirtyIndexes(t *testing.T) {
 	b := filled(t)
 	secret := []byte("SECRET-LEFT-BEHIND")
 	const inPlace = "those bytes zeroed in place under SQLite's write lock"
-	const zeroedSkipped = "VACUUM skipped: free-space audit of 286 pages (87 on the freelist): every unused byte is zero once 18 non-zero unused bytes on 1 pages were zeroed in place"
+	const zeroedSkipped = "VACUUM skipped: free-space audit of 286 pages (87 on the freelist): every unused byte is zero but the 18 non-zero unused bytes on 1 pages it found, zeroed in place after it"
 	for _, c := range []struct {
 		name   string
 		off    int

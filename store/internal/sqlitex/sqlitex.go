@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -52,13 +53,23 @@ func Open(ctx context.Context, path string, create bool) (*sql.DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("open %s: %w: %v", path, store.ErrUnavailable, err)
 	}
+	openedAs(db, path)
 	return db, nil
 }
 
-// Files returns the files in which SQLite can hold a database's bytes.
+// Files returns the files in which SQLite can hold a database's bytes: the
+// database file at path, and its -wal, -journal and -shm files, which
+// SQLite names after the path with its symbolic links resolved.
 func Files(path string) []string {
-	return []string{path, path + "-wal", path + "-journal", path + "-shm"}
+	real := path
+	if r, err := filepath.EvalSymlinks(path); err == nil {
+		real = r
+	}
+	return []string{path, real + "-wal", real + "-journal", real + "-shm"}
 }
+
+// walFile is the name of the WAL file of the database at path.
+func walFile(path string) string { return Files(path)[1] }
 
 // ReclaimMethod describes Reclaim when it rewrites the file; the method it
 // reports says which way it went, and why.
@@ -135,7 +146,7 @@ func Reclaim(ctx context.Context, db *sql.DB, path string) (rep store.ReclaimRep
 	}
 	why := fs.String()
 	if fs.Undecided == "" {
-		after, refused, _, err := zeroInPlace(ctx, conn, path, fs)
+		after, refused, _, err := zeroInPlace(ctx, db, conn, path, fs)
 		if err != nil {
 			return rep, fmt.Errorf("reclaim: %w", err)
 		}
@@ -180,7 +191,7 @@ func Reclaim(ctx context.Context, db *sql.DB, path string) (rep store.ReclaimRep
 }
 
 // zeroed says how Reclaim zeroed dirty pages in place (see zeroInPlace).
-const zeroed = "those bytes zeroed in place under SQLite's write lock (no other connection's commit since the audit, the WAL empty, each page as the audit read it; written, synced and read back), then user_version written unchanged so that every connection drops the pages it cached"
+const zeroed = "those bytes zeroed in place under SQLite's write lock (no other connection's commit since the audit, the WAL empty, each page as the audit read it; written, fsynced, read back), then user_version written unchanged so that every connection drops the pages it cached"
 
 // checkpoint checkpoints and truncates the WAL on a connection of db.
 func checkpoint(ctx context.Context, db *sql.DB, rep *store.ReclaimReport) error {

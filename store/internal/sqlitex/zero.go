@@ -29,7 +29,8 @@ import (
 //     whole database, and no checkpoint can write it);
 //   - each page it writes must have the SHA-256 the audit read, and is not
 //     page 1 (see below) nor the lock-byte page;
-//   - the writes are synced (fdatasync), read back and checked zero.
+//   - the writes are synced (fsync), read back (through the operating
+//     system's cache) and checked zero.
 //
 // Other connections may hold the dirty pages in their page caches, and a
 // later write of such a page from its cache would put the stray bytes
@@ -56,7 +57,7 @@ import (
 // writing and before the commit leaves other connections' caches as they
 // were, so a later write of theirs may put bytes back: the error fails the
 // reclaim, and the next one audits again.
-func zeroInPlace(ctx context.Context, conn *sql.Conn, path string, fs FreeSpace) (after FreeSpace, refused string, wrote bool, err error) {
+func zeroInPlace(ctx context.Context, db *sql.DB, conn *sql.Conn, path string, fs FreeSpace) (after FreeSpace, refused string, wrote bool, err error) {
 	switch {
 	case fs.Undecided != "":
 		return fs, "the audit is undecided", false, nil
@@ -96,23 +97,34 @@ func zeroInPlace(ctx context.Context, conn *sql.Conn, path string, fs FreeSpace)
 	if !strings.EqualFold(mode, "wal") {
 		return fs, "the database is not in WAL mode (journal_mode " + mode + ")", false, nil
 	}
-	if fi, err := os.Stat(path + "-wal"); err == nil && fi.Size() > 0 {
-		return fs, "the WAL is not empty", false, nil
+	if fi, err := os.Stat(walFile(path)); err != nil || fi.Size() > 0 {
+		return fs, "the WAL is not empty, or not where SQLite keeps it", false, nil
 	}
-	f, err := writeHandle(path)
-	if err != nil {
+	held, ok := opened(db)
+	if !ok {
+		return fs, "the database was not opened through sqlitex.Open, which records the file its connections hold", false, nil
+	}
+	f, id, err := writeHandle(path)
+	switch {
+	case err != nil:
 		return fs, "the database file cannot be opened for writing: " + err.Error(), false, nil
+	case id != held || id != fs.file:
+		return fs, "the file at the database's path is not the one its connections hold, or not the one audited", false, nil
 	}
 	ps := fs.pageSize
 	page := make([]byte, ps)
 	for _, p := range fs.plan {
 		if _, err := f.ReadAt(page, int64(p.pg-1)*int64(ps)); err != nil {
-			return fs, "", false, fmt.Errorf("zero in place: read page %d: %w", p.pg, err)
+			return fs, fmt.Sprintf("page %d cannot be read: %v", p.pg, err), false, nil
 		}
 		if sha256.Sum256(page) != p.sum {
 			return fs, fmt.Sprintf("page %d is not as the audit read it", p.pg), false, nil
 		}
 	}
+	// Once a byte is written, the rest runs to its end even if ctx is
+	// cancelled: the commit below is what makes other connections drop
+	// the pages they cached.
+	ctx = context.WithoutCancel(ctx)
 	for _, p := range fs.plan {
 		for _, r := range p.ranges {
 			wrote = true

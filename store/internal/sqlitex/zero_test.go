@@ -115,7 +115,7 @@ func TestZeroInPlaceLeavesNoCachedCopy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			after, refused, wrote, err := zeroInPlace(ctx, conn, p, fs)
+			after, refused, wrote, err := zeroInPlace(ctx, db, conn, p, fs)
 			if err != nil || refused != "" || !wrote || after.Zeroed != int64(len(secret)) || after.NonZero != 0 {
 				t.Fatalf("zeroInPlace: %s, refused %q, wrote %v, %v", after, refused, wrote, err)
 			}
@@ -202,8 +202,35 @@ func TestZeroInPlaceRefuses(t *testing.T) {
 			t.Fatal(err)
 		}
 		file, _ := os.ReadFile(p)
-		after, refused, wrote, err := zeroInPlace(ctx, conn, p, fs)
+		after, refused, wrote, err := zeroInPlace(ctx, db, conn, p, fs)
 		if err != nil || wrote || !strings.Contains(refused, "another connection committed since the audit") || after.Zeroed != 0 {
+			t.Errorf("zeroInPlace: refused %q, wrote %v, %v; want a refusal", refused, wrote, err)
+		}
+		if now, _ := os.ReadFile(p); !bytes.Equal(now, file) {
+			t.Error("the refusal wrote the database file")
+		}
+	})
+
+	t.Run("a page changed since the audit", func(t *testing.T) {
+		p, off := dirtyCopy(t, b, leafTable, secret)
+		db, conn := openConn(t, p)
+		fs, err := AuditFreeSpace(ctx, conn, p)
+		if err != nil || len(fs.plan) != 1 {
+			t.Fatalf("audit: %s, %v", fs, err)
+		}
+		// One of the planted bytes changes behind SQLite's back: no
+		// commit, so data_version cannot tell; the page's digest does.
+		w, err := os.OpenFile(p, os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		if _, err := w.WriteAt([]byte("X"), int64(off)); err != nil {
+			t.Fatal(err)
+		}
+		file, _ := os.ReadFile(p)
+		after, refused, wrote, err := zeroInPlace(ctx, db, conn, p, fs)
+		if err != nil || wrote || !strings.Contains(refused, "is not as the audit read it") || after.Zeroed != 0 {
 			t.Errorf("zeroInPlace: refused %q, wrote %v, %v; want a refusal", refused, wrote, err)
 		}
 		if now, _ := os.ReadFile(p); !bytes.Equal(now, file) {
@@ -290,4 +317,37 @@ func TestZeroInPlaceTorn(t *testing.T) {
 		t.Errorf("after a torn zeroing: %s; want the other page's %d bytes found", again, len(secret))
 	}
 	_ = off
+}
+
+// SQLite names the WAL after the database's path with its symbolic links
+// resolved. Opened through a link, with another connection's frames in the
+// WAL beside the real file, the audit is undecided: it does not take the
+// missing WAL at the link's name for an empty one.
+func TestAuditSymlinkedWAL(t *testing.T) {
+	dir := t.TempDir()
+	real, link := filepath.Join(dir, "real.db"), filepath.Join(dir, "link.db")
+	fill(t, real, true)
+	if err := os.Symlink(real, link); err != nil {
+		t.Skipf("symbolic links: %v", err)
+	}
+	if got := Files(link)[1]; got != real+"-wal" {
+		t.Fatalf("the WAL of %s: %s; want %s", link, got, real+"-wal")
+	}
+	app, err := sql.Open("sqlite3", "file:"+real+"?_journal_mode=WAL&_secure_delete=off")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	app.SetMaxOpenConns(1)
+	for _, q := range []string{`PRAGMA wal_autocheckpoint = 0`, `UPDATE t SET v = v || 'x'`} {
+		if _, err := app.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fi, err := os.Stat(real + "-wal"); err != nil || fi.Size() == 0 {
+		t.Fatalf("the WAL holds no frames (%v): the case shows nothing", err)
+	}
+	if fs := audit(t, link); !strings.Contains(fs.Undecided, "WAL") || fs.plan != nil {
+		t.Errorf("audit through the link with frames in the WAL: %s; want undecided", fs)
+	}
 }
